@@ -1,0 +1,44 @@
+/* Self-contained SVG flame graphs: one file, no network, hover details, click to zoom,
+ * search with the matched share, and a differential mode. */
+#ifndef WP_FLAME_H
+#define WP_FLAME_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* What kind of code a frame is, for its colour. */
+enum wp_frame_kind {
+	WP_KIND_PROGRAM = 0, /* the main executable */
+	WP_KIND_LIBRARY = 1, /* a shared library */
+	WP_KIND_KERNEL = 2,  /* reserved */
+	WP_KIND_UNKNOWN = 3, /* no symbol */
+	WP_KIND_THREAD = 4,  /* a per-thread root frame "[name tid=N]" */
+};
+
+struct wp_flame_frame {
+	const char *name;
+	enum wp_frame_kind kind;
+};
+
+/* One stack, root first, with its sample count. For a differential graph, `count` is the
+ * AFTER count and `base` the BEFORE count; otherwise base is ignored. */
+struct wp_flame_stack {
+	const struct wp_flame_frame *frames;
+	int nframes;
+	uint64_t count;
+	uint64_t base;
+};
+
+struct wp_flame_opts {
+	const char *title;
+	const char *subtitle; /* may be NULL */
+	int differential;     /* colour red (more in AFTER) / blue (less) */
+	int width;            /* pixels; 0 = 1200 */
+	double min_width_px;  /* frames narrower are merged away; 0 = 0.1 */
+};
+
+/* Writes the SVG to `out`. Stacks may repeat; equal prefixes are merged. Returns 0 or -errno. */
+int wp_flame_write(FILE *out, const struct wp_flame_stack *stacks, size_t nstacks,
+		   const struct wp_flame_opts *opts);
+
+#endif

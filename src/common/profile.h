@@ -1,0 +1,82 @@
+/* The profile as the CLI sees it: the file read back into memory, validated. Every file is
+ * treated as untrusted input; wp_profile_read never crashes on a corrupt file, it returns an
+ * error message instead. */
+#ifndef WP_PROFILE_H
+#define WP_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "format.h"
+
+struct wp_module {
+	uint32_t id;
+	uint32_t flags;
+	uint64_t start, end, file_offset;
+	uint8_t build_id[WP_MAX_BUILD_ID];
+	uint32_t build_id_len;
+	char *path;
+};
+
+struct wp_thread {
+	uint32_t tid;
+	uint32_t flags;
+	uint64_t samples, running, waiting;
+	uint64_t first_ns, last_ns;
+	char *name;
+};
+
+struct wp_stack {
+	uint32_t id;
+	uint32_t tid;
+	uint32_t flags;
+	uint32_t nframes;
+	uint64_t count;
+	uint64_t weight_ns;
+	uint64_t *pcs; /* leaf first */
+};
+
+struct wp_tl_entry {
+	uint64_t t_us; /* since the run's start */
+	uint32_t tid;
+	uint32_t stack_id;
+};
+
+struct wp_meta {
+	char *key;
+	char *value;
+};
+
+struct wp_profile {
+	struct wp_meta *meta;
+	size_t nmeta;
+	struct wp_module *modules;
+	size_t nmodules;
+	struct wp_thread *threads;
+	size_t nthreads;
+	struct wp_stack *stacks; /* sorted by id; ids are unique */
+	size_t nstacks;
+	struct wp_tl_entry *timeline; /* per thread in time order, threads in file order */
+	size_t ntimeline;
+};
+
+/* Reads and validates `path`. On failure returns -1 and writes a one-line reason (without the
+ * path) into err. */
+int wp_profile_read(const char *path, struct wp_profile **out, char *err, size_t errlen);
+/* The same over a buffer in memory (used by the fuzzer). */
+int wp_profile_parse(const uint8_t *data, size_t len, struct wp_profile **out, char *err,
+		     size_t errlen);
+void wp_profile_free(struct wp_profile *p);
+
+/* Value of a META key, or NULL. */
+const char *wp_profile_meta(const struct wp_profile *p, const char *key);
+/* Value of a META key as an integer, or `dflt` when missing or not a number. */
+long long wp_profile_meta_ll(const struct wp_profile *p, const char *key, long long dflt);
+/* The stack with this id, or NULL. */
+const struct wp_stack *wp_profile_stack(const struct wp_profile *p, uint32_t id);
+/* The module mapping `pc`, or NULL. */
+const struct wp_module *wp_profile_module_at(const struct wp_profile *p, uint64_t pc);
+/* The thread with this tid, or NULL. */
+const struct wp_thread *wp_profile_thread(const struct wp_profile *p, uint32_t tid);
+
+#endif

@@ -1,0 +1,38 @@
+/* Clocks the agent reads. clock_gettime is async-signal-safe and served by the vDSO for the
+ * monotonic clock, so the handler may use wp_now_ns(). */
+#ifndef WP_CLOCK_H
+#define WP_CLOCK_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+static inline uint64_t wp_ts_ns(const struct timespec *ts)
+{
+	return (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec;
+}
+
+static inline uint64_t wp_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return wp_ts_ns(&ts);
+}
+
+/* The CPU-time clock of another thread of this process, as the kernel encodes it
+ * (CPUCLOCK_SCHED | per-thread): ((~tid) << 3) | 6. */
+static inline clockid_t wp_thread_cpu_clock(pid_t tid)
+{
+	return (clockid_t)((~(unsigned)tid << 3) | 6u);
+}
+
+/* CPU time of thread `tid` in ns, or -1 when it no longer exists. A system call, not vDSO. */
+static inline int64_t wp_thread_cpu_ns(pid_t tid)
+{
+	struct timespec ts;
+	if (clock_gettime(wp_thread_cpu_clock(tid), &ts) != 0)
+		return -1;
+	return (int64_t)wp_ts_ns(&ts);
+}
+
+#endif

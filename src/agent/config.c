@@ -1,0 +1,101 @@
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+/* Parses a whole decimal number in [lo, hi]; rejects signs, spaces and trailing junk, which a
+ * user could not have meant. */
+static int parse_int(const char *s, long lo, long hi, int *out)
+{
+	char *end;
+	if (!s || !*s || *s == '+' || *s == '-' || *s == ' ')
+		return -1;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || *end || v < lo || v > hi)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+static int bad(const char *var, const char *value, const char *accepts)
+{
+	wp_log("%s='%s' is not valid: %s; profiling is off for this run", var, value, accepts);
+	return -1;
+}
+
+int wp_config_load(struct wp_config *cfg, char *(*getenv_fn)(const char *))
+{
+	const char *v;
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->mode = WP_MODE_WALL;
+	cfg->hz = WP_DEFAULT_HZ;
+	cfg->threads = WP_DEFAULT_THREADS;
+	cfg->log_fd = -1;
+	strcpy(cfg->out, WP_DEFAULT_OUT);
+
+	/* The log descriptor first, so complaints about the rest go where the CLI wants them. */
+	if ((v = getenv_fn("WALLPROF_LOG_FD")) && parse_int(v, 0, 1 << 20, &cfg->log_fd) == 0)
+		wp_log_set_fd(cfg->log_fd);
+
+	if ((v = getenv_fn("WALLPROF_MODE"))) {
+		if (!strcmp(v, "wall"))
+			cfg->mode = WP_MODE_WALL;
+		else if (!strcmp(v, "cpu"))
+			cfg->mode = WP_MODE_CPU;
+		else
+			return bad("WALLPROF_MODE", v, "use wall or cpu");
+	}
+	if ((v = getenv_fn("WALLPROF_HZ")) && parse_int(v, 1, 10000, &cfg->hz))
+		return bad("WALLPROF_HZ", v, "use a whole number of ticks per second from 1 to 10000");
+	if ((v = getenv_fn("WALLPROF_THREADS")) && parse_int(v, 0, 1000000, &cfg->threads))
+		return bad("WALLPROF_THREADS", v,
+			   "use a whole number of threads per tick from 1 to 1000000, or 0 for all");
+	if ((v = getenv_fn("WALLPROF_OUT"))) {
+		if (!*v || strlen(v) >= sizeof(cfg->out) - 32)
+			return bad("WALLPROF_OUT", v, "use a file path (%p stands for the pid)");
+		strcpy(cfg->out, v);
+	}
+	if ((v = getenv_fn("WALLPROF_QUIET"))) {
+		if (!strcmp(v, "1"))
+			cfg->quiet = 1;
+		else if (!strcmp(v, "0") || !*v)
+			cfg->quiet = 0;
+		else
+			return bad("WALLPROF_QUIET", v, "use 1 to silence the summary line, or 0");
+	}
+	return 0;
+}
+
+int wp_config_out_path(const struct wp_config *cfg, int pid, char *buf, unsigned long cap)
+{
+	unsigned long n = 0;
+	for (const char *p = cfg->out; *p; p++) {
+		char num[16];
+		const char *ins = NULL;
+		if (p[0] == '%' && p[1] == 'p') {
+			wp_format(num, sizeof(num), "%d", pid);
+			ins = num;
+			p++;
+		} else if (p[0] == '%' && p[1] == '%') {
+			ins = "%";
+			p++;
+		}
+		if (ins) {
+			size_t l = strlen(ins);
+			if (n + l >= cap)
+				return -ENAMETOOLONG;
+			memcpy(buf + n, ins, l);
+			n += l;
+		} else {
+			if (n + 1 >= cap)
+				return -ENAMETOOLONG;
+			buf[n++] = *p;
+		}
+	}
+	buf[n] = 0;
+	return 0;
+}

@@ -1,0 +1,30 @@
+/* The agent's settings, read from the environment once, in the constructor. A bad value
+ * disables the agent: one line on stderr names the variable and what it accepts, and the
+ * program runs exactly as it would without wallprof. */
+#ifndef WP_CONFIG_H
+#define WP_CONFIG_H
+
+#include <limits.h>
+
+enum wp_mode { WP_MODE_WALL = 0, WP_MODE_CPU = 1 };
+
+#define WP_DEFAULT_HZ 100
+#define WP_DEFAULT_THREADS 16
+#define WP_DEFAULT_OUT "wallprof.%p.prof"
+
+struct wp_config {
+	enum wp_mode mode;
+	int hz;               /* ticks per second, 1..10000 */
+	int threads;          /* wall mode: threads sampled per tick, 0 = all */
+	char out[PATH_MAX];   /* output path template, %p = pid */
+	int quiet;            /* no summary line at exit */
+	int log_fd;           /* where the agent's lines go; -1 = stderr */
+};
+
+/* Reads `getenv` into cfg. Returns 0, or -1 after printing the one-line complaint. */
+int wp_config_load(struct wp_config *cfg, char *(*getenv_fn)(const char *));
+
+/* The output path with %p replaced by `pid` (and %% by %). Returns 0 or -ENAMETOOLONG. */
+int wp_config_out_path(const struct wp_config *cfg, int pid, char *buf, unsigned long cap);
+
+#endif

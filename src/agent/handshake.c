@@ -1,0 +1,273 @@
+#include "handshake.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "clock.h"
+
+enum phase {
+	P_IDLE = 0,
+	P_REQUEST = 1,   /* sampler: "tid, please stop" */
+	P_CLAIMED = 2,   /* handler: "it's me, copying" */
+	P_CAPTURED = 3,  /* msg2 */
+	P_RELEASED = 4,  /* msg3 */
+	P_RESUMED = 5,   /* msg4 */
+	P_ABANDONED = 6, /* sampler gave up before any handler claimed the request */
+	P_GAVEUP = 7,    /* handler gave up waiting for msg3 and resumed */
+};
+
+#define PHASE(w) ((w) & 7u)
+#define GEN(w) ((w) >> 3)
+#define WORD(gen, ph) (((gen) << 3) | (ph))
+
+/* A slot is reusable once its handler can no longer touch it. A slot whose handler claimed a
+ * request and then stalled is skipped until it finishes; a few spares keep sampling going. */
+#define NSLOTS 4
+
+struct wp_hs_ticket {
+	_Atomic uint32_t word; /* futex word */
+	_Atomic pid_t tid;
+	struct wp_capture cap;
+};
+
+static struct wp_hs_ticket slots[NSLOTS];
+static struct wp_hs_ticket *_Atomic current;
+static uint32_t next_gen = 1;
+static int hs_signo;
+static pid_t self_pid;
+static struct sigaction previous;
+static int installed;
+static _Atomic uint64_t stray_signals;
+static uint64_t msg2_deadline_ns = 20 * 1000000ull;
+static uint64_t msg3_deadline_ns = 200 * 1000000ull;
+
+/* Spinning before sleeping: on a multi-core machine the other side answers within a few
+ * microseconds, far less than a futex sleep/wake round trip (tens of microseconds in a VM).
+ * Bounded so a single-core machine does not burn a time slice. */
+#define SPIN_NS 30000ull
+
+static long futex(_Atomic uint32_t *w, int op, uint32_t val, const struct timespec *ts)
+{
+	return syscall(SYS_futex, (uint32_t *)w, op | FUTEX_PRIVATE_FLAG, val, ts, NULL, 0);
+}
+
+static void wake(_Atomic uint32_t *w)
+{
+	futex(w, FUTEX_WAKE, 1, NULL);
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+/* Waits while *w == seen, until `deadline` (CLOCK_MONOTONIC ns). Returns the new value, or
+ * `seen` on timeout. Async-signal-safe: only atomics, clock_gettime and futex. */
+static uint32_t wait_change(_Atomic uint32_t *w, uint32_t seen, uint64_t deadline)
+{
+	uint64_t now = wp_now_ns(), spin_end = now + SPIN_NS;
+	uint32_t v;
+	unsigned n = 0;
+	while ((v = atomic_load(w)) == seen) {
+		if ((++n & 63) == 0) {
+			now = wp_now_ns();
+			if (now >= deadline)
+				return seen;
+			if (now >= spin_end)
+				break;
+		}
+		cpu_relax();
+	}
+	while ((v = atomic_load(w)) == seen) {
+		now = wp_now_ns();
+		if (now >= deadline)
+			return seen;
+		uint64_t left = deadline - now;
+		/* Short sleeps, so a waiter re-checks liveness conditions often enough. */
+		if (left > 2000000)
+			left = 2000000;
+		struct timespec ts = { (time_t)(left / 1000000000ull), (long)(left % 1000000000ull) };
+		futex(w, FUTEX_WAIT, seen, &ts);
+	}
+	return v;
+}
+
+/* The handler. Async-signal-safe: atomics, gettid, clock_gettime, futex, memcpy of a
+ * fixed-size register block into a preallocated slot; errno saved and restored. */
+static void handler(int sig, siginfo_t *info, void *ucv)
+{
+	int saved_errno = errno;
+	struct wp_hs_ticket *t = atomic_load(&current);
+	pid_t me = (pid_t)syscall(SYS_gettid);
+	uint32_t w = t ? atomic_load(&t->word) : 0;
+
+	if (!t || PHASE(w) != P_REQUEST || atomic_load(&t->tid) != me ||
+	    !atomic_compare_exchange_strong(&t->word, &w, WORD(GEN(w), P_CLAIMED))) {
+		/* Not ours (late, or another thread's): leave without touching anything. */
+		atomic_fetch_add(&stray_signals, 1);
+		errno = saved_errno;
+		(void)sig;
+		(void)info;
+		return;
+	}
+	uint32_t gen = GEN(w);
+	ucontext_t *uc = ucv;
+	t->cap.t_enter_ns = wp_now_ns();
+	memcpy(t->cap.gregs, uc->uc_mcontext.gregs, sizeof(t->cap.gregs));
+
+	atomic_store(&t->word, WORD(gen, P_CAPTURED)); /* msg2 */
+	wake(&t->word);
+
+	uint64_t deadline = t->cap.t_enter_ns + msg3_deadline_ns;
+	uint32_t seen = WORD(gen, P_CAPTURED);
+	uint32_t v = wait_change(&t->word, seen, deadline); /* msg3 */
+	if (v == seen) {
+		/* The sampler is not answering: resume on our own. If it releases us at the same
+		 * moment the CAS fails and we take the normal path below. */
+		if (atomic_compare_exchange_strong(&t->word, &seen, WORD(gen, P_GAVEUP))) {
+			wake(&t->word);
+			errno = saved_errno;
+			return;
+		}
+	}
+	t->cap.t_exit_ns = wp_now_ns();
+	atomic_store(&t->word, WORD(gen, P_RESUMED)); /* msg4 */
+	wake(&t->word);
+	errno = saved_errno;
+}
+
+int wp_handshake_init(int signo)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = handler;
+	/* SA_RESTART: restartable system calls resume after our handler instead of failing with
+	 * EINTR. It does not cover everything (see docs/design.md); the sampler avoids
+	 * signalling threads blocked in the calls it does not cover. */
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	hs_signo = signo;
+	self_pid = getpid();
+	if (sigaction(signo, &sa, &previous) != 0)
+		return -errno;
+	installed = 1;
+	return 0;
+}
+
+void wp_handshake_fini(void)
+{
+	struct sigaction now;
+	if (!installed)
+		return;
+	/* Leave the handler in place: a signal already sent but not yet delivered would
+	 * otherwise meet SIG_DFL and kill the process ("Profiling timer expired"). Our handler
+	 * ignores anything it did not ask for, so keeping it is harmless. Only restore the
+	 * previous disposition when it was a real handler the program installed. */
+	if (sigaction(hs_signo, NULL, &now) == 0 && now.sa_sigaction == handler &&
+	    (previous.sa_flags & SA_SIGINFO ? previous.sa_sigaction != NULL
+					    : (previous.sa_handler != SIG_DFL &&
+					       previous.sa_handler != SIG_IGN)))
+		sigaction(hs_signo, &previous, NULL);
+}
+
+void wp_handshake_set_deadlines(uint64_t msg2_ns, uint64_t msg3_ns)
+{
+	msg2_deadline_ns = msg2_ns;
+	msg3_deadline_ns = msg3_ns;
+}
+
+uint64_t wp_handshake_stray(void)
+{
+	return atomic_load(&stray_signals);
+}
+
+int wp_handshake_signal(void)
+{
+	return hs_signo;
+}
+
+static struct wp_hs_ticket *free_slot(void)
+{
+	for (int i = 0; i < NSLOTS; i++) {
+		uint32_t ph = PHASE(atomic_load(&slots[i].word));
+		if (ph == P_IDLE || ph == P_RESUMED || ph == P_ABANDONED || ph == P_GAVEUP)
+			return &slots[i];
+	}
+	return NULL;
+}
+
+static int thread_alive(pid_t tid)
+{
+	return syscall(SYS_tgkill, self_pid, tid, 0) == 0 || errno != ESRCH;
+}
+
+enum wp_hs_result wp_handshake_suspend(pid_t tid, struct wp_hs_ticket **ticket,
+				       const struct wp_capture **cap)
+{
+	struct wp_hs_ticket *t = free_slot();
+	if (!t)
+		return WP_HS_NOSLOT;
+	uint32_t gen = next_gen++ & 0x1fffffffu;
+	uint32_t req = WORD(gen, P_REQUEST);
+	atomic_store(&t->tid, tid);
+	atomic_store(&t->word, req);
+	atomic_store(&current, t);
+
+	if (syscall(SYS_tgkill, self_pid, tid, hs_signo) != 0) {
+		int e = errno;
+		atomic_store(&t->word, WORD(gen, P_ABANDONED));
+		return e == ESRCH ? WP_HS_EXITED : WP_HS_ERROR;
+	}
+
+	uint64_t deadline = wp_now_ns() + msg2_deadline_ns;
+	uint32_t v = req;
+	for (;;) {
+		/* Wake up at least every 2 ms to notice a thread that exited with our signal
+		 * pending (its signal is then discarded and nobody would ever answer). */
+		uint64_t step = wp_now_ns() + 2000000;
+		v = wait_change(&t->word, v, step < deadline ? step : deadline);
+		if (PHASE(v) == P_CAPTURED)
+			break;
+		if (PHASE(v) == P_CLAIMED)
+			continue; /* the handler is copying; msg2 comes next */
+		/* Still P_REQUEST: give up at the deadline or when the thread is gone. Only
+		 * abandon if no handler claimed it meanwhile (the CAS settles the race). */
+		int gone = !thread_alive(tid);
+		if (gone || wp_now_ns() >= deadline) {
+			if (atomic_compare_exchange_strong(&t->word, &v, WORD(gen, P_ABANDONED)))
+				return gone ? WP_HS_EXITED : WP_HS_TIMEOUT;
+			/* A handler claimed it at the last moment: follow through. */
+			if (PHASE(v) == P_CLAIMED)
+				deadline = wp_now_ns() + msg2_deadline_ns;
+		}
+	}
+	*ticket = t;
+	*cap = &t->cap;
+	return WP_HS_OK;
+}
+
+enum wp_hs_result wp_handshake_resume(struct wp_hs_ticket *t, uint64_t *window_ns)
+{
+	uint32_t w = atomic_load(&t->word);
+	uint32_t gen = GEN(w);
+	uint32_t captured = WORD(gen, P_CAPTURED);
+	*window_ns = 0;
+	if (!atomic_compare_exchange_strong(&t->word, &captured, WORD(gen, P_RELEASED)))
+		return WP_HS_LATE; /* P_GAVEUP: it resumed before we were done */
+	wake(&t->word); /* msg3 */
+
+	uint32_t released = WORD(gen, P_RELEASED);
+	uint32_t v = wait_change(&t->word, released, wp_now_ns() + msg2_deadline_ns); /* msg4 */
+	if (PHASE(v) != P_RESUMED)
+		return WP_HS_OK; /* resumed but slow to say so; the slot stays busy until it does */
+	if (t->cap.t_exit_ns > t->cap.t_enter_ns)
+		*window_ns = t->cap.t_exit_ns - t->cap.t_enter_ns;
+	return WP_HS_OK;
+}

@@ -1,0 +1,427 @@
+#include "modules.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <link.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "handshake.h"
+
+#define HISTORY_MAX 8192
+
+struct table {
+	struct wp_rt_module *mods;
+	size_t nmods, capmods;
+	struct wp_region *regions;
+	size_t nregions, capregions;
+	size_t copied;
+};
+
+static struct table cur;
+static unsigned generation;
+static unsigned long long seen_adds, seen_subs;
+
+static struct wp_module_rec *history;
+static _Atomic size_t history_len;
+static char exe_path[4096];
+
+/* ---- building a table (outside windows; inside dl_iterate_phdr's callback) ---- */
+
+static int push_region(struct table *t, uintptr_t addr, size_t len, const void *src)
+{
+	/* Copy aligned to 8 bytes at both ends: libunwind reads whole aligned words. */
+	uintptr_t a = addr & ~(uintptr_t)7, e = (addr + len + 7) & ~(uintptr_t)7;
+	uint8_t *copy = malloc(e - a);
+	if (!copy)
+		return -ENOMEM;
+	memset(copy, 0, e - a);
+	memcpy(copy + (addr - a), src, len);
+	if (t->nregions == t->capregions) {
+		size_t n = t->capregions ? t->capregions * 2 : 64;
+		struct wp_region *r = realloc(t->regions, n * sizeof(*r));
+		if (!r) {
+			free(copy);
+			return -ENOMEM;
+		}
+		t->regions = r;
+		t->capregions = n;
+	}
+	t->regions[t->nregions++] = (struct wp_region){ a, e - a, copy };
+	t->copied += e - a;
+	return 0;
+}
+
+static struct wp_rt_module *push_module(struct table *t)
+{
+	if (t->nmods == t->capmods) {
+		size_t n = t->capmods ? t->capmods * 2 : 64;
+		struct wp_rt_module *m = realloc(t->mods, n * sizeof(*m));
+		if (!m)
+			return NULL;
+		t->mods = m;
+		t->capmods = n;
+	}
+	memset(&t->mods[t->nmods], 0, sizeof(t->mods[0]));
+	return &t->mods[t->nmods++];
+}
+
+/* Reads a DWARF EH pointer of the encodings .eh_frame_hdr uses (absptr, udata4, sdata4,
+ * udata8, sdata8; pcrel or datarel to the header). Returns bytes consumed, 0 if unsupported. */
+static size_t read_enc(const uint8_t *p, uint8_t enc, uintptr_t pc, uintptr_t hdr, uint64_t *out)
+{
+	uint64_t v;
+	size_t n;
+	switch (enc & 0x0f) {
+	case 0x00: memcpy(&v, p, 8); n = 8; break;                                   /* absptr */
+	case 0x03: { uint32_t x; memcpy(&x, p, 4); v = x; n = 4; break; }           /* udata4 */
+	case 0x0b: { int32_t x; memcpy(&x, p, 4); v = (uint64_t)(int64_t)x; n = 4; break; }
+	case 0x04: case 0x0c: memcpy(&v, p, 8); n = 8; break;                        /* u/sdata8 */
+	default: return 0;
+	}
+	switch (enc & 0x70) {
+	case 0x00: break;
+	case 0x10: v += pc; break;  /* pcrel */
+	case 0x30: v += hdr; break; /* datarel */
+	default: return 0;
+	}
+	*out = v;
+	return n;
+}
+
+/* Length of .eh_frame starting at `start`: walks CIE/FDE records up to the zero terminator,
+ * never past `limit` (the end of the segment holding it). */
+static size_t eh_frame_len(uintptr_t start, uintptr_t limit)
+{
+	uintptr_t p = start;
+	while (p + 4 <= limit) {
+		uint32_t len32;
+		memcpy(&len32, (const void *)p, 4);
+		if (len32 == 0) {
+			p += 4;
+			break;
+		}
+		uint64_t len = len32, hdr = 4;
+		if (len32 == 0xffffffffu) {
+			if (p + 12 > limit)
+				break;
+			memcpy(&len, (const void *)(p + 4), 8);
+			hdr = 12;
+		}
+		if (len > limit - p - hdr)
+			break;
+		p += hdr + len;
+	}
+	return p - start;
+}
+
+static void read_build_id(struct dl_phdr_info *info, struct wp_module_rec *rec)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_NOTE)
+			continue;
+		const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+		const uint8_t *end = p + ph->p_memsz;
+		while (p + sizeof(ElfW(Nhdr)) <= end) {
+			const ElfW(Nhdr) *nh = (const void *)p;
+			size_t name = (nh->n_namesz + 3) & ~3u, desc = (nh->n_descsz + 3) & ~3u;
+			const uint8_t *d = p + sizeof(*nh) + name;
+			if (d + desc > end)
+				break;
+			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+			    !memcmp(p + sizeof(*nh), "GNU", 4) && nh->n_descsz <= WP_MAX_BUILD_ID) {
+				memcpy(rec->build_id, d, nh->n_descsz);
+				rec->build_id_len = nh->n_descsz;
+				return;
+			}
+			p = d + desc;
+		}
+	}
+}
+
+/* Records an executable mapping in the history, once; returns its id. */
+static uint32_t remember(struct dl_phdr_info *info, const ElfW(Phdr) *ph, int first)
+{
+	uint64_t start = info->dlpi_addr + ph->p_vaddr;
+	const char *name = info->dlpi_name;
+	uint32_t flags = 0;
+	if (first && (!name || !*name)) {
+		name = exe_path;
+		flags = WP_MODULE_MAIN;
+	} else if (name && strstr(name, "linux-vdso")) {
+		name = "[vdso]";
+		flags = WP_MODULE_VDSO;
+	} else if (!name || !*name) {
+		name = "(unnamed)";
+	}
+	size_t n = atomic_load(&history_len);
+	/* Same address and same file: the same mapping. A library loaded where an unloaded one
+	 * used to be gets an entry of its own. */
+	for (size_t i = n; i-- > 0;)
+		if (history[i].start == start && !(history[i].flags & WP_MODULE_UNLOADED) &&
+		    !strcmp(history[i].path, name))
+			return (uint32_t)i;
+	if (n >= HISTORY_MAX)
+		return UINT32_MAX;
+	struct wp_module_rec *r = &history[n];
+	memset(r, 0, sizeof(*r));
+	r->start = start;
+	r->end = start + ph->p_memsz;
+	r->file_offset = ph->p_offset;
+	r->flags = flags;
+	r->path = strdup(name);
+	if (!r->path)
+		return UINT32_MAX;
+	read_build_id(info, r);
+	atomic_store(&history_len, n + 1); /* publish */
+	return (uint32_t)n;
+}
+
+static int add_unwind_tables(struct table *t, struct dl_phdr_info *info, struct wp_rt_module *m)
+{
+	const ElfW(Phdr) *eh = NULL;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_GNU_EH_FRAME)
+			eh = &info->dlpi_phdr[i];
+	if (!eh)
+		return 0;
+	/* The segment holding the header bounds every read we make of it and of .eh_frame. */
+	uintptr_t hdr = info->dlpi_addr + eh->p_vaddr, seg_end = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && hdr >= a && hdr < a + ph->p_filesz)
+			seg_end = a + ph->p_filesz;
+	}
+	const uint8_t *h = (const uint8_t *)hdr;
+	if (!seg_end || hdr + 4 + 16 > seg_end || h[0] != 1)
+		return 0;
+	uint8_t ptr_enc = h[1], count_enc = h[2], table_enc = h[3];
+	if (table_enc != 0x3b) /* datarel|sdata4: the only table libunwind binary-searches */
+		return 0;
+	uint64_t eh_frame, count;
+	size_t off = 4, n;
+	if (!(n = read_enc(h + off, ptr_enc, hdr + off, hdr, &eh_frame)))
+		return 0;
+	off += n;
+	if (!(n = read_enc(h + off, count_enc, hdr + off, hdr, &count)))
+		return 0;
+	off += n;
+	if (count > (seg_end - hdr - off) / 8)
+		return 0;
+	size_t hdr_len = off + count * 8;
+	if (push_region(t, hdr, hdr_len, h))
+		return -ENOMEM;
+	if (eh_frame >= hdr && eh_frame < seg_end) {
+		size_t len = eh_frame_len(eh_frame, seg_end);
+		if (len && push_region(t, eh_frame, len, (const void *)eh_frame))
+			return -ENOMEM;
+	} else {
+		/* .eh_frame before the header, same segment: find that segment's start. */
+		for (int i = 0; i < info->dlpi_phnum; i++) {
+			const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+			uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+			if (ph->p_type == PT_LOAD && eh_frame >= a && eh_frame < a + ph->p_filesz) {
+				size_t len = eh_frame_len(eh_frame, a + ph->p_filesz);
+				if (len && push_region(t, eh_frame, len, (const void *)eh_frame))
+					return -ENOMEM;
+			}
+		}
+	}
+	m->eh_hdr = hdr;
+	m->table = hdr + off;
+	m->fde_count = count;
+	return 0;
+}
+
+struct build_ctx {
+	struct table *t;
+	int index;
+	int err;
+	unsigned long long adds, subs;
+};
+
+static int build_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct build_ctx *c = arg;
+	if (c->index == 0 && size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+		c->adds = info->dlpi_adds;
+		c->subs = info->dlpi_subs;
+	}
+	int first = c->index++ == 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		struct wp_rt_module *m = push_module(c->t);
+		if (!m) {
+			c->err = -ENOMEM;
+			return 1;
+		}
+		m->lo = info->dlpi_addr + ph->p_vaddr;
+		m->hi = m->lo + ph->p_memsz;
+		m->history_id = remember(info, ph, first);
+		if (add_unwind_tables(c->t, info, m)) {
+			c->err = -ENOMEM;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int cmp_mod(const void *a, const void *b)
+{
+	const struct wp_rt_module *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static int cmp_region(const void *a, const void *b)
+{
+	const struct wp_region *x = a, *y = b;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static void free_table(struct table *t)
+{
+	for (size_t i = 0; i < t->nregions; i++)
+		free((void *)t->regions[i].data);
+	free(t->regions);
+	free(t->mods);
+	memset(t, 0, sizeof(*t));
+}
+
+/* The signal trampoline (__restore_rt): its address is what the kernel keeps as sa_restorer
+ * for our signal. Copying its code lets libunwind recognise signal frames without reading
+ * host memory. */
+static void add_sigreturn_trampoline(struct table *t)
+{
+	struct {
+		void *handler;
+		unsigned long flags;
+		void *restorer;
+		uint64_t mask;
+	} ksa;
+	if (syscall(SYS_rt_sigaction, wp_handshake_signal(), NULL, &ksa, 8) != 0 || !ksa.restorer)
+		return;
+	push_region(t, (uintptr_t)ksa.restorer, 16, ksa.restorer);
+}
+
+/* Marks history entries whose module is gone as unloaded. */
+static void mark_unloaded(const struct table *t)
+{
+	size_t n = atomic_load(&history_len);
+	for (size_t i = 0; i < n; i++) {
+		int found = 0;
+		for (size_t j = 0; j < t->nmods && !found; j++)
+			found = t->mods[j].history_id == i;
+		if (!found)
+			history[i].flags |= WP_MODULE_UNLOADED;
+	}
+}
+
+int wp_modules_rebuild(void)
+{
+	struct table t = { 0 };
+	struct build_ctx c = { &t, 0, 0, 0, 0 };
+	dl_iterate_phdr(build_cb, &c);
+	if (c.err) {
+		free_table(&t);
+		return c.err;
+	}
+	add_sigreturn_trampoline(&t);
+	qsort(t.mods, t.nmods, sizeof(*t.mods), cmp_mod);
+	qsort(t.regions, t.nregions, sizeof(*t.regions), cmp_region);
+	mark_unloaded(&t);
+	free_table(&cur);
+	cur = t;
+	seen_adds = c.adds;
+	seen_subs = c.subs;
+	generation++;
+	return 0;
+}
+
+static int peek_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	unsigned long long *v = arg;
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+		v[0] = info->dlpi_adds;
+		v[1] = info->dlpi_subs;
+	}
+	return 1; /* the counters are the same on every entry: stop at the first */
+}
+
+int wp_modules_refresh(void)
+{
+	unsigned long long v[2] = { seen_adds, seen_subs };
+	dl_iterate_phdr(peek_cb, v);
+	if (v[0] == seen_adds && v[1] == seen_subs)
+		return 0;
+	return wp_modules_rebuild() == 0;
+}
+
+int wp_modules_init(void)
+{
+	history = calloc(HISTORY_MAX, sizeof(*history));
+	if (!history)
+		return -ENOMEM;
+	ssize_t n = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
+	if (n > 0)
+		exe_path[n] = 0;
+	else
+		strcpy(exe_path, "(main)");
+	return wp_modules_rebuild();
+}
+
+/* ---- lookups (sampler thread, any time) ---- */
+
+const struct wp_rt_module *wp_modules_find(uintptr_t pc)
+{
+	size_t lo = 0, hi = cur.nmods;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (pc < cur.mods[mid].lo)
+			hi = mid;
+		else if (pc >= cur.mods[mid].hi)
+			lo = mid + 1;
+		else
+			return &cur.mods[mid];
+	}
+	return NULL;
+}
+
+const uint8_t *wp_modules_read(uintptr_t addr, size_t len)
+{
+	size_t lo = 0, hi = cur.nregions;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		const struct wp_region *r = &cur.regions[mid];
+		if (addr < r->addr)
+			hi = mid;
+		else if (addr >= r->addr + r->len)
+			lo = mid + 1;
+		else
+			return len <= r->addr + r->len - addr ? r->data + (addr - r->addr) : NULL;
+	}
+	return NULL;
+}
+
+unsigned wp_modules_generation(void)
+{
+	return generation;
+}
+
+size_t wp_modules_history(const struct wp_module_rec **recs)
+{
+	*recs = history;
+	return history ? atomic_load(&history_len) : 0;
+}
+
+size_t wp_modules_copied_bytes(void)
+{
+	return cur.copied;
+}

@@ -1,0 +1,67 @@
+/* The module table: where each loaded ELF object's code and unwind tables are.
+ *
+ * Built by dl_iterate_phdr, only ever outside a suspension window (it takes the loader lock
+ * and allocates). Each module's .eh_frame_hdr and .eh_frame are COPIED into the agent's own
+ * memory while the loader lock pins the module, so the unwinder never reads the host's
+ * memory at all (except the stack copy it made itself): a library dlclose'd between two
+ * refreshes cannot fault the sampler, and no read is unbounded.
+ *
+ * Two views: the current table (for unwinding, rebuilt when libraries come and go) and the
+ * history of every executable mapping ever seen (for the profile's module map, append-only). */
+#ifndef WP_MODULES_H
+#define WP_MODULES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/format.h"
+
+/* One executable segment of a loaded object, as the unwinder needs it. */
+struct wp_rt_module {
+	uintptr_t lo, hi;         /* the executable PT_LOAD, runtime addresses */
+	uintptr_t eh_hdr;         /* runtime address of .eh_frame_hdr, 0 when none */
+	uintptr_t table;          /* runtime address of its binary-search table */
+	uint64_t fde_count;
+	uint32_t history_id;
+};
+
+/* A range of host memory the agent holds a private copy of. */
+struct wp_region {
+	uintptr_t addr;
+	size_t len;
+	const uint8_t *data;
+};
+
+/* One entry of the profile's module map. Entries never move once published. */
+struct wp_module_rec {
+	uint64_t start, end, file_offset;
+	uint32_t flags;
+	uint32_t build_id_len;
+	uint8_t build_id[WP_MAX_BUILD_ID];
+	char *path;
+};
+
+/* Builds the first table. Returns 0 or -ENOMEM. */
+int wp_modules_init(void);
+/* Cheap check (one dl_iterate_phdr callback) whether objects were loaded or unloaded since the
+ * last build; rebuilds if so. Returns 1 when the table changed, 0 when not. Outside windows
+ * only. */
+int wp_modules_refresh(void);
+/* Forces a rebuild (e.g. an unwind met a pc outside every known module). */
+int wp_modules_rebuild(void);
+
+/* Lookups for the unwinder; no locks, no allocation. */
+const struct wp_rt_module *wp_modules_find(uintptr_t pc);
+/* The private copy covering [addr, addr+len), or NULL. */
+const uint8_t *wp_modules_read(uintptr_t addr, size_t len);
+/* Bumped on every rebuild, so the unwinder knows to flush libunwind's caches. */
+unsigned wp_modules_generation(void);
+
+/* The module map history for the writer. Safe to call from any thread: entries below the
+ * returned count are complete and never change except for their UNLOADED flag. */
+size_t wp_modules_history(const struct wp_module_rec **recs);
+
+/* Bytes held in private copies of unwind tables (for the statistics). */
+size_t wp_modules_copied_bytes(void);
+
+#endif

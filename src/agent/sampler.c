@@ -1,0 +1,413 @@
+#include "sampler.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../common/format.h"
+#include "clock.h"
+#include "handshake.h"
+#include "log.h"
+#include "modules.h"
+#include "stacks.h"
+#include "stats.h"
+#include "threads.h"
+#include "unwind.h"
+
+/* Stack bytes copied while a thread is held. A thread whose root we have reached before gets
+ * exactly what it needs (plus slack); others get the default. Copying is the only work done
+ * inside the window besides the handshake itself. */
+#define STACK_DEFAULT (64u << 10)
+#define STACK_MAX (512u << 10)
+#define STACK_SLACK 4096u
+/* A thread that did not answer is left alone for this long before we try again. */
+#define BACKOFF_NS (1000 * 1000000ull)
+/* cpu mode: at most this many thread CPU clocks read per tick (round robin beyond). */
+#define CPU_POLLS_PER_TICK 256
+
+static struct wp_config cfg;
+static pthread_t thread;
+static int started;
+static _Atomic uint32_t stop_word;
+static _Atomic int sampler_tid;
+static uint64_t start_ns, start_unix_ns, interval_ns;
+static _Atomic uint64_t cpu_ns_final;
+static pid_t pid;
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint8_t stack_buf[STACK_MAX];
+static uint64_t pcs[WP_AGENT_MAX_FRAMES];
+
+/* Per-thread back-off deadlines live on the thread entry's credit field in wall mode would be
+ * confusing; keep a tiny side table keyed by pointer instead: the entry's `flags` carries
+ * UNSAMPLEABLE and this records until when. */
+struct backoff {
+	struct wp_athread *t;
+	uint64_t until;
+};
+static struct backoff backoffs[64];
+
+static uint64_t next_rand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static int backed_off(struct wp_athread *t, uint64_t now)
+{
+	for (size_t i = 0; i < sizeof(backoffs) / sizeof(backoffs[0]); i++)
+		if (backoffs[i].t == t) {
+			if (now < backoffs[i].until)
+				return 1;
+			backoffs[i].t = NULL;
+			t->flags &= ~WP_THREAD_UNSAMPLEABLE;
+		}
+	return 0;
+}
+
+static void back_off(struct wp_athread *t, uint64_t now)
+{
+	size_t victim = next_rand() % (sizeof(backoffs) / sizeof(backoffs[0]));
+	for (size_t i = 0; i < sizeof(backoffs) / sizeof(backoffs[0]); i++)
+		if (!backoffs[i].t || backoffs[i].t == t) {
+			victim = i;
+			break;
+		}
+	backoffs[victim] = (struct backoff){ t, now + BACKOFF_NS };
+}
+
+/* Whether `tid` has the sampling signal blocked, from /proc (outside any window). */
+static int blocks_signal(pid_t tid)
+{
+	char path[64], buf[2048];
+	wp_format(path, sizeof(path), "/proc/self/task/%d/status", tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	char *p = strstr(buf, "SigBlk:");
+	if (!p)
+		return 0;
+	unsigned long long mask = strtoull(p + 7, NULL, 16);
+	return (mask >> (wp_handshake_signal() - 1)) & 1;
+}
+
+/* Whether the interrupted thread was inside (or restarting) a system call: the instruction
+ * before pc is `syscall` and rax holds an interrupted-call code, or pc sits on a `syscall`
+ * the kernel rewound to restart. */
+static int was_in_syscall(const greg_t *g, const uint8_t code[4], int have_code)
+{
+	if (!have_code)
+		return 0;
+	long rax = (long)g[REG_RAX];
+	int after = code[0] == 0x0f && code[1] == 0x05;
+	int at = code[2] == 0x0f && code[3] == 0x05;
+	return (after && (rax == -EINTR || (rax <= -512 && rax >= -516))) || at;
+}
+
+static void miss(enum wp_miss why)
+{
+	wp_stats.missed[why]++;
+}
+
+static size_t copy_len_for(const struct wp_athread *t, uintptr_t sp)
+{
+	if (t->stack_top > sp && t->stack_top - sp + STACK_SLACK <= STACK_MAX)
+		return t->stack_top - sp + STACK_SLACK;
+	return STACK_DEFAULT;
+}
+
+/* One handshake: hold the thread, copy its registers, stack and the code bytes around its
+ * pc, resume it, then unwind the copy. */
+static void sample_signalled(struct wp_athread *t, uint64_t weight_ns, uint64_t now)
+{
+	struct wp_hs_ticket *ticket;
+	const struct wp_capture *cap;
+	enum wp_hs_result r = wp_handshake_suspend(t->tid, &ticket, &cap);
+	if (r != WP_HS_OK) {
+		if (r == WP_HS_EXITED) {
+			miss(WP_MISS_EXITED);
+			wp_threads_gone(t);
+		} else if (r == WP_HS_TIMEOUT) {
+			/* Outside the window again: /proc may be read now. */
+			if (blocks_signal(t->tid)) {
+				miss(WP_MISS_BLOCKED);
+				t->flags |= WP_THREAD_UNSAMPLEABLE;
+			} else {
+				miss(WP_MISS_TIMEOUT);
+			}
+			back_off(t, now);
+		} else {
+			miss(r == WP_HS_NOSLOT ? WP_MISS_NOSLOT : WP_MISS_ERROR);
+		}
+		return;
+	}
+
+	/* ---- inside the window: no allocation, no locks, no stdio, no /proc ---- */
+	static greg_t gregs[NGREG];
+	uint8_t code[4] = { 0 };
+	memcpy(gregs, cap->gregs, sizeof(gregs));
+	uintptr_t sp = (uintptr_t)gregs[REG_RSP];
+	size_t want = copy_len_for(t, sp);
+	struct iovec local[2] = { { stack_buf, want }, { code, sizeof(code) } };
+	struct iovec remote[2] = { { (void *)sp, want },
+				   { (void *)((uintptr_t)gregs[REG_RIP] - 2), sizeof(code) } };
+	/* process_vm_readv on ourselves cannot fault: it stops at the first unmapped byte. */
+	ssize_t got = process_vm_readv(pid, local, 2, remote, 2, 0);
+	uint64_t window;
+	enum wp_hs_result rr = wp_handshake_resume(ticket, &window);
+	/* ---- the thread runs again ---- */
+
+	if (rr == WP_HS_LATE) {
+		miss(WP_MISS_LATE);
+		return;
+	}
+	if (window)
+		wp_stats_window(window);
+	wp_stats.signalled++;
+
+	size_t stack_len = got > 0 ? ((size_t)got < want ? (size_t)got : want) : 0;
+	int have_code = got > 0 && (size_t)got == want + sizeof(code);
+	struct wp_unwind_input in = { gregs, sp, stack_buf, stack_len };
+	struct wp_unwind_result res;
+	uint64_t u0 = wp_now_ns();
+	wp_unwind(&in, pcs, WP_AGENT_MAX_FRAMES, &res);
+	wp_stats.unwind_ns += wp_now_ns() - u0;
+
+	uint32_t flags = 0;
+	if (res.truncated) {
+		flags |= WP_STACK_TRUNCATED;
+		wp_stats.truncated++;
+		t->stack_top = 0; /* copy the default next time */
+	} else if (res.max_sp > t->stack_top) {
+		t->stack_top = res.max_sp;
+	}
+	if (was_in_syscall(gregs, code, have_code))
+		flags |= WP_STACK_WAITING;
+	if (!wp_stacks_add(t, pcs, res.n, flags, weight_ns, (now - start_ns) / 1000)) {
+		miss(WP_MISS_MEMORY);
+		return;
+	}
+	wp_stats.samples++;
+	if (t->samples == 1 || t->samples == 16 || t->samples == 256)
+		wp_threads_reread_name(t);
+}
+
+/* Wall mode: a thread whose CPU clock has not moved since its last sample is exactly where
+ * it was: count that stack again, as waiting, without signalling it. Returns 1 if done. */
+static int sample_unmoved(struct wp_athread *t, uint64_t weight_ns, uint64_t now)
+{
+	int64_t cpu = wp_thread_cpu_ns(t->tid);
+	if (cpu < 0) {
+		miss(WP_MISS_EXITED);
+		wp_threads_gone(t);
+		return 1;
+	}
+	struct wp_stack_entry *last = t->last_stack;
+	int unmoved = last && cpu == t->last_cpu_ns;
+	t->last_cpu_ns = cpu;
+	if (!unmoved)
+		return 0;
+	uint64_t rel_us = (now - start_ns) / 1000;
+	if (last->flags & WP_STACK_WAITING) {
+		wp_stacks_again(t, last, weight_ns, rel_us);
+	} else if (!wp_stacks_add(t, last->pcs, last->nframes, last->flags | WP_STACK_WAITING,
+				  weight_ns, rel_us)) {
+		miss(WP_MISS_MEMORY);
+		return 1;
+	}
+	wp_stats.samples++;
+	wp_stats.reused++;
+	return 1;
+}
+
+static void tick_wall(uint64_t now)
+{
+	size_t n;
+	struct wp_athread **live = wp_threads_live(&n);
+	if (!n)
+		return;
+	size_t k = cfg.threads == 0 || (size_t)cfg.threads > n ? n : (size_t)cfg.threads;
+	/* Each sample stands for interval * n / k of that thread's wall time. */
+	uint64_t weight = interval_ns * n / k;
+	for (size_t i = 0; i < k; i++) {
+		/* Partial Fisher-Yates: live[i] becomes a uniformly chosen remaining thread. */
+		size_t j = i + next_rand() % (n - i);
+		struct wp_athread *t = live[j];
+		live[j] = live[i];
+		live[i] = t;
+		if (!t->alive || backed_off(t, now))
+			continue;
+		if (sample_unmoved(t, weight, now))
+			continue;
+		sample_signalled(t, weight, now);
+		int64_t cpu = wp_thread_cpu_ns(t->tid);
+		if (cpu >= 0)
+			t->last_cpu_ns = cpu; /* our own handshake's CPU must not look like work */
+	}
+}
+
+static void tick_cpu(uint64_t now)
+{
+	static size_t cursor;
+	size_t n;
+	struct wp_athread **live = wp_threads_live(&n);
+	size_t polls = n < CPU_POLLS_PER_TICK ? n : CPU_POLLS_PER_TICK;
+	for (size_t i = 0; i < polls; i++) {
+		struct wp_athread *t = live[(cursor + i) % n];
+		if (!t->alive)
+			continue;
+		int64_t cpu = wp_thread_cpu_ns(t->tid);
+		if (cpu < 0) {
+			wp_threads_gone(t);
+			continue;
+		}
+		int64_t ran = t->poll_cpu_ns < 0 ? 0 : cpu - t->poll_cpu_ns;
+		t->poll_cpu_ns = cpu;
+		if (ran <= 0)
+			continue; /* asleep since the last look: a cpu profile gives it nothing */
+		t->credit_ns += (uint64_t)ran;
+		if (t->credit_ns < interval_ns || backed_off(t, now))
+			continue;
+		/* One sample pays out whole intervals of CPU time it stands for. */
+		uint64_t weight = t->credit_ns - t->credit_ns % interval_ns;
+		t->credit_ns -= weight;
+		sample_signalled(t, weight, now);
+		/* The handshake itself used some of its CPU; do not bill it as the program's. */
+		int64_t after = wp_thread_cpu_ns(t->tid);
+		if (after >= 0)
+			t->poll_cpu_ns = after;
+	}
+	cursor = n ? (cursor + polls) % n : 0;
+}
+
+static void sleep_until(uint64_t deadline)
+{
+	struct timespec ts = { (time_t)(deadline / 1000000000ull), (long)(deadline % 1000000000ull) };
+	/* An absolute CLOCK_MONOTONIC wait on the stop word: paced ticks that a stop request
+	 * ends at once. */
+	syscall(SYS_futex, (uint32_t *)&stop_word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, 0, &ts,
+		NULL, FUTEX_BITSET_MATCH_ANY);
+}
+
+static void *run(void *arg)
+{
+	sampler_tid = (int)syscall(SYS_gettid);
+	prctl(PR_SET_NAME, "wallprof", 0, 0, 0);
+	rng ^= wp_now_ns() ^ ((uint64_t)pid << 32);
+	wp_threads_init(sampler_tid);
+	wp_threads_refresh(wp_now_ns(), start_ns);
+
+	uint64_t next = wp_now_ns();
+	while (!atomic_load(&stop_word)) {
+		/* Jitter of up to +-1/8 interval, mean zero: the rate asked is the rate delivered,
+		 * and ticks do not phase-lock with periodic work in the program. */
+		int64_t j = (int64_t)(next_rand() % (interval_ns / 4 + 1)) - (int64_t)(interval_ns / 8);
+		next += (uint64_t)((int64_t)interval_ns + j);
+		sleep_until(next);
+		if (atomic_load(&stop_word))
+			break;
+		uint64_t now = wp_now_ns();
+		if (now > next + interval_ns) {
+			/* Fell behind (machine busy): resume the cadence from now, no burst. */
+			wp_stats.ticks_late++;
+			next = now;
+		}
+		wp_stats.ticks++;
+		wp_modules_refresh();
+		wp_threads_refresh(now, start_ns);
+		if (cfg.mode == WP_MODE_CPU)
+			tick_cpu(now);
+		else
+			tick_wall(now);
+	}
+	struct timespec ts;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
+		atomic_store(&cpu_ns_final, wp_ts_ns(&ts));
+	return NULL;
+}
+
+int wp_sampler_start(const struct wp_config *c)
+{
+	cfg = *c;
+	pid = getpid();
+	interval_ns = 1000000000ull / (uint64_t)cfg.hz;
+	start_ns = wp_now_ns();
+	struct timespec rt;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	start_unix_ns = wp_ts_ns(&rt);
+	if (wp_unwind_init() != 0)
+		return -ENOMEM;
+
+	/* The sampler must never receive the program's signals (a process-directed SIGINT
+	 * landing on our thread would run the program's handler here), so it starts with all
+	 * of them blocked. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 256 << 10);
+	int e = pthread_create(&thread, &attr, run, NULL);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (e)
+		return -e;
+	started = 1;
+	return 0;
+}
+
+void wp_sampler_stop(void)
+{
+	if (!started)
+		return;
+	atomic_store(&stop_word, 1);
+	syscall(SYS_futex, (uint32_t *)&stop_word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 2;
+	if (pthread_timedjoin_np(thread, NULL, &ts) != 0)
+		wp_log("the sampler did not stop within 2 s; writing what it has");
+	started = 0;
+}
+
+uint64_t wp_sampler_cpu_ns(void)
+{
+	uint64_t v = atomic_load(&cpu_ns_final);
+	if (v)
+		return v;
+	int tid = atomic_load(&sampler_tid);
+	int64_t c = tid ? wp_thread_cpu_ns(tid) : -1;
+	return c > 0 ? (uint64_t)c : 0;
+}
+
+uint64_t wp_sampler_start_ns(void)
+{
+	return start_ns;
+}
+
+uint64_t wp_sampler_start_unix_ns(void)
+{
+	return start_unix_ns;
+}
+
+int wp_sampler_tid(void)
+{
+	return atomic_load(&sampler_tid);
+}

@@ -1,0 +1,39 @@
+/* What the sampler knows about itself: samples taken and missed by cause, how long each
+ * sampled thread was held (a log-linear histogram: fixed memory, ~3% resolution), and ticks
+ * that ran late. Sampler thread only; read by the writer at the end. */
+#ifndef WP_STATS_H
+#define WP_STATS_H
+
+#include <stdint.h>
+
+enum wp_miss {
+	WP_MISS_EXITED,   /* the thread ended before it answered */
+	WP_MISS_TIMEOUT,  /* no answer before the deadline */
+	WP_MISS_BLOCKED,  /* the thread blocks the sampling signal */
+	WP_MISS_LATE,     /* answered, but resumed before we finished reading */
+	WP_MISS_NOSLOT,   /* every handshake slot busy with a stalled handler */
+	WP_MISS_ERROR,    /* tgkill or the stack read failed otherwise */
+	WP_MISS_MEMORY,   /* no memory to count it */
+	WP_MISS__N
+};
+
+struct wp_stats {
+	uint64_t ticks, ticks_late;
+	uint64_t samples;           /* counted samples (signalled + reused) */
+	uint64_t signalled;         /* of which: a handshake */
+	uint64_t reused;            /* of which: the thread had not run, last stack reused */
+	uint64_t truncated;         /* unwinds that stopped before the root */
+	uint64_t missed[WP_MISS__N];
+	uint64_t window_max_ns, window_sum_ns, window_n;
+	uint64_t unwind_ns;         /* time spent unwinding, for the overhead estimate */
+};
+
+extern struct wp_stats wp_stats;
+
+void wp_stats_window(uint64_t ns);
+/* Quantile q (0..1) of the suspension window in ns, from the histogram. */
+uint64_t wp_stats_window_quantile(double q);
+const char *wp_miss_name(enum wp_miss m);
+uint64_t wp_stats_missed_total(void);
+
+#endif

@@ -1,0 +1,183 @@
+#include "threads.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "../common/format.h"
+#include "log.h"
+
+struct linux_dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+static int task_fd = -1;
+static pid_t sampler_tid;
+static struct wp_athread *by_tid;      /* every kept thread, uthash by tid */
+static struct wp_athread **live;
+static size_t nlive, caplive;
+static unsigned gen;
+static nlink_t last_nlink;
+static uint64_t last_list_ns;
+static uint64_t seen_total;
+static char dents[1 << 16];
+
+void wp_threads_reread_name(struct wp_athread *t)
+{
+	char path[64];
+	wp_format(path, sizeof(path), "/proc/self/task/%d/comm", t->tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, t->name, sizeof(t->name) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	if (t->name[n - 1] == '\n')
+		n--;
+	t->name[n] = 0;
+	t->name_reads++;
+}
+
+static struct wp_athread *add(pid_t tid, uint64_t rel_ns)
+{
+	struct wp_athread *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->tid = tid;
+	t->last_cpu_ns = -1;
+	t->poll_cpu_ns = -1;
+	t->first_ns = t->last_ns = rel_ns;
+	wp_threads_reread_name(t);
+	HASH_ADD_INT(by_tid, tid, t);
+	seen_total++;
+	return t;
+}
+
+static int push_live(struct wp_athread *t)
+{
+	if (nlive == caplive) {
+		size_t n = caplive ? caplive * 2 : 64;
+		struct wp_athread **l = realloc(live, n * sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		live = l;
+		caplive = n;
+	}
+	live[nlive++] = t;
+	return 0;
+}
+
+static void forget_or_keep(struct wp_athread *t)
+{
+	t->alive = 0;
+	t->flags |= WP_THREAD_EXITED;
+	if (t->samples == 0) {
+		/* Never sampled: nothing to report, so thousands of short-lived threads cost
+		 * nothing once gone. */
+		HASH_DEL(by_tid, t);
+		free(t->tl);
+		free(t);
+	}
+}
+
+static void relist(uint64_t rel_ns)
+{
+	gen++;
+	nlive = 0;
+	if (lseek(task_fd, 0, SEEK_SET) < 0)
+		return;
+	for (;;) {
+		long n = syscall(SYS_getdents64, task_fd, dents, sizeof(dents));
+		if (n <= 0)
+			break;
+		for (long off = 0; off < n;) {
+			struct linux_dirent64 *d = (void *)(dents + off);
+			off += d->d_reclen;
+			if (d->d_name[0] < '0' || d->d_name[0] > '9')
+				continue;
+			pid_t tid = (pid_t)strtol(d->d_name, NULL, 10);
+			if (tid == sampler_tid)
+				continue;
+			struct wp_athread *t;
+			HASH_FIND_INT(by_tid, &tid, t);
+			if (t && !t->alive) {
+				/* A recycled tid: a new thread. Retire the old entry's tid slot. */
+				HASH_DEL(by_tid, t);
+				t->tid = -t->tid; /* keeps its data; never found again */
+				HASH_ADD_INT(by_tid, tid, t);
+				t = NULL;
+			}
+			if (!t && !(t = add(tid, rel_ns)))
+				continue;
+			t->alive = 1;
+			t->seen_gen = gen;
+			t->last_ns = rel_ns;
+			push_live(t);
+		}
+	}
+	struct wp_athread *t, *tmp;
+	HASH_ITER(hh, by_tid, t, tmp) {
+		if (t->seen_gen != gen)
+			forget_or_keep(t);
+	}
+}
+
+int wp_threads_init(pid_t self)
+{
+	sampler_tid = self;
+	task_fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (task_fd < 0) {
+		wp_log("cannot open /proc/self/task (%s): no threads can be listed",
+		       strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+int wp_threads_refresh(uint64_t now_ns, uint64_t run_start_ns)
+{
+	struct stat st;
+	if (task_fd < 0 || fstat(task_fd, &st) != 0)
+		return 0;
+	if (st.st_nlink == last_nlink && now_ns - last_list_ns < WP_RELIST_NS)
+		return 0;
+	last_nlink = st.st_nlink;
+	last_list_ns = now_ns;
+	relist(now_ns - run_start_ns);
+	return 1;
+}
+
+struct wp_athread **wp_threads_live(size_t *n)
+{
+	*n = nlive;
+	return live;
+}
+
+struct wp_athread *wp_threads_all(void)
+{
+	return by_tid;
+}
+
+void wp_threads_gone(struct wp_athread *t)
+{
+	/* Stays in `live` until the next relist; the sampler skips it meanwhile. Forcing a
+	 * relist soon keeps the live array short. */
+	t->alive = 0;
+	t->flags |= WP_THREAD_EXITED;
+	last_nlink = 0;
+}
+
+uint64_t wp_threads_seen(void)
+{
+	return seen_total;
+}

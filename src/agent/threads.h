@@ -1,0 +1,66 @@
+/* The registry of the process's threads, from /proc/self/task.
+ *
+ * Listing costs O(threads), so it is not done every tick: the sampler calls
+ * wp_threads_refresh() every tick, which costs one fstat() of /proc/self/task (its link count
+ * is the number of threads + 2) and relists only when that count changed or a periodic
+ * deadline passed. A thread born between two relists therefore waits at most one tick unless
+ * another thread died in the same tick, and at most WP_RELIST_NS then.
+ *
+ * Threads that exit keep their entry (name, counts) if they were ever sampled. Only the
+ * sampler thread calls these functions, outside suspension windows (they allocate and read
+ * /proc). */
+#ifndef WP_THREADS_H
+#define WP_THREADS_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <uthash.h>
+
+#define WP_RELIST_NS (250 * 1000000ull)
+
+struct wp_stack_entry;
+
+struct wp_athread {
+	pid_t tid;
+	uint32_t flags;            /* WP_THREAD_* of the file format */
+	char name[16];
+	int alive;
+	unsigned seen_gen;
+
+	/* wall mode: the CPU clock at the last sample; unchanged means it has not run since */
+	int64_t last_cpu_ns;
+	struct wp_stack_entry *last_stack;
+	int last_waiting;
+	/* cpu mode: the clock at the last poll and CPU time not yet paid out in samples */
+	int64_t poll_cpu_ns;
+	uint64_t credit_ns;
+
+	uint64_t samples, running, waiting;
+	uint64_t first_ns, last_ns; /* since the run's start */
+	uintptr_t stack_top;        /* highest stack address an unwind has needed */
+	int name_reads;
+
+	/* timeline: LEB128 (delta us, stack id) pairs, see format.h */
+	uint8_t *tl;
+	size_t tl_len, tl_cap;
+	uint64_t tl_count, tl_last_us;
+
+	UT_hash_handle hh;
+};
+
+/* Opens /proc/self/task and lists it. `self` (the sampler) is never registered. */
+int wp_threads_init(pid_t self);
+/* Relists when needed (see above). Returns 1 when the live set changed. */
+int wp_threads_refresh(uint64_t now_ns, uint64_t run_start_ns);
+/* The live threads: an array valid until the next refresh. */
+struct wp_athread **wp_threads_live(size_t *n);
+/* All threads ever registered and kept (for the writer). */
+struct wp_athread *wp_threads_all(void);
+/* Marks `t` gone (its tid answered ESRCH). */
+void wp_threads_gone(struct wp_athread *t);
+/* Re-reads the thread's name from /proc (threads often name themselves just after start). */
+void wp_threads_reread_name(struct wp_athread *t);
+/* Number of threads seen over the run (including exited ones). */
+uint64_t wp_threads_seen(void);
+
+#endif

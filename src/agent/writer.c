@@ -1,0 +1,218 @@
+#include "writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "../common/format.h"
+#include "clock.h"
+#include "log.h"
+#include "handshake.h"
+#include "modules.h"
+#include "sampler.h"
+#include "stacks.h"
+#include "stats.h"
+#include "threads.h"
+
+extern const char *wp_agent_meta(void); /* agent.c: mode, hz, command... */
+
+static char buf[1 << 16];
+static size_t used;
+static int out_fd = -1;
+static int failed;
+
+static void flush(void)
+{
+	for (size_t off = 0; off < used && !failed;) {
+		ssize_t n = write(out_fd, buf + off, used - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			failed = errno ? errno : EIO;
+			break;
+		}
+		off += (size_t)n;
+	}
+	used = 0;
+}
+
+static void put(const void *p, size_t n)
+{
+	const uint8_t *s = p;
+	while (n) {
+		if (used == sizeof(buf))
+			flush();
+		size_t k = sizeof(buf) - used < n ? sizeof(buf) - used : n;
+		memcpy(buf + used, s, k);
+		used += k;
+		s += k;
+		n -= k;
+	}
+}
+
+static void u32(uint32_t v) { put(&v, 4); } /* little-endian host (x86-64) */
+static void u64(uint64_t v) { put(&v, 8); }
+
+static void record(uint32_t type, uint64_t len)
+{
+	u32(type);
+	u32(0);
+	u64(len);
+}
+
+static char meta[16384];
+
+static size_t build_meta(const char *extra)
+{
+	size_t n = 0;
+	uint64_t now = wp_now_ns(), start = wp_sampler_start_ns();
+	struct rusage ru;
+	uint64_t user = 0, sys = 0;
+	if (getrusage(RUSAGE_SELF, &ru) == 0) {
+		user = (uint64_t)ru.ru_utime.tv_sec * 1000000000ull + (uint64_t)ru.ru_utime.tv_usec * 1000;
+		sys = (uint64_t)ru.ru_stime.tv_sec * 1000000000ull + (uint64_t)ru.ru_stime.tv_usec * 1000;
+	}
+	n += wp_format(meta + n, sizeof(meta) - n, "%s", wp_agent_meta());
+	n += wp_format(meta + n, sizeof(meta) - n,
+		       "start_unix_ns=%llu\nduration_ns=%llu\ncpu_user_ns=%llu\ncpu_sys_ns=%llu\n"
+		       "sampler_cpu_ns=%llu\nunwind_ns=%llu\n",
+		       (unsigned long long)wp_sampler_start_unix_ns(),
+		       (unsigned long long)(now - start), (unsigned long long)user,
+		       (unsigned long long)sys, (unsigned long long)wp_sampler_cpu_ns(),
+		       (unsigned long long)wp_stats.unwind_ns);
+	n += wp_format(meta + n, sizeof(meta) - n,
+		       "ticks=%llu\nticks_late=%llu\nsamples=%llu\nsignalled=%llu\nreused=%llu\n"
+		       "truncated=%llu\nstacks=%llu\nthreads_seen=%llu\nagent_bytes=%llu\n"
+		       "unwind_table_bytes=%llu\ntimeline_truncated=%d\nstray_signals=%llu\n",
+		       (unsigned long long)wp_stats.ticks, (unsigned long long)wp_stats.ticks_late,
+		       (unsigned long long)wp_stats.samples, (unsigned long long)wp_stats.signalled,
+		       (unsigned long long)wp_stats.reused, (unsigned long long)wp_stats.truncated,
+		       (unsigned long long)wp_stacks_count(), (unsigned long long)wp_threads_seen(),
+		       (unsigned long long)wp_stacks_bytes(),
+		       (unsigned long long)wp_modules_copied_bytes(), wp_stacks_timeline_truncated(),
+		       (unsigned long long)wp_handshake_stray());
+	for (int i = 0; i < WP_MISS__N; i++)
+		n += wp_format(meta + n, sizeof(meta) - n, "missed_%s=%llu\n", wp_miss_name(i),
+			       (unsigned long long)wp_stats.missed[i]);
+	n += wp_format(meta + n, sizeof(meta) - n,
+		       "window_p50_ns=%llu\nwindow_p99_ns=%llu\nwindow_max_ns=%llu\nwindow_n=%llu\n",
+		       (unsigned long long)wp_stats_window_quantile(0.5),
+		       (unsigned long long)wp_stats_window_quantile(0.99),
+		       (unsigned long long)wp_stats.window_max_ns,
+		       (unsigned long long)wp_stats.window_n);
+	if (extra)
+		n += wp_format(meta + n, sizeof(meta) - n, "%s", extra);
+	return n;
+}
+
+static void write_modules(void)
+{
+	const struct wp_module_rec *m;
+	size_t n = wp_modules_history(&m);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t plen = (uint32_t)strlen(m[i].path);
+		record(WP_REC_MODULE, 4 + 4 + 8 * 3 + 4 + 4 + m[i].build_id_len + plen);
+		u32((uint32_t)i);
+		u32(m[i].flags);
+		u64(m[i].start);
+		u64(m[i].end);
+		u64(m[i].file_offset);
+		u32(m[i].build_id_len);
+		u32(plen);
+		put(m[i].build_id, m[i].build_id_len);
+		put(m[i].path, plen);
+	}
+}
+
+static uint32_t abs_tid(pid_t tid)
+{
+	return (uint32_t)(tid < 0 ? -tid : tid);
+}
+
+static void write_threads(void)
+{
+	for (struct wp_athread *t = wp_threads_all(); t; t = t->hh.next) {
+		uint32_t nlen = (uint32_t)strnlen(t->name, sizeof(t->name));
+		record(WP_REC_THREAD, 4 + 4 + 8 * 5 + 4 + nlen);
+		u32(abs_tid(t->tid));
+		u32(t->flags);
+		u64(t->samples);
+		u64(t->running);
+		u64(t->waiting);
+		u64(t->first_ns);
+		u64(t->last_ns);
+		u32(nlen);
+		put(t->name, nlen);
+	}
+}
+
+static void write_stacks(void)
+{
+	for (struct wp_stack_entry *e = wp_stacks_all(); e; e = e->hh.next) {
+		record(WP_REC_STACK, 4 * 4 + 8 * 2 + 8ull * e->nframes);
+		u32(e->id);
+		u32(abs_tid((pid_t)e->tid));
+		u32(e->flags);
+		u32(e->nframes);
+		u64(e->count);
+		u64(e->weight_ns);
+		put(e->pcs, 8ull * e->nframes);
+	}
+}
+
+static void write_timelines(void)
+{
+	for (struct wp_athread *t = wp_threads_all(); t; t = t->hh.next) {
+		if (!t->tl_count)
+			continue;
+		record(WP_REC_TIMELINE, 16 + t->tl_len);
+		u32(abs_tid(t->tid));
+		u32(0);
+		u64(t->tl_count);
+		put(t->tl, t->tl_len);
+	}
+}
+
+int wp_writer_write(const char *path, const char *extra)
+{
+	char tmp[4200];
+	if (wp_format(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp) - 1)
+		return -ENAMETOOLONG;
+	unlink(tmp); /* ours from an earlier checkpoint; O_EXCL below refuses anything else */
+	out_fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (out_fd < 0) {
+		int e = errno;
+		wp_log("cannot create %s: %s; the profile is lost", tmp, strerror(e));
+		return -e;
+	}
+	used = 0;
+	failed = 0;
+	put(WP_MAGIC, WP_MAGIC_LEN);
+	u32(WP_FORMAT_VERSION);
+	u32(WP_HEADER_SIZE);
+	size_t mlen = build_meta(extra);
+	record(WP_REC_META, mlen);
+	put(meta, mlen);
+	write_modules();
+	write_threads();
+	write_stacks();
+	write_timelines();
+	record(WP_REC_END, 0);
+	flush();
+	int e = failed;
+	if (close(out_fd) != 0 && !e)
+		e = errno;
+	out_fd = -1;
+	if (!e && rename(tmp, path) != 0)
+		e = errno;
+	if (e) {
+		unlink(tmp);
+		wp_log("cannot write %s: %s; the profile is lost", path, strerror(e));
+		return -e;
+	}
+	return 0;
+}

@@ -1,0 +1,14 @@
+/* Writing the profile file (format: src/common/format.h, docs/profile-format.md).
+ *
+ * Written into "<path>.tmp.<pid>" opened O_EXCL|O_NOFOLLOW, then renamed over <path>: a
+ * planted symlink is never followed and a reader never sees a half-written file under the
+ * final name. Uses only open/write/rename/close and a static buffer (no malloc, no stdio), so
+ * the same code can run from a fatal-signal handler. */
+#ifndef WP_WRITER_H
+#define WP_WRITER_H
+
+/* Extra META lines ("key=value\n"...) may be passed in `extra` (or NULL). Returns 0 or -errno;
+ * logs its own failure. */
+int wp_writer_write(const char *path, const char *extra);
+
+#endif

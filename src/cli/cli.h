@@ -1,0 +1,85 @@
+/* The wallprof command: options and the entry points of each subcommand/report. One file per
+ * concern: record.c (run a program under the agent), report.c (dispatch by format), text.c,
+ * folded.c, csv.c, svg.c, diff.c, overhead.c, pprof.c, speedscope.c, live.c. */
+#ifndef WP_CLI_H
+#define WP_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../common/profile.h"
+#include "resolve.h"
+
+enum wp_format {
+	WP_FMT_TEXT = 0,
+	WP_FMT_FOLDED,
+	WP_FMT_SVG,
+	WP_FMT_CSV,
+	WP_FMT_PPROF,
+	WP_FMT_SPEEDSCOPE,
+};
+
+struct wp_opts {
+	/* recording */
+	const char *mode;        /* "wall" | "cpu" | NULL (agent default) */
+	int hz;                  /* 0 = agent default */
+	int threads;             /* -1 = agent default */
+	const char *out;         /* -o: profile path; NULL = default */
+	int quiet;
+	char **cmd;              /* after "--" */
+	/* reporting */
+	enum wp_format format;
+	int format_set;
+	int per_thread;
+	const char *thread;      /* --thread=NAME|TID */
+	int top;                 /* --top=N, default 20 */
+	const char *report_out;  /* where the report goes (stdout when NULL) */
+	/* subcommands */
+	const char *report_file; /* --report FILE */
+	const char *compare[2];  /* --compare A B */
+	int flame_graph;         /* --flame-graph */
+	int overhead_test;
+	int live;
+	/* the profile being reported, for filters that need thread names (set by wp_report) */
+	const struct wp_profile *profile_for_filters;
+	/* recorded by `record`, for the report header */
+	int exit_status;         /* as from waitpid */
+	int have_exit_status;
+};
+
+/* Runs opts->cmd under the agent, writing the profile to `profile_path` (filled in, cap
+ * bytes). Returns 0 when the program ran (its status in opts->exit_status), or -1 with a
+ * message printed. */
+int wp_record(struct wp_opts *opts, char *profile_path, size_t cap);
+/* The agent library to preload, or NULL with a message printed. */
+const char *wp_find_agent(void);
+
+/* Loads and symbolizes a profile, then writes the report in opts->format to `out`.
+ * Returns the process exit code (0, or 1 with a message printed). */
+int wp_report_file(const struct wp_opts *opts, const char *path, FILE *out);
+int wp_report(const struct wp_opts *opts, const struct wp_profile *p, struct wp_resolved *r,
+	      FILE *out);
+
+/* The reports. Each returns 0 or -1 (write error). */
+int wp_report_text(const struct wp_opts *opts, const struct wp_profile *p,
+		   const struct wp_resolved *r, FILE *out);
+int wp_report_folded(const struct wp_opts *opts, const struct wp_resolved *r, FILE *out);
+/* One stack as folded text (with the thread root when opts->per_thread); returns its length. */
+size_t wp_folded_stack(const struct wp_opts *opts, const struct wp_resolved *r,
+		       const struct wp_rstack *s, char *buf, size_t cap);
+int wp_report_csv(const struct wp_opts *opts, const struct wp_resolved *r, FILE *out);
+int wp_report_svg(const struct wp_opts *opts, const struct wp_profile *p,
+		  const struct wp_resolved *r, FILE *out);
+int wp_report_pprof(const struct wp_opts *opts, const struct wp_profile *p,
+		    const struct wp_resolved *r, FILE *out);
+int wp_report_speedscope(const struct wp_opts *opts, const struct wp_profile *p,
+			 const struct wp_resolved *r, FILE *out);
+
+/* --compare A B (text, or SVG with opts->flame_graph). Returns the exit code. */
+int wp_compare(const struct wp_opts *opts, const char *before, const char *after, FILE *out);
+/* --overhead-test. Returns the exit code. */
+int wp_overhead_test(const struct wp_opts *opts, FILE *out);
+/* --live. Returns the exit code (the program's). */
+int wp_live(struct wp_opts *opts);
+
+#endif

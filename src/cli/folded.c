@@ -1,0 +1,83 @@
+/* Folded stacks, the format flamegraph.pl and speedscope read: "root;caller;leaf COUNT",
+ * one distinct stack a line (stacks that symbolize alike are merged), sorted. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+
+#include "cli.h"
+
+struct line {
+	UT_hash_handle hh;
+	uint64_t count;
+	char text[];
+};
+
+/* Folded lines are split on ';' and the last ' ', so a name must not contain ';' or a line
+ * break; spaces are fine (flamegraph.pl splits on the LAST space). */
+static size_t put_name(char *dst, size_t at, size_t cap, const char *s)
+{
+	for (; *s && at + 1 < cap; s++)
+		dst[at++] = *s == ';' ? ':' : (*s == '\n' || *s == '\r') ? ' ' : *s;
+	return at;
+}
+
+static int by_text(struct line *a, struct line *b)
+{
+	return strcmp(a->text, b->text);
+}
+
+/* Builds the folded text of stack `s` into buf; returns its length. */
+size_t wp_folded_stack(const struct wp_opts *o, const struct wp_resolved *r,
+		       const struct wp_rstack *s, char *buf, size_t cap)
+{
+	size_t n = 0;
+	if (o->per_thread) {
+		const struct wp_thread *t = wp_profile_thread(o->profile_for_filters, s->tid);
+		char root[64];
+		n = put_name(buf, n, cap, "[");
+		n = put_name(buf, n, cap, t && t->name && *t->name ? t->name : "?");
+		snprintf(root, sizeof(root), " tid=%u]", s->tid);
+		n = put_name(buf, n, cap, root);
+	}
+	for (uint32_t j = 0; j < s->n; j++) {
+		if (n && n + 1 < cap)
+			buf[n++] = ';';
+		n = put_name(buf, n, cap, r->funcs[s->frames[j].func].name);
+	}
+	buf[n] = 0;
+	return n;
+}
+
+int wp_report_folded(const struct wp_opts *o, const struct wp_resolved *r, FILE *out)
+{
+	static char buf[1 << 18];
+	struct line *lines = NULL, *l, *tmp;
+	for (size_t i = 0; i < r->nstacks; i++) {
+		const struct wp_rstack *s = &r->stacks[i];
+		if (!s->count || !s->n)
+			continue;
+		if (o->thread && !wp_thread_matches(o->profile_for_filters, s->tid, o->thread))
+			continue;
+		size_t n = wp_folded_stack(o, r, s, buf, sizeof(buf));
+		HASH_FIND(hh, lines, buf, n, l);
+		if (!l) {
+			l = malloc(sizeof(*l) + n + 1);
+			if (!l) {
+				fprintf(stderr, "wallprof: out of memory\n");
+				return -1;
+			}
+			l->count = 0;
+			memcpy(l->text, buf, n + 1);
+			HASH_ADD_KEYPTR(hh, lines, l->text, n, l);
+		}
+		l->count += s->count;
+	}
+	HASH_SORT(lines, by_text);
+	HASH_ITER(hh, lines, l, tmp) {
+		fprintf(out, "%s %llu\n", l->text, (unsigned long long)l->count);
+		HASH_DEL(lines, l);
+		free(l);
+	}
+	return ferror(out) ? -1 : 0;
+}

@@ -1,0 +1,207 @@
+/* Running a program under the agent: LD_PRELOAD, the settings as WALLPROF_* variables, a
+ * progress pipe on a high descriptor, and the program's exit status passed back. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#ifndef WP_LIBDIR
+#define WP_LIBDIR "/usr/local/lib"
+#endif
+
+static int exists(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+const char *wp_find_agent(void)
+{
+	static char path[PATH_MAX];
+	const char *env = getenv("WALLPROF_AGENT");
+	if (env && *env) {
+		if (exists(env))
+			return env;
+		fprintf(stderr, "wallprof: WALLPROF_AGENT=%s does not exist\n", env);
+		return NULL;
+	}
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = 0;
+		char *slash = strrchr(self, '/');
+		if (slash)
+			*slash = 0;
+		/* next to the executable, the build tree, then an installed layout */
+		static const char *const rel[] = {
+			"libwallprof.so", "../agent/libwallprof.so", "../lib/libwallprof.so",
+			"../lib/x86_64-linux-gnu/libwallprof.so", "../lib64/libwallprof.so",
+		};
+		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+			if (snprintf(path, sizeof(path), "%s/%s", self, rel[i]) >= (int)sizeof(path))
+				continue;
+			if (exists(path))
+				return realpath(path, self) ? strcpy(path, self) : path;
+		}
+	}
+	snprintf(path, sizeof(path), "%s/libwallprof.so", WP_LIBDIR);
+	if (exists(path))
+		return path;
+	fprintf(stderr, "wallprof: cannot find libwallprof.so next to the wallprof executable or in "
+			"%s; set WALLPROF_AGENT to its path\n", WP_LIBDIR);
+	return NULL;
+}
+
+static void setenv_int(const char *k, long v)
+{
+	char b[32];
+	snprintf(b, sizeof(b), "%ld", v);
+	setenv(k, b, 1);
+}
+
+/* A descriptor number the program will not notice: open() hands out the lowest free one, so
+ * a high number does not shift the program's own descriptors. */
+static int high_fd(void)
+{
+	struct rlimit rl;
+	long top = 1000;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    (long)rl.rlim_cur - 24 < top)
+		top = (long)rl.rlim_cur - 24;
+	return top > 10 ? (int)top : 10;
+}
+
+static volatile sig_atomic_t forwarded;
+static pid_t child;
+
+static void forward(int sig)
+{
+	if (child > 0)
+		kill(child, sig);
+	forwarded = sig;
+}
+
+static void progress(int fd, int tty, int quiet)
+{
+	static char acc[256];
+	static size_t len;
+	static time_t last_plain;
+	char buf[256];
+	ssize_t n = read(fd, buf, sizeof(buf));
+	if (n <= 0)
+		return;
+	for (ssize_t i = 0; i < n; i++) {
+		if (buf[i] != '\n') {
+			if (len < sizeof(acc) - 1)
+				acc[len++] = buf[i];
+			continue;
+		}
+		acc[len] = 0;
+		len = 0;
+		if (quiet)
+			continue;
+		unsigned long long samples = 0, threads = 0;
+		if (sscanf(acc, "samples=%llu threads=%llu", &samples, &threads) != 2)
+			continue;
+		if (tty) {
+			fprintf(stderr, "\r\033[K[wallprof] %llu samples, %llu threads seen", samples,
+				threads);
+		} else if (time(NULL) - last_plain >= 5) {
+			fprintf(stderr, "[wallprof] %llu samples, %llu threads seen\n", samples, threads);
+			last_plain = time(NULL);
+		}
+	}
+}
+
+int wp_record(struct wp_opts *o, char *profile_path, size_t cap)
+{
+	const char *agent = wp_find_agent();
+	if (!agent)
+		return -1;
+	if (o->out)
+		snprintf(profile_path, cap, "%s", o->out);
+	else
+		snprintf(profile_path, cap, "wallprof.%ld.prof", (long)getpid());
+	int pfd[2];
+	if (pipe2(pfd, O_CLOEXEC) != 0) {
+		perror("wallprof: pipe");
+		return -1;
+	}
+	int tty = isatty(2);
+	int wfd = high_fd();
+
+	child = fork();
+	if (child < 0) {
+		perror("wallprof: fork");
+		return -1;
+	}
+	if (child == 0) {
+		/* LD_PRELOAD: ours first, anything the user had after it */
+		const char *old = getenv("LD_PRELOAD");
+		char pre[PATH_MAX * 2];
+		snprintf(pre, sizeof(pre), "%s%s%s", agent, old && *old ? " " : "", old ? old : "");
+		setenv("LD_PRELOAD", pre, 1);
+		if (o->mode)
+			setenv("WALLPROF_MODE", o->mode, 1);
+		if (o->hz)
+			setenv_int("WALLPROF_HZ", o->hz);
+		if (o->threads >= 0)
+			setenv_int("WALLPROF_THREADS", o->threads);
+		setenv("WALLPROF_OUT", profile_path, 1);
+		setenv("WALLPROF_QUIET", "1", 1);
+		if (dup2(pfd[1], wfd) == wfd)
+			setenv_int("WALLPROF_PROGRESS_FD", wfd);
+		execvp(o->cmd[0], o->cmd);
+		fprintf(stderr, "wallprof: cannot run %s: %s\n", o->cmd[0], strerror(errno));
+		_exit(127);
+	}
+	close(pfd[1]);
+	/* While the program runs, Ctrl-C and friends are its business: pass them on and keep
+	 * waiting, so the profile is still reported. */
+	struct sigaction sa, old_int, old_term, old_quit, old_hup;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = forward;
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	sigaction(SIGQUIT, &sa, &old_quit);
+	sigaction(SIGHUP, &sa, &old_hup);
+
+	int status = 0;
+	struct pollfd pf = { pfd[0], POLLIN, 0 };
+	for (;;) {
+		pid_t w = waitpid(child, &status, WNOHANG);
+		if (w == child)
+			break;
+		if (w < 0 && errno != EINTR) {
+			perror("wallprof: waitpid");
+			break;
+		}
+		if (poll(&pf, 1, 50) > 0) {
+			if (pf.revents & POLLIN)
+				progress(pfd[0], tty, o->quiet);
+			else if (pf.revents & (POLLHUP | POLLERR))
+				pf.fd = -1; /* the program closed it; keep waiting on the child */
+		}
+	}
+	if (tty && !o->quiet)
+		fprintf(stderr, "\r\033[K");
+	close(pfd[0]);
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	sigaction(SIGQUIT, &old_quit, NULL);
+	sigaction(SIGHUP, &old_hup, NULL);
+	o->exit_status = status;
+	o->have_exit_status = 1;
+	return 0;
+}

@@ -19,6 +19,7 @@ struct wp_config {
 	char out[PATH_MAX];   /* output path template, %p = pid */
 	int quiet;            /* no summary line at exit */
 	int log_fd;           /* where the agent's lines go; -1 = stderr */
+	int progress_fd;      /* WALLPROF_PROGRESS_FD, set by the CLI; -1 = none */
 };
 
 /* Reads `getenv` into cfg. Returns 0, or -1 after printing the one-line complaint. */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -297,6 +298,24 @@ static void tick_cpu(uint64_t now)
 	cursor = n ? (cursor + polls) % n : 0;
 }
 
+/* Progress for the CLI: one short line every half second on WALLPROF_PROGRESS_FD (a pipe on
+ * a high descriptor). Non-blocking: a reader that stopped reading never stalls the sampler. */
+static int progress_fd = -1;
+static uint64_t progress_next;
+
+static void progress(uint64_t now)
+{
+	if (progress_fd < 0 || now < progress_next)
+		return;
+	progress_next = now + 500 * 1000000ull;
+	char line[96];
+	size_t n = wp_format(line, sizeof(line), "samples=%llu threads=%llu\n",
+			     (unsigned long long)wp_stats.samples,
+			     (unsigned long long)wp_threads_seen());
+	if (write(progress_fd, line, n) < 0 && errno != EAGAIN)
+		progress_fd = -1; /* closed by the program or the reader: stop trying */
+}
+
 static void sleep_until(uint64_t deadline)
 {
 	struct timespec ts = { (time_t)(deadline / 1000000000ull), (long)(deadline % 1000000000ull) };
@@ -336,6 +355,7 @@ static void *run(void *arg)
 			tick_cpu(now);
 		else
 			tick_wall(now);
+		progress(now);
 	}
 	struct timespec ts;
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
@@ -354,6 +374,16 @@ int wp_sampler_start(const struct wp_config *c)
 	start_unix_ns = wp_ts_ns(&rt);
 	if (wp_unwind_init() != 0)
 		return -ENOMEM;
+	progress_fd = cfg.progress_fd;
+	if (progress_fd >= 0) {
+		/* Only a pipe opened for us: never write into some unrelated file of the program. */
+		int fl = fcntl(progress_fd, F_GETFL);
+		struct stat st;
+		if (fl < 0 || fstat(progress_fd, &st) != 0 || !S_ISFIFO(st.st_mode))
+			progress_fd = -1;
+		else
+			fcntl(progress_fd, F_SETFL, fl | O_NONBLOCK);
+	}
 
 	/* The sampler must never receive the program's signals (a process-directed SIGINT
 	 * landing on our thread would run the program's handler here), so it starts with all

@@ -99,11 +99,13 @@ static size_t build_meta(const char *extra)
 		n += wp_format(meta + n, sizeof(meta) - n, "missed_%s=%llu\n", wp_miss_name(i),
 			       (unsigned long long)wp_stats.missed[i]);
 	n += wp_format(meta + n, sizeof(meta) - n,
-		       "window_p50_ns=%llu\nwindow_p99_ns=%llu\nwindow_max_ns=%llu\nwindow_n=%llu\n",
+		       "window_p50_ns=%llu\nwindow_p99_ns=%llu\nwindow_max_ns=%llu\nwindow_n=%llu\n"
+		       "window_sum_ns=%llu\n",
 		       (unsigned long long)wp_stats_window_quantile(0.5),
 		       (unsigned long long)wp_stats_window_quantile(0.99),
 		       (unsigned long long)wp_stats.window_max_ns,
-		       (unsigned long long)wp_stats.window_n);
+		       (unsigned long long)wp_stats.window_n,
+		       (unsigned long long)wp_stats.window_sum_ns);
 	if (extra)
 		n += wp_format(meta + n, sizeof(meta) - n, "%s", extra);
 	return n;

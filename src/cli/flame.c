@@ -1,0 +1,1191 @@
+/* Self-contained interactive SVG flame graphs; see flame.h.
+ *
+ * Stacks are merged into a prefix tree (names interned, children found through an
+ * open-addressing hash keyed by (parent, name)), laid out breadth first with children in
+ * alphabetical order, frames narrower than min_width_px dropped (their samples stay in the
+ * parent's width), and written as one SVG with an inline style sheet and script: hover
+ * details, click to zoom, regex search with the matched share, and window.wpFlame for tests
+ * and automation. */
+#include "cli/flame.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define HASH_NONFATAL_OOM 1
+#define uthash_nonfatal_oom(obj) (oom_flag = 1)
+#include <uthash.h>
+
+#define ROW_H 17    /* pixels from one frame row to the next */
+#define FRAME_H 16  /* frame rectangle height */
+#define XPAD 10     /* left and right margin */
+#define CHAR_W 7.0  /* estimated average glyph width of the 12px label font */
+#define PCACHE_BITS 16
+
+/* ---------------------------------------------------------------------------------------- */
+/* Embedded style sheet and script (kept free of "]]>" so they sit in CDATA sections). */
+
+static const char flame_css[] =
+	"text { font-family: Verdana, \"DejaVu Sans\", \"Liberation Sans\", sans-serif; font-size: 12px; fill: #000; }\n"
+	"#wp-title { font-size: 17px; }\n"
+	"#wp-subtitle, #wp-footer { fill: #555; }\n"
+	"#wp-details { fill: #222; }\n"
+	"#wp-nosamples { font-size: 15px; fill: #555; }\n"
+	".btn { cursor: pointer; fill: #1f3f8f; }\n"
+	".btn:hover { text-decoration: underline; }\n"
+	".hidden, .hide { display: none; }\n"
+	"g.f { cursor: pointer; }\n"
+	"g.f text { pointer-events: none; }\n"
+	"g.f:hover rect { stroke: #000; stroke-width: 0.7; }\n"
+	"g.dim rect { fill-opacity: 0.45; }\n"
+	"g.dim text { fill-opacity: 0.6; }\n";
+
+static const char flame_js[] =
+	"(function () {\n"
+	"'use strict';\n"
+	"var svg = document.documentElement;\n"
+	"var num = function (el, a) { return +el.getAttribute(a); };\n"
+	"var total = num(svg, 'data-total'), xpad = num(svg, 'data-xpad'), gw = num(svg, 'data-gw');\n"
+	"var HL = 'rgb(230,0,230)';\n"
+	"var $ = function (id) { return document.getElementById(id); };\n"
+	"var details = $('wp-details'), matchedEl = $('wp-matched'), resetBtn = $('wp-reset');\n"
+	"var searchBtn = $('wp-search'), clearBtn = $('wp-clear'), framesG = $('wp-frames');\n"
+	"var hint = details.textContent;\n"
+	"var frames = [], byId = {}, zoomed = null, lastRe = null, lastPct = null;\n"
+	"var gs = framesG.children;\n"
+	"for (var i = 0; i < gs.length; i++) {\n"
+	"\tvar g = gs[i], t = g.getElementsByTagName('title')[0];\n"
+	"\tvar r = g.getElementsByTagName('rect')[0], tx = g.getElementsByTagName('text')[0];\n"
+	"\tvar tt = t.textContent, k = tt.lastIndexOf(' (');\n"
+	"\tvar f = { i: i, id: g.id, g: g, rect: r, text: tx, title: tt,\n"
+	"\t\tname: k >= 0 ? tt.slice(0, k) : tt, s: num(g, 'data-s'), n: num(g, 'data-n'),\n"
+	"\t\td: num(g, 'data-d'), fill: r.getAttribute('fill'), x0: num(r, 'x'), w0: num(r, 'width'),\n"
+	"\t\tx: num(r, 'x'), w: num(r, 'width'), hit: false };\n"
+	"\tframes.push(f);\n"
+	"\tbyId[g.id] = f;\n"
+	"}\n"
+	"/* average glyph width of the label font, measured once */\n"
+	"var cw = 7;\n"
+	"(function () {\n"
+	"\tif (!frames.length) return;\n"
+	"\tvar tx = frames[0].text, old = tx.textContent;\n"
+	"\tvar probe = 'abcdefghijklmnopqrstuvwxyz_ABCDEFGHIJKLMNOPQRSTUVWXYZ::0123456789';\n"
+	"\ttx.textContent = probe;\n"
+	"\tvar l = tx.getComputedTextLength();\n"
+	"\tif (l > 0) cw = l / probe.length;\n"
+	"\ttx.textContent = old;\n"
+	"})();\n"
+	"function cut(name, m) {\n"
+	"\tif (m < 3) return '';\n"
+	"\tif (name.length <= m) return name;\n"
+	"\tvar e = m - 1, c = name.charCodeAt(e - 1);\n"
+	"\tif (c >= 0xd800 && c <= 0xdbff) e--;\n"
+	"\treturn name.slice(0, e) + '\\u2026';\n"
+	"}\n"
+	"/* labels: guess from the average glyph width, then measure (one layout) and shorten the few\n"
+	" * that still overflow their frame */\n"
+	"function fitAll(list) {\n"
+	"\tvar over = [], i, f;\n"
+	"\tfor (i = 0; i < list.length; i++) {\n"
+	"\t\tf = list[i];\n"
+	"\t\tf.text.setAttribute('x', (f.x + 3).toFixed(2));\n"
+	"\t\tf.lab = f.w - 6 < cw * 2.5 ? '' : cut(f.name, Math.floor((f.w - 6) / cw));\n"
+	"\t\tif (f.text.textContent !== f.lab) f.text.textContent = f.lab;\n"
+	"\t}\n"
+	"\tfor (i = 0; i < list.length; i++) {\n"
+	"\t\tf = list[i];\n"
+	"\t\tif (f.lab !== '' && f.text.getComputedTextLength() > f.w - 6) over.push(f);\n"
+	"\t}\n"
+	"\tfor (i = 0; i < over.length; i++) {\n"
+	"\t\tf = over[i];\n"
+	"\t\tvar m = f.lab.length;\n"
+	"\t\tdo {\n"
+	"\t\t\tm--;\n"
+	"\t\t\tf.lab = cut(f.name, m);\n"
+	"\t\t\tf.text.textContent = f.lab;\n"
+	"\t\t} while (f.lab !== '' && f.text.getComputedTextLength() > f.w - 6);\n"
+	"\t}\n"
+	"}\n"
+	"function place(f, x, w, cls, vis) {\n"
+	"\tf.x = x; f.w = w;\n"
+	"\tf.rect.setAttribute('x', x.toFixed(2));\n"
+	"\tf.rect.setAttribute('width', w.toFixed(2));\n"
+	"\tf.g.setAttribute('class', cls);\n"
+	"\tvis.push(f);\n"
+	"}\n"
+	"function find(what) {\n"
+	"\tif (what == null) return null;\n"
+	"\tif (typeof what === 'object' && what.g) return what;\n"
+	"\tif (typeof what === 'number') return frames[what] || null;\n"
+	"\twhat = String(what);\n"
+	"\tif (byId[what]) return byId[what];\n"
+	"\tvar best = null;\n"
+	"\tfor (var i = 0; i < frames.length; i++) {\n"
+	"\t\tvar f = frames[i];\n"
+	"\t\tif (f.name === what && (!best || f.n > best.n)) best = f;\n"
+	"\t}\n"
+	"\treturn best;\n"
+	"}\n"
+	"function zoom(what) {\n"
+	"\tvar z = find(what);\n"
+	"\tif (!z) return null;\n"
+	"\tif (z.d === 0) { reset(); return z.id; }\n"
+	"\tzoomed = z;\n"
+	"\tvar scale = gw / z.n, end = z.s + z.n, vis = [];\n"
+	"\tfor (var i = 0; i < frames.length; i++) {\n"
+	"\t\tvar f = frames[i];\n"
+	"\t\tif (f.d < z.d) {\n"
+	"\t\t\tif (f.s <= z.s && f.s + f.n >= end) place(f, xpad, gw, 'f dim', vis);\n"
+	"\t\t\telse f.g.setAttribute('class', 'f hide');\n"
+	"\t\t} else if (f.s >= z.s && f.s + f.n <= end) {\n"
+	"\t\t\tplace(f, xpad + (f.s - z.s) * scale, f.n * scale, 'f', vis);\n"
+	"\t\t} else {\n"
+	"\t\t\tf.g.setAttribute('class', 'f hide');\n"
+	"\t\t}\n"
+	"\t}\n"
+	"\tfitAll(vis);\n"
+	"\tresetBtn.setAttribute('class', 'btn');\n"
+	"\treturn z.id;\n"
+	"}\n"
+	"function reset() {\n"
+	"\tzoomed = null;\n"
+	"\tvar vis = [];\n"
+	"\tfor (var i = 0; i < frames.length; i++) {\n"
+	"\t\tvar f = frames[i];\n"
+	"\t\tplace(f, f.x0, f.w0, 'f', vis);\n"
+	"\t}\n"
+	"\tfitAll(vis);\n"
+	"\tresetBtn.setAttribute('class', 'btn hidden');\n"
+	"}\n"
+	"function paint(f) {\n"
+	"\tf.rect.setAttribute('fill', f.hit ? HL : f.fill);\n"
+	"}\n"
+	"function clearSearch() {\n"
+	"\tlastRe = null; lastPct = null;\n"
+	"\tfor (var i = 0; i < frames.length; i++) {\n"
+	"\t\tif (frames[i].hit) { frames[i].hit = false; paint(frames[i]); }\n"
+	"\t}\n"
+	"\tmatchedEl.textContent = '';\n"
+	"\tclearBtn.setAttribute('class', 'btn hidden');\n"
+	"}\n"
+	"function search(re) {\n"
+	"\tif (re == null || re === '') { clearSearch(); return null; }\n"
+	"\tvar rx;\n"
+	"\ttry {\n"
+	"\t\trx = re instanceof RegExp ? new RegExp(re.source, re.flags.replace(/[gy]/g, ''))\n"
+	"\t\t\t: new RegExp(String(re));\n"
+	"\t} catch (e) {\n"
+	"\t\tclearSearch();\n"
+	"\t\tmatchedEl.textContent = 'Invalid regular expression';\n"
+	"\t\treturn null;\n"
+	"\t}\n"
+	"\tvar hits = [];\n"
+	"\tfor (var i = 0; i < frames.length; i++) {\n"
+	"\t\tvar f = frames[i], h = rx.test(f.name);\n"
+	"\t\tif (h !== f.hit) { f.hit = h; paint(f); }\n"
+	"\t\tif (h) hits.push(f);\n"
+	"\t}\n"
+	"\t/* frames nest as intervals [s, s+n): count each sample once */\n"
+	"\thits.sort(function (a, b) { return a.s - b.s || b.n - a.n; });\n"
+	"\tvar sum = 0, end = -1;\n"
+	"\tfor (var j = 0; j < hits.length; j++) {\n"
+	"\t\tvar h2 = hits[j];\n"
+	"\t\tif (h2.s >= end) { sum += h2.n; end = h2.s + h2.n; }\n"
+	"\t\telse if (h2.s + h2.n > end) { sum += h2.s + h2.n - end; end = h2.s + h2.n; }\n"
+	"\t}\n"
+	"\tlastRe = rx.source;\n"
+	"\tlastPct = total > 0 ? sum * 100 / total : 0;\n"
+	"\tmatchedEl.textContent = 'Matched: ' + lastPct.toFixed(2) + '% (' + hits.length +\n"
+	"\t\t(hits.length === 1 ? ' frame)' : ' frames)');\n"
+	"\tclearBtn.setAttribute('class', 'btn');\n"
+	"\treturn lastPct;\n"
+	"}\n"
+	"function ask() {\n"
+	"\tvar re = window.prompt('Search frames (regular expression):', lastRe || '');\n"
+	"\tif (re !== null) search(re);\n"
+	"}\n"
+	"function frameOf(e) {\n"
+	"\tvar g = e.target && e.target.closest ? e.target.closest('g.f') : null;\n"
+	"\treturn g ? byId[g.id] : null;\n"
+	"}\n"
+	"framesG.addEventListener('mouseover', function (e) {\n"
+	"\tvar f = frameOf(e);\n"
+	"\tif (f) details.textContent = f.title;\n"
+	"});\n"
+	"framesG.addEventListener('mouseout', function (e) {\n"
+	"\tif (!e.relatedTarget || !e.relatedTarget.closest || !e.relatedTarget.closest('g.f'))\n"
+	"\t\tdetails.textContent = hint;\n"
+	"});\n"
+	"framesG.addEventListener('click', function (e) {\n"
+	"\tvar f = frameOf(e);\n"
+	"\tif (f) zoom(f);\n"
+	"});\n"
+	"resetBtn.addEventListener('click', reset);\n"
+	"searchBtn.addEventListener('click', ask);\n"
+	"clearBtn.addEventListener('click', clearSearch);\n"
+	"window.addEventListener('keydown', function (e) {\n"
+	"\tif ((e.key === 'f' && (e.ctrlKey || e.metaKey)) || (e.key === '/' && !e.ctrlKey)) {\n"
+	"\t\te.preventDefault();\n"
+	"\t\task();\n"
+	"\t} else if (e.key === 'Escape') {\n"
+	"\t\tclearSearch();\n"
+	"\t\treset();\n"
+	"\t}\n"
+	"});\n"
+	"fitAll(frames);\n"
+	"try {\n"
+	"\tvar q = new URLSearchParams(window.location.search);\n"
+	"\tif (q.get('z')) zoom(q.get('z'));\n"
+	"\tif (q.get('s')) search(q.get('s'));\n"
+	"} catch (e) { /* no query string support */ }\n"
+	"window.wpFlame = {\n"
+	"\tsearch: search,\n"
+	"\tclearSearch: clearSearch,\n"
+	"\tmatched: function () { return lastPct; },\n"
+	"\tzoom: zoom,\n"
+	"\treset: reset,\n"
+	"\tzoomed: function () { return zoomed ? zoomed.id : null; },\n"
+	"\ttotal: function () { return total; },\n"
+	"\tframes: function () {\n"
+	"\t\treturn frames.map(function (f) {\n"
+	"\t\t\treturn { id: f.id, name: f.name, samples: f.n, start: f.s, depth: f.d,\n"
+	"\t\t\t\tx: f.x, width: f.w, hidden: f.g.getAttribute('class') === 'f hide',\n"
+	"\t\t\t\tmatched: f.hit };\n"
+	"\t\t});\n"
+	"\t}\n"
+	"};\n"
+	"})();\n";
+
+/* ---------------------------------------------------------------------------------------- */
+/* The merged tree */
+
+struct name_ent {
+	const char *str;
+	uint32_t id;
+	UT_hash_handle hh;
+};
+
+struct name_info {
+	const char *str;
+	uint32_t rank; /* position in strcmp order */
+	uint8_t kind;
+};
+
+struct node {
+	uint32_t name, parent, first_child, next_sibling;
+	uint64_t count, base;
+};
+
+struct pcache_ent {
+	const char *ptr;
+	uint32_t id;
+};
+
+struct edge {
+	uint32_t node; /* 0: empty (the root is nobody's child) */
+	uint32_t tag;  /* see edge_tag() */
+};
+
+struct tree {
+	struct node *nodes;
+	size_t nnodes, cap;
+	struct edge *edges; /* (parent, name) -> child, open addressing, 2^ebits slots */
+	unsigned ebits;
+	size_t eused;
+	struct name_ent *hash;
+	struct name_info *names;
+	size_t nnames, names_cap;
+	struct pcache_ent *pcache; /* direct-mapped: name pointer -> id */
+};
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+static void *big_alloc(size_t bytes);
+
+static void tree_free(struct tree *t)
+{
+	struct name_ent *e, *tmp;
+
+	HASH_ITER(hh, t->hash, e, tmp)
+	{
+		HASH_DEL(t->hash, e);
+		free(e);
+	}
+	free(t->nodes);
+	if (t->edges)
+		munmap(t->edges, ((size_t)1 << t->ebits) * sizeof(*t->edges));
+	free(t->names);
+	free(t->pcache);
+}
+
+static int tree_init(struct tree *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->cap = 1024;
+	t->nodes = calloc(t->cap, sizeof(*t->nodes));
+	t->ebits = 12;
+	t->edges = big_alloc(((size_t)1 << t->ebits) * sizeof(*t->edges));
+	t->pcache = calloc((size_t)1 << PCACHE_BITS, sizeof(*t->pcache));
+	if (!t->nodes || !t->edges || !t->pcache)
+		return -ENOMEM;
+	t->nnodes = 1; /* the root, "all" */
+	return 0;
+}
+
+static int name_id(struct tree *t, const char *s, enum wp_frame_kind kind, uint32_t *out)
+{
+	struct name_ent *e;
+	struct pcache_ent *pc;
+	int oom_flag = 0;
+	size_t len;
+
+	if (!s) {
+		s = "[unknown]";
+		kind = WP_KIND_UNKNOWN;
+	}
+	pc = &t->pcache[mix64((uintptr_t)s) >> (64 - PCACHE_BITS)];
+	if (pc->ptr == s) {
+		*out = pc->id;
+		return 0;
+	}
+	len = strlen(s);
+	HASH_FIND(hh, t->hash, s, len, e);
+	if (!e) {
+		if (t->nnames == t->names_cap) {
+			size_t ncap = t->names_cap ? t->names_cap * 2 : 256;
+			struct name_info *n = realloc(t->names, ncap * sizeof(*n));
+
+			if (!n)
+				return -ENOMEM;
+			t->names = n;
+			t->names_cap = ncap;
+		}
+		if (t->nnames >= UINT32_MAX)
+			return -ENOMEM;
+		e = malloc(sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		e->str = s;
+		e->id = (uint32_t)t->nnames;
+		HASH_ADD_KEYPTR(hh, t->hash, e->str, len, e);
+		if (oom_flag) {
+			free(e);
+			return -ENOMEM;
+		}
+		t->names[t->nnames].str = s;
+		t->names[t->nnames].rank = 0;
+		t->names[t->nnames].kind = (uint8_t)kind;
+		t->nnames++;
+	}
+	pc->ptr = s;
+	pc->id = e->id;
+	*out = e->id;
+	return 0;
+}
+
+/* The hash of (parent, name): its top 32 bits are the slot's tag, and the table index is
+ * the tag's top bits, so growing the table needs no node. */
+static uint32_t edge_tag(uint32_t parent, uint32_t name)
+{
+	return (uint32_t)(mix64(((uint64_t)parent << 32) | name) >> 32);
+}
+
+static size_t edge_index(uint32_t tag, unsigned bits)
+{
+	return (size_t)(tag >> (32 - bits));
+}
+
+/* Big tables are anonymous mappings (zeroed lazily), with transparent huge pages asked for:
+ * they are touched at random. */
+static void *big_alloc(size_t bytes)
+{
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	if (bytes >= (4u << 20))
+		madvise(p, bytes, MADV_HUGEPAGE);
+	return p;
+}
+
+static int edges_grow(struct tree *t)
+{
+	unsigned nbits = t->ebits + 1;
+	size_t nsize = (size_t)1 << nbits, nmask = nsize - 1, i;
+	struct edge *ne;
+
+	if (nbits > 32)
+		return -ENOMEM;
+	ne = big_alloc(nsize * sizeof(*ne));
+	if (!ne)
+		return -ENOMEM;
+	for (i = 0; i < ((size_t)1 << t->ebits); i++) {
+		size_t j;
+
+		if (!t->edges[i].node)
+			continue;
+		j = edge_index(t->edges[i].tag, nbits);
+		while (ne[j].node)
+			j = (j + 1) & nmask;
+		ne[j] = t->edges[i];
+	}
+	munmap(t->edges, ((size_t)1 << t->ebits) * sizeof(*t->edges));
+	t->edges = ne;
+	t->ebits = nbits;
+	return 0;
+}
+
+/* The child of `parent` called `name`, created if new; returns its index or -errno. */
+static int64_t child_get(struct tree *t, uint32_t parent, uint32_t name)
+{
+	uint32_t tag = edge_tag(parent, name), n;
+	size_t mask = ((size_t)1 << t->ebits) - 1, j = edge_index(tag, t->ebits);
+
+	for (; (n = t->edges[j].node); j = (j + 1) & mask)
+		if (t->edges[j].tag == tag && t->nodes[n].parent == parent &&
+		    t->nodes[n].name == name)
+			return n;
+	if (t->nnodes >= (UINT32_MAX >> 1))
+		return -ENOMEM;
+	if (t->nnodes == t->cap) {
+		size_t ncap = t->cap * 2;
+		struct node *nn = realloc(t->nodes, ncap * sizeof(*nn));
+
+		if (!nn)
+			return -ENOMEM;
+		t->nodes = nn;
+		t->cap = ncap;
+	}
+	if ((t->eused + 1) * 3 > mask * 2) { /* keep the load under 2/3 */
+		int r = edges_grow(t);
+
+		if (r < 0)
+			return r;
+		mask = ((size_t)1 << t->ebits) - 1;
+		for (j = edge_index(tag, t->ebits); t->edges[j].node; j = (j + 1) & mask)
+			;
+	}
+	n = (uint32_t)t->nnodes++;
+	t->nodes[n] = (struct node){ .name = name, .parent = parent,
+				     .next_sibling = t->nodes[parent].first_child };
+	t->nodes[parent].first_child = n;
+	t->edges[j].tag = tag;
+	t->edges[j].node = n;
+	t->eused++;
+	return n;
+}
+
+/* Stacks are merged BATCH at a time in lockstep, level by level: the hash slots and nodes
+ * of one level are prefetched for all of them before any is looked up, so their cache
+ * misses overlap instead of following one another. */
+#define BATCH 16
+
+struct lane {
+	const struct wp_flame_stack *st;
+	uint32_t *path; /* node at each level */
+	size_t path_cap;
+	uint32_t cur, nid;
+	int same; /* the names so far are the previous lane's, pointer for pointer */
+};
+
+static int lane_reserve(struct lane *l, int n)
+{
+	if ((size_t)n > l->path_cap) {
+		size_t ncap = (size_t)n * 2;
+		uint32_t *np = realloc(l->path, ncap * sizeof(*np));
+
+		if (!np)
+			return -ENOMEM;
+		l->path = np;
+		l->path_cap = ncap;
+	}
+	return 0;
+}
+
+static int tree_build(struct tree *t, const struct wp_flame_stack *stacks, size_t nstacks,
+		      int diff)
+{
+	struct lane lanes[BATCH + 1]; /* lanes[0]: the last stack of the previous batch */
+	size_t s = 0;
+	int r = 0, k;
+
+	memset(lanes, 0, sizeof(lanes));
+	while (s < nstacks && !r) {
+		int nb = 0, maxd = 0, i;
+
+		while (nb < BATCH && s < nstacks) {
+			const struct wp_flame_stack *st = &stacks[s++];
+			struct lane *l = &lanes[nb + 1];
+
+			if (!st->count && !(diff && st->base))
+				continue;
+			r = lane_reserve(l, st->nframes);
+			if (r)
+				goto out;
+			l->st = st;
+			l->cur = 0;
+			l->same = lanes[nb].st != NULL;
+			if (st->nframes > maxd)
+				maxd = st->nframes;
+			t->nodes[0].count += st->count;
+			t->nodes[0].base += diff ? st->base : 0;
+			nb++;
+		}
+		for (i = 0; i < maxd; i++) {
+			for (k = 1; k <= nb; k++) {
+				struct lane *l = &lanes[k];
+				const struct wp_flame_stack *p = lanes[k - 1].st;
+
+				if (i >= l->st->nframes)
+					continue;
+				if (l->same && (i >= p->nframes ||
+						p->frames[i].name != l->st->frames[i].name))
+					l->same = 0;
+				if (l->same)
+					continue;
+				r = name_id(t, l->st->frames[i].name, l->st->frames[i].kind, &l->nid);
+				if (r)
+					goto out;
+				__builtin_prefetch(&t->edges[edge_index(edge_tag(l->cur, l->nid),
+									t->ebits)]);
+			}
+			for (k = 1; k <= nb; k++) {
+				struct lane *l = &lanes[k];
+
+				if (i >= l->st->nframes)
+					continue;
+				if (l->same) {
+					l->cur = lanes[k - 1].path[i];
+				} else {
+					int64_t ch = child_get(t, l->cur, l->nid);
+
+					if (ch < 0) {
+						r = (int)ch;
+						goto out;
+					}
+					l->cur = (uint32_t)ch;
+				}
+				l->path[i] = l->cur;
+				__builtin_prefetch(&t->nodes[l->cur], 1);
+			}
+			for (k = 1; k <= nb; k++) {
+				struct lane *l = &lanes[k];
+
+				if (i >= l->st->nframes)
+					continue;
+				t->nodes[l->cur].count += l->st->count;
+				t->nodes[l->cur].base += diff ? l->st->base : 0;
+			}
+		}
+		if (nb) { /* the last lane becomes the next batch's lanes[0] */
+			struct lane tmp = lanes[0];
+
+			lanes[0] = lanes[nb];
+			lanes[nb] = tmp;
+		}
+	}
+out:
+	for (k = 0; k <= BATCH; k++)
+		free(lanes[k].path);
+	return r;
+}
+
+static int cmp_name_ids(const void *a, const void *b, void *arg)
+{
+	const struct name_info *names = arg;
+
+	return strcmp(names[*(const uint32_t *)a].str, names[*(const uint32_t *)b].str);
+}
+
+static int cmp_rank(const void *a, const void *b, void *arg)
+{
+	const struct tree *t = arg;
+	uint32_t ra = t->names[t->nodes[*(const uint32_t *)a].name].rank;
+	uint32_t rb = t->names[t->nodes[*(const uint32_t *)b].name].rank;
+
+	return ra < rb ? -1 : ra > rb;
+}
+
+static int rank_names(struct tree *t)
+{
+	uint32_t *ids;
+	size_t i;
+
+	if (!t->nnames)
+		return 0;
+	ids = malloc(t->nnames * sizeof(*ids));
+	if (!ids)
+		return -ENOMEM;
+	for (i = 0; i < t->nnames; i++)
+		ids[i] = (uint32_t)i;
+	qsort_r(ids, t->nnames, sizeof(*ids), cmp_name_ids, t->names);
+	for (i = 0; i < t->nnames; i++)
+		t->names[ids[i]].rank = (uint32_t)i;
+	free(ids);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Layout */
+
+struct item {
+	uint32_t node, depth;
+	uint64_t start; /* sample offset of the left edge */
+};
+
+struct layout {
+	struct item *items;
+	size_t nitems;
+	uint32_t maxdepth;
+	size_t merged;      /* frames dropped as too narrow (whole subtrees) */
+	size_t before_only; /* differential: frames with no AFTER samples */
+};
+
+static int layout_build(const struct tree *t, double min_samples, struct layout *L)
+{
+	size_t cap = 1024, tmp_cap = 64, k;
+	uint32_t *tmp = malloc(tmp_cap * sizeof(*tmp));
+
+	memset(L, 0, sizeof(*L));
+	L->items = malloc(cap * sizeof(*L->items));
+	if (!L->items || !tmp) {
+		free(tmp);
+		return -ENOMEM;
+	}
+	L->items[0] = (struct item){ 0, 0, 0 };
+	L->nitems = 1;
+	for (k = 0; k < L->nitems; k++) {
+		struct item it = L->items[k];
+		uint64_t off = it.start;
+		size_t nc = 0, i;
+		uint32_t c;
+
+		for (c = t->nodes[it.node].first_child; c; c = t->nodes[c].next_sibling) {
+			if (nc == tmp_cap) {
+				uint32_t *nt = realloc(tmp, tmp_cap * 2 * sizeof(*nt));
+
+				if (!nt)
+					goto oom;
+				tmp = nt;
+				tmp_cap *= 2;
+			}
+			tmp[nc++] = c;
+		}
+		if (nc > 1)
+			qsort_r(tmp, nc, sizeof(*tmp), cmp_rank, (void *)t);
+		for (i = 0; i < nc; i++) {
+			const struct node *n = &t->nodes[tmp[i]];
+
+			if (n->count && (double)n->count >= min_samples) {
+				if (L->nitems == cap) {
+					struct item *ni = realloc(L->items, cap * 2 * sizeof(*ni));
+
+					if (!ni)
+						goto oom;
+					L->items = ni;
+					cap *= 2;
+				}
+				L->items[L->nitems++] =
+					(struct item){ tmp[i], it.depth + 1, off };
+				if (it.depth + 1 > L->maxdepth)
+					L->maxdepth = it.depth + 1;
+			}
+			off += n->count;
+		}
+	}
+	free(tmp);
+	for (k = 1; k < t->nnodes; k++)
+		if (!t->nodes[k].count)
+			L->before_only++;
+	L->merged = t->nnodes - L->nitems - L->before_only;
+	return 0;
+oom:
+	free(tmp);
+	free(L->items);
+	L->items = NULL;
+	return -ENOMEM;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Output */
+
+struct out {
+	FILE *f;
+	char *buf;
+	size_t len, cap;
+	int err; /* positive errno once a write failed */
+};
+
+static void o_flush(struct out *o)
+{
+	if (o->len && !o->err) {
+		errno = 0;
+		if (fwrite(o->buf, 1, o->len, o->f) != o->len)
+			o->err = errno ? errno : EIO;
+	}
+	o->len = 0;
+}
+
+static void o_write(struct out *o, const char *s, size_t n)
+{
+	if (o->len + n > o->cap) {
+		o_flush(o);
+		if (n > o->cap) {
+			if (!o->err) {
+				errno = 0;
+				if (fwrite(s, 1, n, o->f) != n)
+					o->err = errno ? errno : EIO;
+			}
+			return;
+		}
+	}
+	memcpy(o->buf + o->len, s, n);
+	o->len += n;
+}
+
+static void o_puts(struct out *o, const char *s)
+{
+	o_write(o, s, strlen(s));
+}
+
+__attribute__((format(printf, 2, 3))) static void o_printf(struct out *o, const char *fmt, ...)
+{
+	char small[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(small, sizeof(small), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n < sizeof(small)) {
+		o_write(o, small, (size_t)n);
+	} else {
+		char *big = malloc((size_t)n + 1);
+
+		if (!big) {
+			if (!o->err)
+				o->err = ENOMEM;
+			return;
+		}
+		va_start(ap, fmt);
+		vsnprintf(big, (size_t)n + 1, fmt, ap);
+		va_end(ap);
+		o_write(o, big, (size_t)n);
+		free(big);
+	}
+}
+
+/* Length of the valid XML character encoded in UTF-8 at s, or 0 if s[0] starts an invalid
+ * sequence or a character XML forbids (C0 controls, U+FFFE, U+FFFF). */
+static size_t utf8_ok(const unsigned char *s)
+{
+	unsigned char c = s[0];
+
+	if (c < 0x80)
+		return c >= 0x20 ? 1 : 0;
+	if (c >= 0xc2 && c <= 0xdf)
+		return (s[1] & 0xc0) == 0x80 ? 2 : 0;
+	if (c >= 0xe0 && c <= 0xef) {
+		unsigned char lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+
+		if (s[1] < lo || s[1] > hi || (s[2] & 0xc0) != 0x80)
+			return 0;
+		if (c == 0xef && s[1] == 0xbf && (s[2] == 0xbe || s[2] == 0xbf))
+			return 0;
+		return 3;
+	}
+	if (c >= 0xf0 && c <= 0xf4) {
+		unsigned char lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+
+		if (s[1] < lo || s[1] > hi || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80)
+			return 0;
+		return 4;
+	}
+	return 0;
+}
+
+/* Characters in s after sanitizing (each bad byte becomes one U+FFFD). */
+static size_t utf8_chars(const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t n = 0;
+
+	while (*s) {
+		size_t l = utf8_ok(s);
+
+		s += l ? l : 1;
+		n++;
+	}
+	return n;
+}
+
+/* Writes s XML-escaped and sanitized; at most `max` characters (SIZE_MAX: all). */
+static void o_esc(struct out *o, const char *str, size_t max)
+{
+	const unsigned char *s = (const unsigned char *)(str ? str : "");
+	size_t n = 0;
+
+	while (*s && n < max) {
+		size_t l = utf8_ok(s);
+
+		n++;
+		if (!l) {
+			o_write(o, "\xef\xbf\xbd", 3);
+			s++;
+			continue;
+		}
+		switch (*s) {
+		case '&': o_write(o, "&amp;", 5); break;
+		case '<': o_write(o, "&lt;", 4); break;
+		case '>': o_write(o, "&gt;", 4); break;
+		case '"': o_write(o, "&quot;", 6); break;
+		case '\'': o_write(o, "&#39;", 5); break;
+		default: o_write(o, (const char *)s, l);
+		}
+		s += l;
+	}
+}
+
+/* A label that fits `w` pixels by the estimate; the script refines it with real metrics. */
+static void o_label(struct out *o, const char *name, double w)
+{
+	double avail = w - 6;
+	size_t max, len;
+
+	if (avail < CHAR_W * 2.5)
+		return;
+	max = (size_t)(avail / CHAR_W);
+	len = utf8_chars(name);
+	if (len <= max) {
+		o_esc(o, name, SIZE_MAX);
+	} else if (max >= 3) {
+		o_esc(o, name, max - 1);
+		o_puts(o, "\xe2\x80\xa6");
+	}
+}
+
+static void o_count(struct out *o, uint64_t v)
+{
+	char digits[32], grouped[48];
+	int n = snprintf(digits, sizeof(digits), "%llu", (unsigned long long)v), i, j = 0;
+
+	for (i = 0; i < n; i++) {
+		if (i && (n - i) % 3 == 0)
+			grouped[j++] = ',';
+		grouped[j++] = digits[i];
+	}
+	grouped[j] = 0;
+	o_puts(o, grouped);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Colours */
+
+struct rgb {
+	int r, g, b;
+};
+
+static uint32_t name_hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return (uint32_t)mix64(h);
+}
+
+static struct rgb kind_colour(const char *name, int kind, int is_root)
+{
+	uint32_t h = name_hash(name ? name : "");
+	double v1 = (h & 0xff) / 255.0, v2 = ((h >> 8) & 0xff) / 255.0;
+	double v3 = ((h >> 16) & 0xff) / 255.0;
+
+	if (is_root)
+		return (struct rgb){ 190, 195, 205 };
+	switch (kind) {
+	case WP_KIND_PROGRAM: /* warm: red through orange to yellow */
+		return (struct rgb){ 215 + (int)(40 * v3), 70 + (int)(160 * v1), 30 + (int)(50 * v2) };
+	case WP_KIND_LIBRARY: /* green through aqua */
+		return (struct rgb){ 70 + (int)(60 * v2), 175 + (int)(50 * v1), 110 + (int)(100 * v3) };
+	case WP_KIND_KERNEL: /* khaki */
+		return (struct rgb){ 200 + (int)(30 * v1), 185 + (int)(30 * v1), 90 + (int)(40 * v2) };
+	case WP_KIND_THREAD: /* blue-grey */
+		return (struct rgb){ 125 + (int)(30 * v1), 145 + (int)(30 * v1), 185 + (int)(30 * v1) };
+	default: /* unknown: grey */
+		return (struct rgb){ 165 + (int)(35 * v1), 165 + (int)(35 * v1), 165 + (int)(35 * v1) };
+	}
+}
+
+/* Red: more samples in AFTER, blue: fewer, grey: the same; the more the change, the more
+ * the colour (and never so dark that the black label gets hard to read). */
+static struct rgb diff_colour(uint64_t after, uint64_t before, double maxdelta)
+{
+	static const struct rgb same = { 212, 212, 212 }, red = { 255, 90, 90 },
+				blue = { 100, 130, 255 };
+	double d = (double)after - (double)before, i;
+	struct rgb to;
+
+	if (d == 0 || maxdelta <= 0)
+		return same;
+	i = fabs(d) / maxdelta;
+	if (i > 1)
+		i = 1;
+	i = 0.15 + 0.85 * i; /* any change is visible */
+	to = d > 0 ? red : blue;
+	return (struct rgb){ same.r + (int)lround((to.r - same.r) * i),
+			     same.g + (int)lround((to.g - same.g) * i),
+			     same.b + (int)lround((to.b - same.b) * i) };
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+static void o_swatch(struct out *o, double *x, double y, struct rgb c, const char *label)
+{
+	o_printf(o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" rx=\"2\" "
+		    "fill=\"rgb(%d,%d,%d)\"/>",
+		 *x, y - 10, c.r, c.g, c.b);
+	o_printf(o, "<text x=\"%.1f\" y=\"%.1f\">", *x + 16, y);
+	o_esc(o, label, SIZE_MAX);
+	o_puts(o, "</text>\n");
+	*x += 16 + CHAR_W * (double)strlen(label) + 18;
+}
+
+static void write_svg(struct out *o, const struct tree *t, const struct layout *L,
+		      const struct wp_flame_opts *opts, int width, double minw)
+{
+	const int diff = opts->differential;
+	const uint64_t total = t->nodes[0].count, btotal = t->nodes[0].base;
+	const double gw = width - 2.0 * XPAD, scale = total ? gw / (double)total : 0;
+	const char *title = opts->title ? opts->title
+				       : diff ? "Differential Flame Graph" : "Flame Graph";
+	const int has_sub = opts->subtitle && *opts->subtitle;
+	const int top = has_sub ? 62 : 46;
+	const int rows = total ? (int)L->maxdepth + 1 : 4;
+	const int gbottom = top + rows * ROW_H;
+	const int height = gbottom + 70;
+	double maxdelta = 0, lx;
+	int seen[5] = { 0 };
+	size_t k;
+
+	if (diff) {
+		for (k = 1; k < L->nitems; k++) {
+			const struct node *n = &t->nodes[L->items[k].node];
+			double d = fabs((double)n->count - (double)n->base);
+
+			if (d > maxdelta)
+				maxdelta = d;
+		}
+		if (maxdelta == 0)
+			maxdelta = fabs((double)total - (double)btotal);
+	}
+
+	o_puts(o, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n");
+	o_printf(o,
+		 "<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
+		 "height=\"%d\" viewBox=\"0 0 %d %d\" data-total=\"%llu\" data-btotal=\"%llu\" "
+		 "data-diff=\"%d\" data-xpad=\"%d\" data-gw=\"%d\" data-row=\"%d\">\n",
+		 width, height, width, height, (unsigned long long)total,
+		 (unsigned long long)btotal, diff ? 1 : 0, XPAD, width - 2 * XPAD, ROW_H);
+	o_puts(o, "<style type=\"text/css\"><![CDATA[\n");
+	o_puts(o, flame_css);
+	o_puts(o, "]]></style>\n");
+	o_puts(o, "<defs><linearGradient id=\"wp-bg\" x1=\"0\" y1=\"0\" x2=\"0\" y2=\"1\">"
+		  "<stop offset=\"5%\" stop-color=\"#f4f4f4\"/>");
+	o_puts(o, diff ? "<stop offset=\"95%\" stop-color=\"#e4e6ee\"/>"
+		       : "<stop offset=\"95%\" stop-color=\"#f0efd6\"/>");
+	o_puts(o, "</linearGradient></defs>\n");
+	o_printf(o, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"url(#wp-bg)\"/>\n",
+		 width, height);
+	o_printf(o, "<text id=\"wp-title\" x=\"%.1f\" y=\"26\" text-anchor=\"middle\">",
+		 width / 2.0);
+	o_esc(o, title, SIZE_MAX);
+	o_puts(o, "</text>\n");
+	if (has_sub) {
+		o_printf(o, "<text id=\"wp-subtitle\" x=\"%.1f\" y=\"45\" text-anchor=\"middle\">",
+			 width / 2.0);
+		o_esc(o, opts->subtitle, SIZE_MAX);
+		o_puts(o, "</text>\n");
+	}
+	o_printf(o, "<text id=\"wp-reset\" class=\"btn hidden\" x=\"%d\" y=\"26\">Reset zoom</text>\n",
+		 XPAD);
+	o_printf(o, "<text id=\"wp-search\" class=\"btn\" x=\"%d\" y=\"26\" text-anchor=\"end\">"
+		    "Search</text>\n",
+		 width - XPAD);
+	o_printf(o, "<text id=\"wp-clear\" class=\"btn hidden\" x=\"%d\" y=\"26\" "
+		    "text-anchor=\"end\">Clear</text>\n",
+		 width - XPAD - 70);
+
+	o_puts(o, "<g id=\"wp-frames\">\n");
+	for (k = 0; total && k < L->nitems; k++) {
+		const struct item *it = &L->items[k];
+		const struct node *n = &t->nodes[it->node];
+		const char *name = it->node ? t->names[n->name].str : "all";
+		int kind = it->node ? t->names[n->name].kind : -1;
+		double x = XPAD + (double)it->start * scale, w = (double)n->count * scale;
+		int y = gbottom - (int)(it->depth + 1) * ROW_H;
+		struct rgb c = diff ? diff_colour(n->count, n->base, maxdelta)
+				    : kind_colour(name, kind, it->node == 0);
+
+		if (kind >= 0 && kind < 5)
+			seen[kind] = 1;
+		o_printf(o, "<g class=\"f\" id=\"f%zu\" data-s=\"%llu\" data-n=\"%llu\" data-d=\"%u\"",
+			 k, (unsigned long long)it->start, (unsigned long long)n->count,
+			 it->depth);
+		if (diff)
+			o_printf(o, " data-b=\"%llu\"", (unsigned long long)n->base);
+		o_puts(o, "><title>");
+		o_esc(o, name, SIZE_MAX);
+		o_puts(o, " (");
+		o_count(o, n->count);
+		o_printf(o, n->count == 1 ? " sample, %.2f%%" : " samples, %.2f%%",
+			 (double)n->count * 100.0 / (double)total);
+		if (diff) {
+			o_puts(o, "; before ");
+			o_count(o, n->base);
+			o_puts(o, ", after ");
+			o_count(o, n->count);
+			o_printf(o, ", delta %+.2f%%",
+				 ((double)n->count - (double)n->base) * 100.0 / (double)total);
+		}
+		o_printf(o, ")</title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" rx=\"2\" "
+			    "fill=\"rgb(%d,%d,%d)\"/><text x=\"%.2f\" y=\"%d\">",
+			 x, y, w, FRAME_H, c.r, c.g, c.b, x + 3, y + 12);
+		o_label(o, name, w);
+		o_puts(o, "</text></g>\n");
+	}
+	o_puts(o, "</g>\n");
+	if (!total) {
+		o_printf(o, "<text id=\"wp-nosamples\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">"
+			    "No samples%s</text>\n",
+			 width / 2.0, top + 2 * ROW_H + 4,
+			 diff && btotal ? " in the AFTER profile" : "");
+	}
+
+	/* details line and search result */
+	o_printf(o, "<text id=\"wp-details\" x=\"%d\" y=\"%d\">%s</text>\n", XPAD, gbottom + 20,
+		 total ? "Hover a frame for details; click to zoom; Ctrl-F or / to search" : " ");
+	o_printf(o, "<text id=\"wp-matched\" x=\"%d\" y=\"%d\" text-anchor=\"end\"></text>\n",
+		 width - XPAD, gbottom + 20);
+
+	/* legend */
+	o_puts(o, "<g id=\"wp-legend\">\n");
+	lx = XPAD;
+	if (diff) {
+		o_swatch(o, &lx, gbottom + 42, diff_colour(2, 1, 1), "more samples in AFTER");
+		o_swatch(o, &lx, gbottom + 42, diff_colour(1, 2, 1), "fewer samples in AFTER");
+		o_swatch(o, &lx, gbottom + 42, diff_colour(1, 1, 1), "unchanged");
+		o_printf(o, "<text x=\"%.1f\" y=\"%d\">Widths are AFTER samples (",
+			 lx, gbottom + 42);
+		o_count(o, total);
+		o_puts(o, " after, ");
+		o_count(o, btotal);
+		o_puts(o, " before); ");
+		o_count(o, L->before_only);
+		o_puts(o, L->before_only == 1 ? " frame only in BEFORE not drawn</text>\n"
+					      : " frames only in BEFORE not drawn</text>\n");
+	} else {
+		static const char *const labels[5] = { "program", "library", "kernel", "unknown",
+						       "thread" };
+		static const char *const sample_names[5] = { "main", "memcpy", "k", "?", "[t]" };
+		int order[5] = { WP_KIND_PROGRAM, WP_KIND_LIBRARY, WP_KIND_KERNEL,
+				 WP_KIND_UNKNOWN, WP_KIND_THREAD };
+		int i;
+
+		for (i = 0; i < 5; i++) {
+			int kd = order[i];
+
+			if (kd == WP_KIND_KERNEL && !seen[kd])
+				continue;
+			o_swatch(o, &lx, gbottom + 42, kind_colour(sample_names[kd], kd, 0),
+				 labels[kd]);
+		}
+	}
+	o_puts(o, "</g>\n");
+
+	/* footer */
+	o_printf(o, "<text id=\"wp-footer\" x=\"%d\" y=\"%d\">", XPAD, gbottom + 62);
+	o_count(o, total);
+	o_puts(o, total == 1 ? " sample; " : " samples; ");
+	o_count(o, total ? L->nitems : 0);
+	o_puts(o, total && L->nitems == 1 ? " frame shown; " : " frames shown; ");
+	o_count(o, L->merged);
+	o_printf(o, " frame%s narrower than %g px merged into their parents; children sorted "
+		    "alphabetically</text>\n",
+		 L->merged == 1 ? "" : "s", minw);
+
+	o_puts(o, "<script type=\"text/ecmascript\"><![CDATA[\n");
+	o_puts(o, flame_js);
+	o_puts(o, "]]></script>\n</svg>\n");
+}
+
+int wp_flame_write(FILE *out, const struct wp_flame_stack *stacks, size_t nstacks,
+		   const struct wp_flame_opts *opts)
+{
+	static const struct wp_flame_opts defaults = { 0 };
+	struct tree t;
+	struct layout L = { 0 };
+	struct out o = { 0 };
+	double minw, min_samples;
+	int width, r;
+	size_t s;
+
+	if (!out || (!stacks && nstacks))
+		return -EINVAL;
+	if (!opts)
+		opts = &defaults;
+	for (s = 0; s < nstacks; s++)
+		if (stacks[s].nframes < 0 || (stacks[s].nframes > 0 && !stacks[s].frames))
+			return -EINVAL;
+	width = opts->width > 0 ? opts->width : 1200;
+	if (width < 200)
+		width = 200;
+	minw = opts->min_width_px > 0 ? opts->min_width_px : 0.1;
+
+	r = tree_init(&t);
+	if (!r)
+		r = tree_build(&t, stacks, nstacks, opts->differential);
+	if (!r)
+		r = rank_names(&t);
+	if (r)
+		goto done;
+	min_samples = t.nodes[0].count
+			      ? minw * (double)t.nodes[0].count / (width - 2.0 * XPAD)
+			      : 0;
+	r = layout_build(&t, min_samples, &L);
+	if (r)
+		goto done;
+
+	o.f = out;
+	o.cap = 1 << 16;
+	o.buf = malloc(o.cap);
+	if (!o.buf) {
+		r = -ENOMEM;
+		goto done;
+	}
+	write_svg(&o, &t, &L, opts, width, minw);
+	o_flush(&o);
+	if (!o.err) {
+		errno = 0;
+		if (fflush(out) == EOF || ferror(out))
+			o.err = errno ? errno : EIO;
+	}
+	r = o.err ? -o.err : 0;
+done:
+	free(o.buf);
+	free(L.items);
+	tree_free(&t);
+	return r;
+}

@@ -134,6 +134,31 @@ static size_t copy_len_for(const struct wp_athread *t, uintptr_t sp)
 	return STACK_DEFAULT;
 }
 
+/* Unwinds a copied thread state (after the thread runs again) and counts the stack. */
+static void record_copy(struct wp_athread *t, const greg_t *gregs, size_t stack_len,
+			uint32_t flags, uint64_t weight_ns, uint64_t now)
+{
+	struct wp_unwind_input in = { gregs, (uintptr_t)gregs[REG_RSP], stack_buf, stack_len };
+	struct wp_unwind_result res;
+	uint64_t u0 = wp_now_ns();
+	wp_unwind(&in, pcs, WP_AGENT_MAX_FRAMES, &res);
+	wp_stats.unwind_ns += wp_now_ns() - u0;
+	if (res.truncated) {
+		flags |= WP_STACK_TRUNCATED;
+		wp_stats.truncated++;
+		t->stack_top = 0; /* copy the default next time */
+	} else if (res.max_sp > t->stack_top) {
+		t->stack_top = res.max_sp;
+	}
+	if (!wp_stacks_add(t, pcs, res.n, flags, weight_ns, (now - start_ns) / 1000)) {
+		miss(WP_MISS_MEMORY);
+		return;
+	}
+	wp_stats.samples++;
+	if (t->samples == 1 || t->samples == 16 || t->samples == 256)
+		wp_threads_reread_name(t);
+}
+
 /* One handshake: hold the thread, copy its registers, stack and the code bytes around its
  * pc, resume it, then unwind the copy. */
 static void sample_signalled(struct wp_athread *t, uint64_t weight_ns, uint64_t now)
@@ -182,32 +207,87 @@ static void sample_signalled(struct wp_athread *t, uint64_t weight_ns, uint64_t 
 	if (window)
 		wp_stats_window(window);
 	wp_stats.signalled++;
-
 	size_t stack_len = got > 0 ? ((size_t)got < want ? (size_t)got : want) : 0;
 	int have_code = got > 0 && (size_t)got == want + sizeof(code);
-	struct wp_unwind_input in = { gregs, sp, stack_buf, stack_len };
-	struct wp_unwind_result res;
-	uint64_t u0 = wp_now_ns();
-	wp_unwind(&in, pcs, WP_AGENT_MAX_FRAMES, &res);
-	wp_stats.unwind_ns += wp_now_ns() - u0;
+	record_copy(t, gregs, stack_len,
+		    was_in_syscall(gregs, code, have_code) ? WP_STACK_WAITING : 0, weight_ns, now);
+}
 
-	uint32_t flags = 0;
-	if (res.truncated) {
-		flags |= WP_STACK_TRUNCATED;
-		wp_stats.truncated++;
-		t->stack_top = 0; /* copy the default next time */
-	} else if (res.max_sp > t->stack_top) {
-		t->stack_top = res.max_sp;
+/* Reads the user SP and PC of a thread blocked in the kernel from
+ * /proc/self/task/TID/syscall ("NR a1..a6 SP PC", or "-1 SP PC" when blocked outside a call,
+ * or "running"). Returns 1 when blocked, 0 when running, -1 when unreadable. */
+static int read_blocked_regs(pid_t tid, uintptr_t *sp, uintptr_t *pc)
+{
+	char path[64], buf[256];
+	wp_format(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	if (!strncmp(buf, "running", 7))
+		return 0;
+	char *p = buf, *end;
+	unsigned long long f[9];
+	int k = 0;
+	strtol(p, &end, 10);
+	for (p = end; k < 9; k++, p = end) {
+		f[k] = strtoull(p, &end, 16);
+		if (end == p)
+			break;
 	}
-	if (was_in_syscall(gregs, code, have_code))
-		flags |= WP_STACK_WAITING;
-	if (!wp_stacks_add(t, pcs, res.n, flags, weight_ns, (now - start_ns) / 1000)) {
-		miss(WP_MISS_MEMORY);
-		return;
+	if (k < 2)
+		return -1;
+	*sp = (uintptr_t)f[k - 2];
+	*pc = (uintptr_t)f[k - 1];
+	return 1;
+}
+
+/* A thread blocked in the kernel is sampled without any signal: a signal would interrupt its
+ * call (EINTR for sleeps, polls and timed waits even with SA_RESTART). Its stack cannot change
+ * while it stays blocked, which its CPU clock confirms (unchanged from before the /proc read
+ * until after the copy). Returns 1 when sampled (or deliberately skipped), 0 when the thread
+ * is running and may be signalled. */
+static int sample_blocked(struct wp_athread *t, int64_t cpu_before, uint64_t weight_ns,
+			  uint64_t now)
+{
+	for (int attempt = 0; attempt < 3; attempt++) {
+		uintptr_t sp, pc;
+		int b = read_blocked_regs(t->tid, &sp, &pc);
+		if (b == 0)
+			return 0;
+		if (b < 0) {
+			miss(WP_MISS_ERROR);
+			return 1;
+		}
+		static greg_t gregs[NGREG];
+		memset(gregs, 0, sizeof(gregs));
+		gregs[REG_RSP] = (greg_t)sp;
+		gregs[REG_RIP] = (greg_t)pc;
+		size_t want = copy_len_for(t, sp);
+		struct iovec local = { stack_buf, want }, remote = { (void *)sp, want };
+		ssize_t got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+		int64_t cpu_after = wp_thread_cpu_ns(t->tid);
+		if (cpu_after < 0) {
+			miss(WP_MISS_EXITED);
+			wp_threads_gone(t);
+			return 1;
+		}
+		if (got > 0 && cpu_after == cpu_before) {
+			/* Registers other than SP and PC are unknown: frame-pointer code loses the
+			 * frames above its first rbp-based frame (recorded, flagged truncated). */
+			wp_stats.unsignalled++;
+			record_copy(t, gregs, (size_t)got, WP_STACK_WAITING, weight_ns, now);
+			return 1;
+		}
+		cpu_before = cpu_after; /* it woke up meanwhile: look again */
 	}
-	wp_stats.samples++;
-	if (t->samples == 1 || t->samples == 16 || t->samples == 256)
-		wp_threads_reread_name(t);
+	/* Busy waking and sleeping: not worth a signal that could interrupt its next call. */
+	miss(WP_MISS_MOVING);
+	return 1;
 }
 
 /* Wall mode: a thread whose CPU clock has not moved since its last sample is exactly where
@@ -257,12 +337,15 @@ static void tick_wall(uint64_t now)
 			continue;
 		if (sample_unmoved(t, weight, now))
 			continue;
+		if (sample_blocked(t, t->last_cpu_ns, weight, now))
+			continue;
 		sample_signalled(t, weight, now);
 		int64_t cpu = wp_thread_cpu_ns(t->tid);
 		if (cpu >= 0)
 			t->last_cpu_ns = cpu; /* our own handshake's CPU must not look like work */
 	}
 }
+
 
 static void tick_cpu(uint64_t now)
 {
@@ -289,7 +372,10 @@ static void tick_cpu(uint64_t now)
 		/* One sample pays out whole intervals of CPU time it stands for. */
 		uint64_t weight = t->credit_ns - t->credit_ns % interval_ns;
 		t->credit_ns -= weight;
-		sample_signalled(t, weight, now);
+		/* It ran during the last tick but may have just blocked: then take it from /proc
+		 * rather than interrupt its call. */
+		if (!sample_blocked(t, cpu, weight, now))
+			sample_signalled(t, weight, now);
 		/* The handshake itself used some of its CPU; do not bill it as the program's. */
 		int64_t after = wp_thread_cpu_ns(t->tid);
 		if (after >= 0)

@@ -59,7 +59,7 @@ uint64_t wp_stats_window_quantile(double q)
 const char *wp_miss_name(enum wp_miss m)
 {
 	static const char *const names[WP_MISS__N] = {
-		"exited", "timeout", "blocked_signal", "late", "no_slot", "error", "memory",
+		"exited", "timeout", "blocked_signal", "late", "no_slot", "error", "memory", "moving",
 	};
 	return m < WP_MISS__N ? names[m] : "?";
 }

@@ -14,6 +14,7 @@ enum wp_miss {
 	WP_MISS_NOSLOT,   /* every handshake slot busy with a stalled handler */
 	WP_MISS_ERROR,    /* tgkill or the stack read failed otherwise */
 	WP_MISS_MEMORY,   /* no memory to count it */
+	WP_MISS_MOVING,   /* kept waking and blocking while we looked; not worth a signal */
 	WP_MISS__N
 };
 
@@ -22,6 +23,7 @@ struct wp_stats {
 	uint64_t samples;           /* counted samples (signalled + reused) */
 	uint64_t signalled;         /* of which: a handshake */
 	uint64_t reused;            /* of which: the thread had not run, last stack reused */
+	uint64_t unsignalled;       /* of which: blocked in a call, read from /proc, no signal */
 	uint64_t truncated;         /* unwinds that stopped before the root */
 	uint64_t missed[WP_MISS__N];
 	uint64_t window_max_ns, window_sum_ns, window_n;

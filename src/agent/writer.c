@@ -86,11 +86,13 @@ static size_t build_meta(const char *extra)
 		       (unsigned long long)wp_stats.unwind_ns);
 	n += wp_format(meta + n, sizeof(meta) - n,
 		       "ticks=%llu\nticks_late=%llu\nsamples=%llu\nsignalled=%llu\nreused=%llu\n"
+		       "unsignalled=%llu\n"
 		       "truncated=%llu\nstacks=%llu\nthreads_seen=%llu\nagent_bytes=%llu\n"
 		       "unwind_table_bytes=%llu\ntimeline_truncated=%d\nstray_signals=%llu\n",
 		       (unsigned long long)wp_stats.ticks, (unsigned long long)wp_stats.ticks_late,
 		       (unsigned long long)wp_stats.samples, (unsigned long long)wp_stats.signalled,
-		       (unsigned long long)wp_stats.reused, (unsigned long long)wp_stats.truncated,
+		       (unsigned long long)wp_stats.reused, (unsigned long long)wp_stats.unsignalled,
+		       (unsigned long long)wp_stats.truncated,
 		       (unsigned long long)wp_stacks_count(), (unsigned long long)wp_threads_seen(),
 		       (unsigned long long)wp_stacks_bytes(),
 		       (unsigned long long)wp_modules_copied_bytes(), wp_stacks_timeline_truncated(),

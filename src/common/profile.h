@@ -79,4 +79,9 @@ const struct wp_module *wp_profile_module_at(const struct wp_profile *p, uint64_
 /* The thread with this tid, or NULL. */
 const struct wp_thread *wp_profile_thread(const struct wp_profile *p, uint32_t tid);
 
+/* Sum of every stack's sample count (saturating). */
+uint64_t wp_profile_total_samples(const struct wp_profile *p);
+/* Sum of every stack's weight_ns (saturating). */
+uint64_t wp_profile_total_weight_ns(const struct wp_profile *p);
+
 #endif

@@ -33,4 +33,21 @@ void wp_symbolizer_free(struct wp_symbolizer *s);
 int wp_symbolize(struct wp_symbolizer *s, uint64_t pc, int is_return_address,
 		 struct wp_frame *out, int max);
 
+/* Problems met while symbolizing, for the caller to print: one line per module, each
+ * "<path>: <what>\n" (a module file missing or not ELF, rebuilt since the profile was taken
+ * (build-id mismatch: its frames are left as "module+0xoff"), no debug info for the main
+ * executable, ...). Modules are read lazily, so call this after symbolizing. Returns "" when
+ * there is nothing to say; the string is owned by the symbolizer and valid until the next
+ * wp_symbolize call or wp_symbolizer_free. */
+const char *wp_symbolizer_warnings(struct wp_symbolizer *s);
+
+/* Notes on wp_frame values (no change to the contract above):
+ * - an address in a module but in no symbol: function "module+0xOFF" with OFF the ELF
+ *   virtual address (module_offset); when the file can't be read, OFF is the file offset.
+ * - JIT code named by /tmp/perf-PID.map (PID from the profile's "pid" META key): module
+ *   "[jit]", known=1, module_offset = pc.
+ * - outside every module and JIT map: function and module "(unknown)", module_offset = pc.
+ * - every string is interned: equal function, file or module names are the same pointer.
+ * A wp_symbolizer is not thread-safe. */
+
 #endif

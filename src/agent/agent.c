@@ -11,6 +11,7 @@
 #include "wallprof.h"
 
 #include "config.h"
+#include "eintr.h"
 #include "handshake.h"
 #include "log.h"
 #include "modules.h"
@@ -75,9 +76,12 @@ static void atfork_child(void)
 
 __attribute__((constructor)) static void wallprof_agent_init(void)
 {
+	wp_eintr_init();
 	if (wp_config_load(&cfg, getenv) != 0)
 		return; /* the complaint is printed; the program runs untouched */
 	owner_pid = getpid();
+	if (cfg.test_no_retry)
+		wp_eintr_disable_retry();
 	int e;
 	if ((e = wp_handshake_init(SIGPROF)) != 0 || (e = wp_modules_init()) != 0) {
 		wp_log("cannot start (%s); profiling is off for this run", strerror(-e));

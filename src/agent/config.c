@@ -46,6 +46,11 @@ int wp_config_load(struct wp_config *cfg, char *(*getenv_fn)(const char *))
 	if ((v = getenv_fn("WALLPROF_PROGRESS_FD")) && parse_int(v, 3, 1 << 20, &cfg->progress_fd))
 		cfg->progress_fd = -1;
 
+	if ((v = getenv_fn("WALLPROF_TEST"))) {
+		cfg->test_signal_all = strstr(v, "signal-all") != NULL;
+		cfg->test_no_retry = strstr(v, "no-retry") != NULL;
+	}
+
 	if ((v = getenv_fn("WALLPROF_MODE"))) {
 		if (!strcmp(v, "wall"))
 			cfg->mode = WP_MODE_WALL;

@@ -20,6 +20,11 @@ struct wp_config {
 	int quiet;            /* no summary line at exit */
 	int log_fd;           /* where the agent's lines go; -1 = stderr */
 	int progress_fd;      /* WALLPROF_PROGRESS_FD, set by the CLI; -1 = none */
+	/* Test hooks (WALLPROF_TEST=signal-all,no-retry): make the sampler signal every chosen
+	 * thread, or make the EINTR interposers pass EINTR through, so the tests can show that
+	 * each protection is what keeps the program unharmed. Never for real use. */
+	int test_signal_all;
+	int test_no_retry;
 };
 
 /* Reads `getenv` into cfg. Returns 0, or -1 after printing the one-line complaint. */

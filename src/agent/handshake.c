@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "eintr.h"
 
 enum phase {
 	P_IDLE = 0,
@@ -104,6 +105,9 @@ static uint32_t wait_change(_Atomic uint32_t *w, uint32_t seen, uint64_t deadlin
 static void handler(int sig, siginfo_t *info, void *ucv)
 {
 	int saved_errno = errno;
+	/* Any run of this handler may have interrupted a call of this thread: let the
+	 * interposers know it was us (eintr.h). */
+	wp_our_signals++;
 	struct wp_hs_ticket *t = atomic_load(&current);
 	pid_t me = (pid_t)syscall(SYS_gettid);
 	uint32_t w = t ? atomic_load(&t->word) : 0;

@@ -335,10 +335,12 @@ static void tick_wall(uint64_t now)
 		live[i] = t;
 		if (!t->alive || backed_off(t, now))
 			continue;
-		if (sample_unmoved(t, weight, now))
-			continue;
-		if (sample_blocked(t, t->last_cpu_ns, weight, now))
-			continue;
+		if (!cfg.test_signal_all) {
+			if (sample_unmoved(t, weight, now))
+				continue;
+			if (sample_blocked(t, t->last_cpu_ns, weight, now))
+				continue;
+		}
 		sample_signalled(t, weight, now);
 		int64_t cpu = wp_thread_cpu_ns(t->tid);
 		if (cpu >= 0)

@@ -1,3 +1,127 @@
-import wplib as wp
+"""cpu_split: a single CPU-bound thread with a known split of self time (measured by the
+target itself with CLOCK_THREAD_CPUTIME_ID) across leaves reached through distinct callers,
+one of them in a shared library. In wall and cpu mode at 1000 Hz, through the CLI:
 
-wp.main(lambda t: t.fail("not written yet"))
+  * each function's self share is within 2 percentage points of the truth;
+  * leaf_mul's samples are split between its callers work_a and work_b as the truth says;
+  * stacks are complete: rooted at _start and passing through main, through -O2 code without
+    frame pointers, and through libcpu_split_lib.so (work_c -> lib_work -> lib_leaf_mul).
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import wplib as wp  # noqa: E402
+
+SECONDS = float(os.environ.get("CPU_SPLIT_SECONDS", "3"))
+HZ = 1000
+TOL = 0.02  # share, i.e. 2 percentage points
+
+
+def one_mode(t, mode):
+    prof = wp.tmp_path("cpu_split.%s.prof" % mode)
+    truth_path = wp.tmp_path("cpu_split.%s.truth" % mode)
+    r = wp.record([wp.target("cpu_split"), str(SECONDS)], prof, mode=mode, hz=HZ,
+                  env={"WP_TRUTH": truth_path}, timeout=120)
+    if not t.eq(r.returncode, 0, "[%s] wallprof -- cpu_split exits 0" % mode, r.describe()):
+        return None
+    t.check("cpu_split:" in r.stdout, "[%s] the program's own output is there" % mode, r.stdout)
+    truth = wp.read_truth(truth_path)
+    total_ns = truth["total_ns"]
+
+    raw = wp.read_raw(prof)
+    t.eq(raw.meta.get("mode"), mode, "[%s] the profile says mode=%s" % (mode, mode))
+    t.eq(raw.meta.get("hz"), str(HZ), "[%s] the profile says hz=%d" % (mode, HZ))
+    expected = HZ * total_ns / 1e9
+    t.check(raw.samples() >= 0.5 * expected,
+            "[%s] samples: %d of ~%.0f expected at %d Hz" % (mode, raw.samples(), expected, HZ),
+            lambda: "META: %r" % raw.meta)
+    t.check(raw.truncated() <= 0.01 * raw.samples(),
+            "[%s] truncated unwinds: %d of %d samples (<= 1%%)" % (mode, raw.truncated(),
+                                                                   raw.samples()))
+
+    p = wp.load(prof)
+    total = p.total()
+    t.eq(len(p.threads()), 1, "[%s] one thread in the profile" % mode, str(p.threads()))
+    t.check(total > 0, "[%s] the folded report has samples" % mode)
+    if not total:
+        return None
+    dump = lambda: "top self:\n%s\nheaviest stacks:\n%s" % (p.top(12), p.sample_lines(12))
+
+    # --- self shares against the truth --------------------------------------------------
+    selfc = p.self_counts()
+    callers = p.callers_of("leaf_mul")
+    measured = {
+        "leaf_mul": selfc["leaf_mul"] / total,
+        "leaf_mul<-work_a": p.filter(lambda n, tid, f: f[-2:] == ("work_a", "leaf_mul")).total() / total,
+        "leaf_mul<-work_b": p.filter(lambda n, tid, f: f[-2:] == ("work_b", "leaf_mul")).total() / total,
+        "hash_loop": selfc["hash_loop"] / total,
+        "lib_leaf_mul": selfc["lib_leaf_mul"] / total,
+    }
+    expect = {
+        "leaf_mul": (truth["self.leaf_mul.work_a"] + truth["self.leaf_mul.work_b"]) / total_ns,
+        "leaf_mul<-work_a": truth["self.leaf_mul.work_a"] / total_ns,
+        "leaf_mul<-work_b": truth["self.leaf_mul.work_b"] / total_ns,
+        "hash_loop": truth["self.hash_loop"] / total_ns,
+        "lib_leaf_mul": truth["self.lib_leaf_mul"] / total_ns,
+    }
+    errors = {}
+    for k in expect:
+        errors[k] = 100.0 * (measured[k] - expect[k])
+        t.near(measured[k], expect[k], TOL, "[%s] self share of %s" % (mode, k), dump)
+    # the callers themselves do (almost) nothing but call
+    for f in ("work_a", "work_b", "work_c", "lib_work", "do_hash"):
+        t.check(selfc[f] / total <= TOL, "[%s] %s's self share %.2f%% is ~0" %
+                (mode, f, 100.0 * selfc[f] / total), dump)
+
+    # --- callers recovered ----------------------------------------------------------------
+    both = callers["work_a"] + callers["work_b"]
+    t.check(callers["work_a"] > 0 and callers["work_b"] > 0,
+            "[%s] leaf_mul appears under both work_a (%d) and work_b (%d)"
+            % (mode, callers["work_a"], callers["work_b"]), dump)
+    t.check(both >= 0.99 * sum(callers.values()),
+            "[%s] leaf_mul's callers are work_a/work_b: %r" % (mode, dict(callers)), dump)
+    if both:
+        truth_a = truth["self.leaf_mul.work_a"] / (truth["self.leaf_mul.work_a"] +
+                                                   truth["self.leaf_mul.work_b"])
+        t.near(callers["work_a"] / both, truth_a, 0.03,
+               "[%s] leaf_mul's split between work_a and work_b" % mode, dump)
+    lib_callers = p.callers_of("lib_leaf_mul")
+    t.check(lib_callers["lib_work"] >= 0.99 * max(1, sum(lib_callers.values())),
+            "[%s] lib_leaf_mul is called by lib_work: %r" % (mode, dict(lib_callers)), dump)
+    lw = p.callers_of("lib_work")
+    t.check(lw["work_c"] >= 0.99 * max(1, sum(lw.values())),
+            "[%s] lib_work (in the shared library) is called by work_c: %r" % (mode, dict(lw)),
+            dump)
+
+    # --- complete stacks ------------------------------------------------------------------
+    complete = p.filter(lambda n, tid, f: len(f) >= 2 and f[0] == "_start" and "main" in f)
+    t.check(complete.total() >= 0.99 * total,
+            "[%s] stacks rooted at _start through main: %d of %d" % (mode, complete.total(),
+                                                                     total),
+            lambda: "other roots: %r\n%s" % (dict(p.roots()), dump()))
+    for leaf, path in (("leaf_mul", ("main", "work_a", "leaf_mul")),
+                       ("lib_leaf_mul", ("main", "work_c", "lib_work", "lib_leaf_mul"))):
+        s = p.filter(lambda n, tid, f: f and f[-1] == leaf)
+        good = s.filter(lambda n, tid, f: all(x in f for x in path))
+        if leaf == "leaf_mul":
+            good = s.filter(lambda n, tid, f: "main" in f and f[-2] in ("work_a", "work_b"))
+        t.check(s.total() and good.total() >= 0.99 * s.total(),
+                "[%s] %s's stacks are main -> ... -> %s: %d of %d" % (mode, leaf, leaf,
+                                                                      good.total(), s.total()),
+                dump)
+    return errors
+
+
+def main(t):
+    results = {}
+    for mode in ("wall", "cpu"):
+        errs = one_mode(t, mode)
+        if errs:
+            results[mode] = errs
+    for mode, errs in results.items():
+        t.note("%s mode, error in percentage points (profile - truth): %s" % (
+            mode, ", ".join("%s %+.2f" % (k, v) for k, v in errs.items())))
+
+
+wp.main(main)

@@ -11,7 +11,8 @@
  *               continue through the kernel's signal frame to sigframe_fn and start_thread
  *
  * Usage: hazards [SECONDS] (default 4). The library is found next to the executable (or at
- * $HAZARD_LIB). WP_TRUTH=FILE receives loops.NAME and tid.NAME per thread. */
+ * $HAZARD_LIB). HAZARDS_ONLY=name,name... runs only those threads (to tell which hazard does
+ * what). WP_TRUTH=FILE receives loops.NAME and tid.NAME per thread. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -219,8 +220,25 @@ int main(int argc, char **argv)
 		{ .name = "sigframe", .fn = sigframe_fn },
 	};
 	enum { N = sizeof(th) / sizeof(th[0]) };
+	const char *only = getenv("HAZARDS_ONLY");
+	int skip[N];
+	for (int i = 0; i < N; i++) {
+		skip[i] = 0;
+		if (only && *only) {
+			size_t l = strlen(th[i].name);
+			const char *p = only;
+			skip[i] = 1;
+			while ((p = strstr(p, th[i].name))) {
+				if ((p == only || p[-1] == ',') && (p[l] == ',' || p[l] == 0))
+					skip[i] = 0;
+				p += l;
+			}
+		}
+	}
 	deadline = mono_ns() + (uint64_t)(seconds * 1e9);
 	for (int i = 0; i < N; i++) {
+		if (skip[i])
+			continue;
 		int e = pthread_create(&th[i].handle, NULL, th[i].fn, &th[i]);
 		if (e) {
 			fprintf(stderr, "pthread_create: %s\n", strerror(e));
@@ -229,10 +247,14 @@ int main(int argc, char **argv)
 	}
 	int failed = 0;
 	for (int i = 0; i < N; i++) {
+		if (skip[i])
+			continue;
 		pthread_join(th[i].handle, NULL);
 		failed |= th[i].failed;
 	}
 	for (int i = 0; i < N; i++) {
+		if (skip[i])
+			continue;
 		truth("tid.%s %d", th[i].name, (int)th[i].tid);
 		truth("loops.%s %llu", th[i].name, (unsigned long long)th[i].loops);
 	}

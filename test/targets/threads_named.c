@@ -26,6 +26,7 @@ struct thr {
 	pthread_t handle;
 	pid_t tid;
 	uint64_t cpu_ns, loops;
+	uint64_t lock_wall_ns, sleep_wall_ns; /* waiter: wall time blocked in lock / in nanosleep */
 };
 
 static volatile uint64_t sink;
@@ -100,7 +101,9 @@ KEEP static void *wait_fn(void *arg)
 	struct thr *t = arg;
 	begin(t);
 	while (!done()) {
+		uint64_t t0 = mono_ns();
 		pthread_mutex_lock(&lock);
+		uint64_t t1 = mono_ns();
 		BARRIER();
 		pthread_mutex_unlock(&lock);
 		t->loops++;
@@ -108,6 +111,8 @@ KEEP static void *wait_fn(void *arg)
 		struct timespec ts = { 0, 200000 };
 		nanosleep(&ts, NULL);
 		BARRIER();
+		t->lock_wall_ns += t1 - t0;
+		t->sleep_wall_ns += mono_ns() - t1;
 	}
 	end(t);
 	return NULL;
@@ -143,6 +148,11 @@ int main(int argc, char **argv)
 		truth("tid.%s %d", th[i].name, (int)th[i].tid);
 		truth("cpu_ns.%s %llu", th[i].name, (unsigned long long)th[i].cpu_ns);
 		truth("loops.%s %llu", th[i].name, (unsigned long long)th[i].loops);
+		if (th[i].fn == wait_fn) {
+			truth("lock_wall_ns.%s %llu", th[i].name, (unsigned long long)th[i].lock_wall_ns);
+			truth("sleep_wall_ns.%s %llu", th[i].name,
+			      (unsigned long long)th[i].sleep_wall_ns);
+		}
 	}
 	truth_close();
 	printf("threads_named: done\n");

@@ -1,0 +1,514 @@
+/* --format=pprof: the profile as a gzipped perftools.profiles.Profile (profile.proto), as
+ * `go tool pprof` and the other pprof readers load it.
+ *
+ * Encoder: the protobuf wire format is written by hand (varints, and length-delimited
+ * submessages built in scratch buffers). profile.proto needs only two wire types and a dozen
+ * small messages, so the encoder is a few dozen lines with no new dependency, no generated
+ * code and no .proto to keep in step; protobuf-c would have added a build-time compiler, a
+ * runtime library and an in-memory copy of every message for the same bytes. gzip is zlib's.
+ *
+ * What goes in:
+ * - sample types [samples/count, wall|cpu/nanoseconds] (by the "mode" META key), values
+ *   [count, weight_ns] of each stack; the time type is the default one;
+ * - period type wall|cpu/nanoseconds, period 1e9/hz; time_nanos and duration_nanos;
+ * - on every sample the string labels "thread" (its name) and "thread_id" (the tid, as a
+ *   string so `-tags` lists it readably), and "state" (running/waiting) in wall mode;
+ * - one Location per distinct pc (and role: a leaf pc is looked up as is, a return address
+ *   at pc-1, so the same address in both roles gives two Locations), with its Mapping and
+ *   address; an inline chain is one Location with several Lines, innermost first;
+ * - Functions by (name, module, file); start_line 0 (not known);
+ * - one Mapping per executable module mapping, the main executable first (pprof takes
+ *   mapping[0] for the main binary), with the build-id in hex, and has_functions etc. set
+ *   since every location is already symbolized (pprof then never re-symbolizes them);
+ * - the string table deduplicated, every string made valid UTF-8 (proto3 requires it).
+ * The --thread filter applies. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+#include <zlib.h>
+
+#include "cli.h"
+
+#define MAX_INLINE 16
+
+/* ---- wire format ---- */
+
+enum { WT_VARINT = 0, WT_LEN = 2 };
+
+struct buf {
+	uint8_t *p;
+	size_t n, cap;
+	int oom;
+};
+
+static void b_raw(struct buf *b, const void *d, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->n + n > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		while (cap < b->n + n)
+			cap *= 2;
+		uint8_t *p = realloc(b->p, cap);
+		if (!p) {
+			b->oom = 1;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->n, d, n);
+	b->n += n;
+}
+
+static void b_varint(struct buf *b, uint64_t v)
+{
+	uint8_t t[10];
+	size_t n = 0;
+	do {
+		t[n++] = (uint8_t)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
+		v >>= 7;
+	} while (v);
+	b_raw(b, t, n);
+}
+
+static void b_tag(struct buf *b, unsigned field, unsigned wt)
+{
+	b_varint(b, (uint64_t)field << 3 | wt);
+}
+
+/* A scalar field (uint64, or int64 as its two's complement); proto3 leaves zeros out. */
+static void b_num(struct buf *b, unsigned field, uint64_t v)
+{
+	if (!v)
+		return;
+	b_tag(b, field, WT_VARINT);
+	b_varint(b, v);
+}
+
+static void b_bytes(struct buf *b, unsigned field, const void *d, size_t n)
+{
+	b_tag(b, field, WT_LEN);
+	b_varint(b, n);
+	b_raw(b, d, n);
+}
+
+/* Appends `sub` as a submessage in `field` of b, and empties sub for reuse. */
+static void b_msg(struct buf *b, unsigned field, struct buf *sub)
+{
+	if (sub->oom)
+		b->oom = 1;
+	b_bytes(b, field, sub->p, sub->n);
+	sub->n = 0;
+}
+
+static void b_packed(struct buf *b, unsigned field, const uint64_t *v, size_t n, struct buf *tmp)
+{
+	if (!n)
+		return;
+	for (size_t i = 0; i < n; i++)
+		b_varint(tmp, v[i]);
+	b_msg(b, field, tmp);
+}
+
+/* ---- string table ---- */
+
+struct str {
+	UT_hash_handle hh;
+	int64_t index;
+	size_t len;
+	char s[];
+};
+
+struct enc {
+	const struct wp_opts *o;
+	const struct wp_profile *p;
+	const struct wp_resolved *r;
+	struct str *strs;
+	int64_t nstrs;
+	struct buf strtab, samples, mappings, locations, functions, tmp, tmp2;
+	struct func_ent *funcs;
+	uint64_t nfuncs;
+	struct loc_ent *locs;
+	uint64_t nlocs;
+	uint64_t *mapping_of; /* per module index: mapping id */
+	int oom;
+};
+
+/* Length of the valid UTF-8 sequence at s (NUL-terminated), 0 when invalid. */
+static size_t utf8_seq(const unsigned char *s)
+{
+	unsigned c = s[0];
+	if (c < 0x80)
+		return 1;
+	unsigned lo = 0x80, hi = 0xbf;
+	size_t n;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2;
+	else if (c >= 0xe0 && c <= 0xef) {
+		n = 3;
+		if (c == 0xe0)
+			lo = 0xa0;
+		else if (c == 0xed)
+			hi = 0x9f; /* no surrogates */
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		n = 4;
+		if (c == 0xf0)
+			lo = 0x90;
+		else if (c == 0xf4)
+			hi = 0x8f;
+	} else
+		return 0;
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < n; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return n;
+}
+
+/* s with every invalid UTF-8 byte replaced by U+FFFD, into a malloc'ed string. */
+static char *utf8_clean(const char *s, size_t *len)
+{
+	size_t n = strlen(s);
+	char *d = malloc(n * 3 + 1);
+	if (!d)
+		return NULL;
+	size_t o = 0;
+	for (const unsigned char *u = (const unsigned char *)s; *u;) {
+		size_t k = utf8_seq(u);
+		if (k) {
+			memcpy(d + o, u, k);
+			o += k;
+			u += k;
+		} else {
+			memcpy(d + o, "\xef\xbf\xbd", 3);
+			o += 3;
+			u++;
+		}
+	}
+	d[o] = 0;
+	*len = o;
+	return d;
+}
+
+static int64_t str_index(struct enc *e, const char *s)
+{
+	if (!s)
+		s = "";
+	size_t n;
+	char *c = utf8_clean(s, &n);
+	if (!c) {
+		e->oom = 1;
+		return 0;
+	}
+	struct str *st;
+	HASH_FIND(hh, e->strs, c, n, st);
+	if (!st) {
+		st = malloc(sizeof(*st) + n + 1);
+		if (!st) {
+			free(c);
+			e->oom = 1;
+			return 0;
+		}
+		st->index = e->nstrs++;
+		st->len = n;
+		memcpy(st->s, c, n + 1);
+		HASH_ADD_KEYPTR(hh, e->strs, st->s, n, st);
+		/* string_table = 6 */
+		b_bytes(&e->strtab, 6, st->s, n);
+	}
+	free(c);
+	return st->index;
+}
+
+/* ---- functions and locations ---- */
+
+struct func_ent {
+	UT_hash_handle hh;
+	uint64_t id;
+	char key[]; /* name '\0' module '\0' file */
+};
+
+struct loc_ent {
+	UT_hash_handle hh;
+	struct {
+		uint64_t pc;
+		uint64_t leaf;
+	} k;
+	uint64_t id;
+};
+
+static uint64_t function_id(struct enc *e, const struct wp_frame *f)
+{
+	const char *file = f->file ? f->file : "";
+	const char *mod = f->module ? f->module : "";
+	size_t a = strlen(f->function), b = strlen(mod), c = strlen(file);
+	size_t klen = a + b + c + 3;
+	struct func_ent *fe = malloc(sizeof(*fe) + klen);
+	if (!fe) {
+		e->oom = 1;
+		return 0;
+	}
+	memcpy(fe->key, f->function, a + 1);
+	memcpy(fe->key + a + 1, mod, b + 1);
+	memcpy(fe->key + a + b + 2, file, c + 1);
+	struct func_ent *found;
+	HASH_FIND(hh, e->funcs, fe->key, klen, found);
+	if (found) {
+		free(fe);
+		return found->id;
+	}
+	fe->id = ++e->nfuncs;
+	HASH_ADD(hh, e->funcs, key, klen, fe);
+	int64_t name = str_index(e, f->function);
+	struct buf *m = &e->tmp2;
+	b_num(m, 1, fe->id);
+	b_num(m, 2, (uint64_t)name);
+	b_num(m, 3, (uint64_t)name); /* system_name: the symbolizer gives demangled names only */
+	b_num(m, 4, (uint64_t)str_index(e, f->file));
+	/* start_line (5): unknown, 0 */
+	b_msg(&e->functions, 5, m);
+	return fe->id;
+}
+
+static uint64_t location_id(struct enc *e, uint64_t pc, int leaf)
+{
+	struct loc_ent probe, *le;
+	memset(&probe.k, 0, sizeof(probe.k));
+	probe.k.pc = pc;
+	probe.k.leaf = leaf != 0;
+	HASH_FIND(hh, e->locs, &probe.k, sizeof(probe.k), le);
+	if (le)
+		return le->id;
+	le = calloc(1, sizeof(*le));
+	if (!le) {
+		e->oom = 1;
+		return 0;
+	}
+	le->k = probe.k;
+	le->id = ++e->nlocs;
+	HASH_ADD(hh, e->locs, k, sizeof(le->k), le);
+
+	/* Lines, innermost first, for the pc itself (leaf) or the call at pc-1. */
+	struct wp_frame fr[MAX_INLINE];
+	int n = wp_symbolize(e->r->sym, pc, !leaf, fr, MAX_INLINE);
+	uint64_t fids[MAX_INLINE];
+	for (int i = 0; i < n; i++)
+		fids[i] = function_id(e, &fr[i]);
+	const struct wp_module *mod = wp_profile_module_at(e->p, pc);
+	struct buf *m = &e->tmp;
+	b_num(m, 1, le->id);
+	if (mod)
+		b_num(m, 2, e->mapping_of[mod - e->p->modules]);
+	b_num(m, 3, pc);
+	struct buf line = { 0 };
+	for (int i = 0; i < n; i++) {
+		b_num(&line, 1, fids[i]);
+		b_num(&line, 2, fr[i].line > 0 ? (uint64_t)fr[i].line : 0);
+		b_msg(m, 4, &line);
+	}
+	free(line.p);
+	b_msg(&e->locations, 4, m);
+	return le->id;
+}
+
+/* ---- the profile ---- */
+
+static void mapping(struct enc *e, size_t mi, uint64_t id)
+{
+	const struct wp_module *mod = &e->p->modules[mi];
+	struct buf *m = &e->tmp;
+	char hex[2 * WP_MAX_BUILD_ID + 1];
+	for (uint32_t i = 0; i < mod->build_id_len && i < WP_MAX_BUILD_ID; i++)
+		snprintf(hex + 2 * i, 3, "%02x", mod->build_id[i]);
+	hex[2 * (mod->build_id_len < WP_MAX_BUILD_ID ? mod->build_id_len : WP_MAX_BUILD_ID)] = 0;
+	e->mapping_of[mi] = id;
+	b_num(m, 1, id);
+	b_num(m, 2, mod->start);
+	b_num(m, 3, mod->end);
+	b_num(m, 4, mod->file_offset);
+	b_num(m, 5, (uint64_t)str_index(e, mod->path));
+	b_num(m, 6, (uint64_t)str_index(e, hex));
+	for (unsigned f = 7; f <= 10; f++)
+		b_num(m, f, 1); /* has_functions, has_filenames, has_line_numbers, has_inline_frames */
+	b_msg(&e->mappings, 3, m);
+}
+
+static void value_type(struct enc *e, struct buf *dst, unsigned field, const char *type,
+		       const char *unit)
+{
+	struct buf *m = &e->tmp;
+	b_num(m, 1, (uint64_t)str_index(e, type));
+	b_num(m, 2, (uint64_t)str_index(e, unit));
+	b_msg(dst, field, m);
+}
+
+static void label(struct enc *e, struct buf *sample, const char *key, const char *val)
+{
+	struct buf *m = &e->tmp2;
+	b_num(m, 1, (uint64_t)str_index(e, key));
+	b_num(m, 2, (uint64_t)str_index(e, val));
+	b_msg(sample, 3, m);
+}
+
+static void comment(struct enc *e, struct buf *head, const char *what, const char *text)
+{
+	char line[4096];
+	snprintf(line, sizeof(line), "%s%s", what, text ? text : "?");
+	b_num(head, 13, (uint64_t)str_index(e, line));
+}
+
+static int gzip_out(FILE *out, struct buf *const *parts, size_t nparts)
+{
+	z_stream z;
+	memset(&z, 0, sizeof(z));
+	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return -1;
+	static uint8_t chunk[1 << 16];
+	int rc = 0;
+	for (size_t i = 0; i < nparts && !rc; i++) {
+		const uint8_t *at = parts[i]->p;
+		size_t left = parts[i]->n;
+		int last = i + 1 == nparts;
+		do { /* avail_in is a uInt: feed large parts in pieces */
+			uInt take = left > (1u << 30) ? (1u << 30) : (uInt)left;
+			z.next_in = (Bytef *)at;
+			z.avail_in = take;
+			at += take;
+			left -= take;
+			int flush = last && !left ? Z_FINISH : Z_NO_FLUSH;
+			int zr;
+			do {
+				z.next_out = chunk;
+				z.avail_out = sizeof(chunk);
+				zr = deflate(&z, flush);
+				size_t have = sizeof(chunk) - z.avail_out;
+				if (zr == Z_STREAM_ERROR || (have && fwrite(chunk, 1, have, out) != have))
+					rc = -1;
+			} while (!rc && (z.avail_out == 0 || (flush == Z_FINISH && zr != Z_STREAM_END)));
+		} while (left && !rc);
+	}
+	deflateEnd(&z);
+	return rc;
+}
+
+static void enc_free(struct enc *e)
+{
+	struct str *s, *t1;
+	HASH_ITER(hh, e->strs, s, t1) {
+		HASH_DEL(e->strs, s);
+		free(s);
+	}
+	struct func_ent *f, *t2;
+	HASH_ITER(hh, e->funcs, f, t2) {
+		HASH_DEL(e->funcs, f);
+		free(f);
+	}
+	struct loc_ent *l, *t3;
+	HASH_ITER(hh, e->locs, l, t3) {
+		HASH_DEL(e->locs, l);
+		free(l);
+	}
+	struct buf *bufs[] = { &e->strtab, &e->samples, &e->mappings, &e->locations,
+			       &e->functions, &e->tmp, &e->tmp2 };
+	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
+		free(bufs[i]->p);
+	free(e->mapping_of);
+}
+
+int wp_report_pprof(const struct wp_opts *o, const struct wp_profile *p,
+		    const struct wp_resolved *r, FILE *out)
+{
+	struct enc e;
+	memset(&e, 0, sizeof(e));
+	e.o = o;
+	e.p = p;
+	e.r = r;
+	struct buf head = { 0 };
+	e.mapping_of = calloc(p->nmodules + 1, sizeof(*e.mapping_of));
+	if (!e.mapping_of) {
+		fprintf(stderr, "wallprof: out of memory\n");
+		return -1;
+	}
+	str_index(&e, ""); /* string_table[0] must be "" */
+
+	const char *mode = wp_profile_meta(p, "mode");
+	int cpu = mode && !strcmp(mode, "cpu");
+	const char *vtype = cpu ? "cpu" : "wall";
+	long long hz = wp_profile_meta_ll(p, "hz", 0);
+
+	/* sample_type = 1, period_type = 11, period = 12, default_sample_type = 14 */
+	value_type(&e, &head, 1, "samples", "count");
+	value_type(&e, &head, 1, vtype, "nanoseconds");
+	value_type(&e, &head, 11, vtype, "nanoseconds");
+	if (hz > 0)
+		b_num(&head, 12, (uint64_t)(1000000000LL / hz));
+	b_num(&head, 14, (uint64_t)str_index(&e, vtype));
+	/* time_nanos = 9, duration_nanos = 10 */
+	long long t0 = wp_profile_meta_ll(p, "start_unix_ns", 0);
+	long long dur = wp_profile_meta_ll(p, "duration_ns", 0);
+	if (t0 > 0)
+		b_num(&head, 9, (uint64_t)t0);
+	if (dur > 0)
+		b_num(&head, 10, (uint64_t)dur);
+	/* comment = 13 */
+	comment(&e, &head, "recorded by wallprof ", wp_profile_meta(p, "wallprof_version"));
+	comment(&e, &head, "mode: ", vtype);
+	if (wp_profile_meta(p, "command"))
+		comment(&e, &head, "command: ", wp_profile_meta(p, "command"));
+	if (o->thread)
+		comment(&e, &head, "only thread: ", o->thread);
+
+	/* Mappings: the main executable first, then the others in address order. */
+	uint64_t next_map = 0;
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < p->nmodules; i++) {
+			int is_main = (p->modules[i].flags & WP_MODULE_MAIN) != 0;
+			if (is_main == (pass == 0))
+				mapping(&e, i, ++next_map);
+		}
+
+	uint64_t locids[WP_MAX_FRAMES];
+	for (size_t i = 0; i < p->nstacks && !e.oom; i++) {
+		const struct wp_stack *s = &p->stacks[i];
+		if (!s->count)
+			continue;
+		if (o->thread && !wp_thread_matches(p, s->tid, o->thread))
+			continue;
+		uint32_t n = s->nframes < WP_MAX_FRAMES ? s->nframes : WP_MAX_FRAMES;
+		for (uint32_t j = 0; j < n; j++)
+			locids[j] = location_id(&e, s->pcs[j], j == 0);
+		struct buf sample = { 0 };
+		/* location_id = 1 (leaf first, as in the file), value = 2, label = 3 */
+		b_packed(&sample, 1, locids, n, &e.tmp);
+		uint64_t vals[2] = { s->count, s->weight_ns };
+		b_packed(&sample, 2, vals, 2, &e.tmp);
+		const struct wp_thread *t = wp_profile_thread(p, s->tid);
+		char tid[16];
+		snprintf(tid, sizeof(tid), "%u", s->tid);
+		label(&e, &sample, "thread", t && t->name && *t->name ? t->name : tid);
+		label(&e, &sample, "thread_id", tid);
+		if (!cpu)
+			label(&e, &sample, "state", s->flags & WP_STACK_WAITING ? "waiting" : "running");
+		if (s->flags & WP_STACK_TRUNCATED)
+			label(&e, &sample, "truncated", "yes");
+		b_msg(&e.samples, 2, &sample);
+		free(sample.p);
+	}
+
+	int rc = -1;
+	struct buf *parts[] = { &head, &e.samples, &e.mappings, &e.locations, &e.functions,
+				&e.strtab };
+	int oom = e.oom;
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+		oom |= parts[i]->oom;
+	if (oom)
+		fprintf(stderr, "wallprof: out of memory while encoding the pprof profile\n");
+	else
+		rc = gzip_out(out, parts, sizeof(parts) / sizeof(parts[0]));
+	free(head.p);
+	enc_free(&e);
+	return rc || ferror(out) ? -1 : 0;
+}

@@ -1,0 +1,394 @@
+/* --format=speedscope: the speedscope file format (JSON, "$schema"
+ * https://www.speedscope.app/file-format-schema.json), for https://www.speedscope.app or
+ * `npx speedscope FILE`.
+ *
+ * - "shared.frames": one frame per resolved function (name, and its hottest source file and
+ *   line; the module's name as the file when there is no line information), so a function is
+ *   one node of the flame graph whatever line it was sampled at, as in the folded report.
+ * - One "sampled" profile per thread (threads in file order, one per tid), named
+ *   "NAME (tid N)", unit nanoseconds, on the run's clock: startValue 0, endValue the run's
+ *   duration. Samples are root-first frame indices.
+ * - From the TIMELINE, each thread's samples in time order, at their times: a sample at t
+ *   weighs the time until the thread's next sample (the last one: what it stands for, its
+ *   stack's weight_ns / count, i.e. the interval). In cpu mode a gap longer than 1.5 times
+ *   what the sample stands for means the thread was off CPU: the sample then weighs what it
+ *   stands for and the rest of the gap is idle (in wall mode only an absurd gap, over 100
+ *   times, is). Idle time (also before the thread's first sample and after its last) is an
+ *   empty sample, which speedscope treats as idle, so every thread spans the run and the
+ *   threads line up in the time-order view. Consecutive samples with the same frames are
+ *   merged (speedscope would merge them anyway).
+ * - A thread whose timeline is missing or incomplete (fewer entries than samples: the agent
+ *   drops timeline entries past its memory budget, META timeline_truncated) falls back to its
+ *   stacks, one sample per distinct stack weighing its weight_ns (count x interval), not in
+ *   time order; the profile name and the "exporter" field say so.
+ * Strings are escaped for JSON; invalid UTF-8 becomes U+FFFD. The --thread filter applies. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+
+#include "cli.h"
+
+/* Length of the valid UTF-8 sequence at s (NUL-terminated), 0 when invalid. */
+static size_t utf8_seq(const unsigned char *s)
+{
+	unsigned c = s[0];
+	if (c < 0x80)
+		return 1;
+	unsigned lo = 0x80, hi = 0xbf;
+	size_t n;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2;
+	else if (c >= 0xe0 && c <= 0xef) {
+		n = 3;
+		if (c == 0xe0)
+			lo = 0xa0;
+		else if (c == 0xed)
+			hi = 0x9f; /* no surrogates */
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		n = 4;
+		if (c == 0xf0)
+			lo = 0x90;
+		else if (c == 0xf4)
+			hi = 0x8f;
+	} else
+		return 0;
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < n; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return n;
+}
+
+static void json_str(FILE *out, const char *s)
+{
+	putc('"', out);
+	for (const unsigned char *u = (const unsigned char *)(s ? s : ""); *u;) {
+		unsigned c = *u;
+		if (c == '"' || c == '\\') {
+			putc('\\', out);
+			putc((int)c, out);
+			u++;
+		} else if (c < 0x20 || c == 0x7f) {
+			switch (c) {
+			case '\n': fputs("\\n", out); break;
+			case '\r': fputs("\\r", out); break;
+			case '\t': fputs("\\t", out); break;
+			case '\b': fputs("\\b", out); break;
+			case '\f': fputs("\\f", out); break;
+			default: fprintf(out, "\\u%04x", c);
+			}
+			u++;
+		} else {
+			size_t k = utf8_seq(u);
+			if (k) {
+				fwrite(u, 1, k, out);
+				u += k;
+			} else {
+				fputs("\xef\xbf\xbd", out);
+				u++;
+			}
+		}
+	}
+	putc('"', out);
+}
+
+/* ---- per-thread indexes ---- */
+
+struct tid_ent {
+	UT_hash_handle hh;
+	uint32_t tid;
+	size_t tl_start, tl_n; /* its run in p->timeline */
+	uint64_t samples;      /* sum of its stacks' counts */
+	int split;             /* entries not in one run: not trusted */
+	int done;              /* profile written */
+};
+
+static struct tid_ent *tid_get(struct tid_ent **h, uint32_t tid)
+{
+	struct tid_ent *t;
+	HASH_FIND(hh, *h, &tid, sizeof(tid), t);
+	if (!t) {
+		t = calloc(1, sizeof(*t));
+		if (!t)
+			return NULL;
+		t->tid = tid;
+		HASH_ADD(hh, *h, tid, sizeof(t->tid), t);
+	}
+	return t;
+}
+
+/* ---- one profile's samples, consecutive equal stacks merged ---- */
+
+struct emitter {
+	FILE *out;
+	const struct wp_resolved *r;
+	const struct wp_rstack *pending; /* NULL: idle */
+	uint64_t pending_w;
+	int have_pending;
+	int nsamples;
+	/* weights are written after the samples: kept here */
+	uint64_t *weights;
+	size_t nweights, capweights;
+	uint64_t total;
+	int oom;
+};
+
+static int same_frames(const struct wp_rstack *a, const struct wp_rstack *b)
+{
+	if (a == b)
+		return 1;
+	if (!a || !b || a->n != b->n)
+		return 0;
+	for (uint32_t i = 0; i < a->n; i++)
+		if (a->frames[i].func != b->frames[i].func)
+			return 0;
+	return 1;
+}
+
+static void flush_pending(struct emitter *em)
+{
+	if (!em->have_pending || !em->pending_w)
+		return;
+	if (em->nweights == em->capweights) {
+		size_t cap = em->capweights ? em->capweights * 2 : 1024;
+		uint64_t *w = realloc(em->weights, cap * sizeof(*w));
+		if (!w) {
+			em->oom = 1;
+			return;
+		}
+		em->weights = w;
+		em->capweights = cap;
+	}
+	em->weights[em->nweights++] = em->pending_w;
+	fputs(em->nsamples++ ? ",[" : "[", em->out);
+	const struct wp_rstack *s = em->pending;
+	for (uint32_t i = 0; s && i < s->n; i++)
+		fprintf(em->out, i ? ",%u" : "%u", s->frames[i].func);
+	putc(']', em->out);
+	em->have_pending = 0;
+}
+
+/* Adds a sample of stack s (NULL: idle) weighing w ns. */
+static void emit(struct emitter *em, const struct wp_rstack *s, uint64_t w)
+{
+	if (s && !s->n)
+		s = NULL; /* a stack without frames shows as idle */
+	if (!w)
+		return;
+	em->total += w;
+	if (em->have_pending && same_frames(em->pending, s)) {
+		em->pending_w += w;
+		return;
+	}
+	flush_pending(em);
+	em->pending = s;
+	em->pending_w = w;
+	em->have_pending = 1;
+}
+
+static const struct wp_rstack *rstack_of(const struct wp_profile *p, const struct wp_resolved *r,
+					 uint32_t stack_id)
+{
+	const struct wp_stack *s = wp_profile_stack(p, stack_id);
+	if (!s)
+		return NULL;
+	size_t i = (size_t)(s - p->stacks);
+	return i < r->nstacks ? &r->stacks[i] : NULL;
+}
+
+/* What one sample of s stands for. */
+static uint64_t per_sample(const struct wp_rstack *s, uint64_t interval)
+{
+	if (s && s->count && s->weight_ns)
+		return s->weight_ns / s->count;
+	return interval;
+}
+
+/* How long sample i of a thread lasts on the time axis, at `start`, `next` being the time of
+ * the thread's next sample (0: none) and w what the sample stands for. The rest of the gap
+ * to the next sample is idle. */
+static uint64_t duration_of(int cpu, uint64_t start, uint64_t next, uint64_t w)
+{
+	if (!next || next <= start)
+		return w;
+	uint64_t gap = next - start;
+	/* wall: the thread was alive between the two samples (the sampler was late, or looked
+	 * at other threads), so the sample lasts until the next one, unless the gap is absurd;
+	 * cpu: a gap much longer than the CPU time the sample pays for is time off CPU. */
+	uint64_t limit = cpu ? w + w / 2 : 100 * w;
+	return gap <= limit ? gap : w;
+}
+
+static void timeline_samples(struct emitter *em, const struct wp_profile *p,
+			     const struct tid_ent *te, uint64_t interval, int cpu, uint64_t *cursor)
+{
+	const struct wp_tl_entry *tl = p->timeline + te->tl_start;
+	uint64_t at = 0;
+	for (size_t i = 0; i < te->tl_n; i++) {
+		const struct wp_rstack *s = rstack_of(p, em->r, tl[i].stack_id);
+		uint64_t t = tl[i].t_us * 1000;
+		uint64_t start = t > at ? t : at;
+		if (start > at)
+			emit(em, NULL, start - at);
+		uint64_t next = i + 1 < te->tl_n ? tl[i + 1].t_us * 1000 : 0;
+		uint64_t d = duration_of(cpu, start, next, per_sample(s, interval));
+		emit(em, s, d);
+		at = start + d;
+	}
+	*cursor = at;
+}
+
+static void stack_samples(struct emitter *em, const struct wp_profile *p, uint32_t tid,
+			  uint64_t interval, uint64_t *cursor)
+{
+	const struct wp_resolved *r = em->r;
+	uint64_t at = 0;
+	for (size_t i = 0; i < r->nstacks; i++) {
+		const struct wp_rstack *s = &r->stacks[i];
+		if (s->tid != tid || !s->count)
+			continue;
+		uint64_t w = s->weight_ns ? s->weight_ns : s->count * interval;
+		emit(em, s, w);
+		at += w;
+	}
+	*cursor = at;
+}
+
+int wp_report_speedscope(const struct wp_opts *o, const struct wp_profile *p,
+			 const struct wp_resolved *r, FILE *out)
+{
+	struct tid_ent *tids = NULL, *te, *tmp;
+	int rc = -1;
+	long long hz = wp_profile_meta_ll(p, "hz", 0);
+	uint64_t interval = hz > 0 ? (uint64_t)(1000000000LL / hz) : 10000000;
+	long long dur = wp_profile_meta_ll(p, "duration_ns", 0);
+	const char *mode = wp_profile_meta(p, "mode");
+	int cpu = mode && !strcmp(mode, "cpu");
+
+	/* Index the timeline by thread (each thread's entries are one run) and count samples. */
+	for (size_t i = 0; i < p->ntimeline;) {
+		size_t j = i;
+		while (j < p->ntimeline && p->timeline[j].tid == p->timeline[i].tid)
+			j++;
+		if (!(te = tid_get(&tids, p->timeline[i].tid)))
+			goto oom;
+		if (!te->tl_n && !te->split) {
+			te->tl_start = i;
+			te->tl_n = j - i;
+		} else {
+			te->split = 1;
+			te->tl_n = 0; /* falls back to its stacks */
+		}
+		i = j;
+	}
+	for (size_t i = 0; i < r->nstacks; i++) {
+		if (!(te = tid_get(&tids, r->stacks[i].tid)))
+			goto oom;
+		te->samples += r->stacks[i].count;
+	}
+
+	/* Which threads get a profile, and how many fall back to their stacks. */
+	size_t nprof = 0, nfallback = 0, active = 0;
+	uint64_t best = 0;
+	for (size_t i = 0; i < p->nthreads; i++) {
+		const struct wp_thread *t = &p->threads[i];
+		HASH_FIND(hh, tids, &t->tid, sizeof(t->tid), te);
+		if (!te || !te->samples || te->done ||
+		    (o->thread && !wp_thread_matches(p, t->tid, o->thread)))
+			continue;
+		te->done = 1;
+		const struct wp_thread *last = wp_profile_thread(p, t->tid);
+		if (last->running > best) {
+			best = last->running;
+			active = nprof;
+		}
+		nprof++;
+		if (te->tl_n != te->samples)
+			nfallback++;
+	}
+
+	const char *ver = wp_profile_meta(p, "wallprof_version");
+	const char *cmd = wp_profile_meta(p, "command");
+	char name[4200];
+	snprintf(name, sizeof(name), "%s (%s, %lld Hz)", cmd && *cmd ? cmd : "wallprof",
+		 mode ? mode : "wall", hz);
+	char exporter[256];
+	int n = snprintf(exporter, sizeof(exporter), "wallprof %s", ver ? ver : "");
+	if (nfallback && n > 0 && (size_t)n < sizeof(exporter))
+		snprintf(exporter + n, sizeof(exporter) - (size_t)n,
+			 "; no complete timeline for %zu of %zu threads: their samples are grouped "
+			 "by stack, not in time order", nfallback, nprof);
+
+	fputs("{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n\"name\":", out);
+	json_str(out, name);
+	fputs(",\n\"exporter\":", out);
+	json_str(out, exporter);
+	fprintf(out, ",\n\"activeProfileIndex\":%zu,\n\"shared\":{\"frames\":[", active);
+	for (size_t i = 0; i < r->nfuncs; i++) {
+		const struct wp_func *f = &r->funcs[i];
+		fputs(i ? ",\n{\"name\":" : "\n{\"name\":", out);
+		json_str(out, f->name);
+		if (f->file || f->module) {
+			fputs(",\"file\":", out);
+			json_str(out, f->file ? f->file : f->module);
+		}
+		if (f->file && f->line > 0)
+			fprintf(out, ",\"line\":%d", f->line);
+		putc('}', out);
+	}
+	fputs("]},\n\"profiles\":[", out);
+
+	HASH_ITER(hh, tids, te, tmp)
+		te->done = 0;
+	size_t written = 0;
+	for (size_t i = 0; i < p->nthreads; i++) {
+		const struct wp_thread *t = &p->threads[i];
+		HASH_FIND(hh, tids, &t->tid, sizeof(t->tid), te);
+		if (!te || !te->samples || te->done ||
+		    (o->thread && !wp_thread_matches(p, t->tid, o->thread)))
+			continue;
+		te->done = 1;
+		const struct wp_thread *last = wp_profile_thread(p, t->tid);
+		int fallback = te->tl_n != te->samples;
+		char pname[4200];
+		snprintf(pname, sizeof(pname), "%s (tid %u)%s",
+			 last->name && *last->name ? last->name : "?", t->tid,
+			 fallback ? " [no timeline: grouped by stack, not in time order]" : "");
+		fputs(written++ ? ",\n{\"type\":\"sampled\",\"name\":" : "\n{\"type\":\"sampled\",\"name\":",
+		      out);
+		json_str(out, pname);
+		fputs(",\"unit\":\"nanoseconds\",\"samples\":[", out);
+		struct emitter em = { .out = out, .r = r };
+		uint64_t cursor = 0;
+		if (fallback)
+			stack_samples(&em, p, t->tid, interval, &cursor);
+		else
+			timeline_samples(&em, p, te, interval, cpu, &cursor);
+		if (!fallback && dur > 0 && (uint64_t)dur > cursor)
+			emit(&em, NULL, (uint64_t)dur - cursor); /* idle to the end of the run */
+		flush_pending(&em);
+		fputs("],\"weights\":[", out);
+		for (size_t k = 0; k < em.nweights; k++)
+			fprintf(out, k ? ",%llu" : "%llu", (unsigned long long)em.weights[k]);
+		fprintf(out, "],\"startValue\":0,\"endValue\":%llu}", (unsigned long long)em.total);
+		free(em.weights);
+		if (em.oom)
+			goto oom;
+	}
+	if (!written) /* speedscope cannot open a file without profiles */
+		fputs("\n{\"type\":\"sampled\",\"name\":\"(no samples)\",\"unit\":\"nanoseconds\","
+		      "\"samples\":[],\"weights\":[],\"startValue\":0,\"endValue\":0}", out);
+	fputs("\n]}\n", out);
+	rc = ferror(out) ? -1 : 0;
+	goto done;
+oom:
+	fprintf(stderr, "wallprof: out of memory while writing the speedscope profile\n");
+done:
+	HASH_ITER(hh, tids, te, tmp) {
+		HASH_DEL(tids, te);
+		free(te);
+	}
+	return rc;
+}

@@ -1,0 +1,435 @@
+// --format=speedscope, checked by the real consumer: speedscope's own JSON schema (shipped in
+// its npm package as dist/release/file-format-schema.json, validated with ajv) and its
+// offline viewer (dist/release/index.html, the page `npx speedscope FILE` opens) in headless
+// Debian chromium driven by playwright-core, which never downloads a browser here.
+//
+// The profiled program is test/targets/export_threads.c --phases --weird-name: exp-main
+// (blocked in join), exp-alpha (mix inlined in alpha_hot), exp-beta (beta_hot for the first
+// 75% of the run, then gamma_hot) and a sleeper whose name holds a quote, a backslash, a tab,
+// a control byte, an invalid UTF-8 byte and an "é".
+//
+// Run by `meson test speedscope`, which sets WP_BUILD and EXPORT_TARGET; the screenshots go
+// to SPEEDSCOPE_SCREENSHOT_DIR (default: the temporary directory). Missing chromium, go or
+// node_modules is a failure: ./scripts/deps installs them (npm ci --prefix test/speedscope).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(HERE, '..', '..');
+const BUILD = path.resolve(process.env.WP_BUILD || path.join(ROOT, 'build'));
+const WALLPROF = path.join(BUILD, 'src', 'cli', 'wallprof');
+const TARGET = process.env.EXPORT_TARGET || path.join(BUILD, 'test', 'export_target');
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const SHOTS = process.env.SPEEDSCOPE_SCREENSHOT_DIR || os.tmpdir();
+const DEPS = 'run ./scripts/deps (it installs Debian chromium and runs npm ci --prefix test/speedscope)';
+const SCHEMA_URL = 'https://www.speedscope.app/file-format-schema.json';
+const WEIRD = 'w"\\\t\u0001\ufffd\u00e9'; // the sleeper's name w"\<TAB><01><ff>é, decoded
+const SECONDS = 1.5;
+const BETA_SHARE = 75;
+
+const require = createRequire(path.join(HERE, 'package.json'));
+function dep(name) {
+	try {
+		return require(name);
+	} catch (e) {
+		throw new Error(`${name} is not installed in test/speedscope/node_modules: ${DEPS} (${e.message})`);
+	}
+}
+function releaseDir() {
+	let pkg;
+	try {
+		pkg = require.resolve('speedscope/package.json');
+	} catch (e) {
+		throw new Error(`speedscope is not installed in test/speedscope/node_modules: ${DEPS}`);
+	}
+	return path.join(path.dirname(pkg), 'dist', 'release');
+}
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'wp-speedscope-'));
+after(() => {
+	if (!process.env.WP_KEEP_TMP) fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+function run(argv, opts = {}) {
+	const env = { ...process.env };
+	for (const k of Object.keys(env)) if (k.startsWith('WALLPROF_') || k === 'LD_PRELOAD') delete env[k];
+	const r = spawnSync(argv[0], argv.slice(1), { env, timeout: 120000, maxBuffer: 1 << 28, ...opts });
+	if (r.error) throw new Error(`${argv.join(' ')}: ${r.error.message}`);
+	if (r.status !== 0)
+		throw new Error(`${argv.join(' ')} exited ${r.status ?? r.signal}:\n${String(r.stderr).slice(-2000)}`);
+	return r;
+}
+
+// ---- the profile file, read independently of the CLI (docs/profile-format.md) ----
+function readRecords(buf) {
+	assert.equal(buf.subarray(0, 8).toString('latin1'), 'WALLPROF');
+	const recs = [];
+	let off = 16;
+	while (off < buf.length) {
+		const type = buf.readUInt32LE(off), len = Number(buf.readBigUInt64LE(off + 8));
+		recs.push({ type, start: off, end: off + 16 + len, payload: buf.subarray(off + 16, off + 16 + len) });
+		off += 16 + len;
+	}
+	return recs;
+}
+function rawStacks(buf) {
+	const out = [];
+	for (const r of readRecords(buf)) {
+		if (r.type !== 4) continue;
+		const p = r.payload;
+		out.push({ id: p.readUInt32LE(0), tid: p.readUInt32LE(4), count: Number(p.readBigUInt64LE(16)),
+			   weight: Number(p.readBigUInt64LE(24)) });
+	}
+	return out;
+}
+function rawMeta(buf) {
+	const meta = {};
+	for (const r of readRecords(buf))
+		if (r.type === 1)
+			for (const line of r.payload.toString('utf8').split('\n')) {
+				const i = line.indexOf('=');
+				if (i > 0) meta[line.slice(0, i)] = line.slice(i + 1);
+			}
+	return meta;
+}
+// The same file without its TIMELINE records: the exporter must fall back to stack counts.
+function withoutTimeline(buf) {
+	const parts = [buf.subarray(0, 16)];
+	for (const r of readRecords(buf)) if (r.type !== 5) parts.push(buf.subarray(r.start, r.end));
+	return Buffer.concat(parts);
+}
+
+// ---- the recording ----
+const F = {};
+before(() => {
+	for (const [p, what] of [[WALLPROF, 'the wallprof CLI'], [TARGET, 'export_target']])
+		if (!fs.existsSync(p)) throw new Error(`${what} (${p}) is missing: build it (meson compile)`);
+	F.prof = path.join(tmp, 'x.prof');
+	// Record with -f speedscope: the record-time path writes the JSON on stdout. On a loaded
+	// machine the agent may leave a starved thread unsampled for a while; the time-order checks
+	// need both of exp-beta's phases sampled, so try again (up to 3 runs) when one is missing.
+	for (let attempt = 1; attempt <= 3; attempt++) {
+		const rec = run([WALLPROF, '--mode=wall', '--hz=1000', '-q', '-o', F.prof, '-f', 'speedscope', '--',
+				 TARGET, `--seconds=${SECONDS}`, `--beta-share=${BETA_SHARE}`, '--phases', '--weird-name']);
+		F.recordStdout = rec.stdout;
+		F.folded = run([WALLPROF, '--report', F.prof, '--format=folded', '--per-thread']).stdout.toString('utf8');
+		const beta = /\[exp-beta tid=\d+\];[^\n]*;beta_hot (\d+)\n/.exec(F.folded);
+		const gamma = /\[exp-beta tid=\d+\];[^\n]*;gamma_hot (\d+)\n/.exec(F.folded);
+		if (beta && gamma && Number(beta[1]) >= 20 && Number(gamma[1]) >= 20) break;
+		console.log(`# run ${attempt}: exp-beta's phases were not both sampled (the machine is busy?)${attempt < 3 ? '; recording again' : ''}`);
+	}
+	F.text = run([WALLPROF, '--report', F.prof, '--format=speedscope']).stdout.toString('utf8');
+	F.json = JSON.parse(F.text);
+	F.raw = fs.readFileSync(F.prof);
+	F.meta = rawMeta(F.raw);
+	F.stacks = rawStacks(F.raw);
+	F.noTl = path.join(tmp, 'no-timeline.prof');
+	fs.writeFileSync(F.noTl, withoutTimeline(F.raw));
+	F.noTlText = run([WALLPROF, '--report', F.noTl, '--format=speedscope']).stdout.toString('utf8');
+	F.noTlJson = JSON.parse(F.noTlText);
+});
+
+// folded --per-thread -> Map tid -> Map "a;b;c" -> count
+function foldedByTid(text) {
+	const m = new Map();
+	for (const line of text.split('\n')) {
+		if (!line) continue;
+		const sp = line.lastIndexOf(' ');
+		const frames = line.slice(0, sp).split(';');
+		const tid = Number(/ tid=(\d+)\]$/.exec(frames[0])[1]);
+		if (!m.has(tid)) m.set(tid, new Map());
+		const key = frames.slice(1).join(';');
+		m.get(tid).set(key, (m.get(tid).get(key) || 0) + Number(line.slice(sp + 1)));
+	}
+	return m;
+}
+function tidOf(profile) {
+	const m = / \(tid (\d+)\)( \[no timeline[^\]]*\])?$/.exec(profile.name);
+	assert.ok(m, `profile name ${JSON.stringify(profile.name)} ends with (tid N)`);
+	return Number(m[1]);
+}
+function names(doc, sample) {
+	return sample.map(i => doc.shared.frames[i].name);
+}
+function leafOf(doc, sample) {
+	return sample.length ? doc.shared.frames[sample[sample.length - 1]].name : null;
+}
+
+function validator() {
+	const Ajv = dep('ajv');
+	const schemaPath = path.join(releaseDir(), 'file-format-schema.json');
+	assert.ok(fs.existsSync(schemaPath), `speedscope's package ships ${schemaPath}`);
+	const ajv = new (Ajv.default || Ajv)({ allErrors: true, strict: false });
+	return ajv.compile(JSON.parse(fs.readFileSync(schemaPath, 'utf8')));
+}
+
+test('the JSON validates against the schema in speedscope\'s npm package', () => {
+	const validate = validator();
+	const ok = validate(F.json);
+	assert.ok(ok, `schema errors: ${JSON.stringify(validate.errors, null, 1)}`);
+	assert.equal(F.json.$schema, SCHEMA_URL);
+	assert.ok(validate(F.noTlJson), `fallback: ${JSON.stringify(validate.errors, null, 1)}`);
+	// the validator is live: a sampled profile without weights is rejected
+	const broken = structuredClone(F.json);
+	delete broken.profiles[0].weights;
+	assert.equal(validate(broken), false);
+	// the record-time -f speedscope output is the same document
+	assert.equal(F.recordStdout.toString('utf8'), F.text);
+});
+
+test('one sampled profile per thread, named "NAME (tid N)", strings escaped', () => {
+	const doc = F.json;
+	const folded = foldedByTid(F.folded);
+	const tids = doc.profiles.map(tidOf);
+	assert.deepEqual([...tids].sort(), [...folded.keys()].sort(), 'a profile for every thread with samples');
+	const byName = new Map(doc.profiles.map(p => [p.name.replace(/ \(tid \d+\)$/, ''), p]));
+	for (const n of ['exp-main', 'exp-alpha', 'exp-beta', WEIRD])
+		assert.ok(byName.has(n), `a profile for ${JSON.stringify(n)}: ${JSON.stringify([...byName.keys()])}`);
+	// the raw text escapes the quote, backslash, tab and control byte; no raw control bytes
+	assert.ok(F.text.includes('"w\\"\\\\\\t\\u0001\ufffd\u00e9 (tid '), 'the weird name, escaped');
+	assert.ok(!/[\u0000-\u0009\u000b-\u001f]/.test(F.text), 'no raw control characters');
+	for (const p of doc.profiles) {
+		assert.equal(p.type, 'sampled');
+		assert.equal(p.unit, 'nanoseconds');
+		assert.equal(p.samples.length, p.weights.length);
+		assert.ok(p.weights.every(w => Number.isInteger(w) && w > 0), 'positive integer weights');
+		assert.ok(p.samples.every(s => s.every(i => Number.isInteger(i) && i >= 0 && i < doc.shared.frames.length)),
+			  'frame indices in range');
+		assert.equal(p.startValue, 0);
+		assert.equal(p.endValue, p.weights.reduce((a, b) => a + b, 0), 'endValue = the sum of the weights');
+	}
+	assert.ok(doc.activeProfileIndex >= 0 && doc.activeProfileIndex < doc.profiles.length);
+	assert.match(doc.exporter, /^wallprof /);
+	assert.ok(!/no complete timeline/.test(doc.exporter), `complete timeline: ${doc.exporter}`);
+	const alpha = doc.shared.frames.find(f => f.name === 'alpha_hot');
+	assert.ok(alpha && /export_threads\.c$/.test(alpha.file) && alpha.line > 0, `alpha_hot has file and line: ${JSON.stringify(alpha)}`);
+});
+
+test('each thread\'s stacks are the folded report\'s, root first, with similar shares', () => {
+	const doc = F.json;
+	const folded = foldedByTid(F.folded);
+	const duration = Number(F.meta.duration_ns);
+	for (const p of doc.profiles) {
+		const tid = tidOf(p);
+		const want = folded.get(tid);
+		const got = new Map();
+		let busy = 0;
+		p.samples.forEach((s, i) => {
+			if (!s.length) return;
+			const key = names(doc, s).join(';');
+			got.set(key, (got.get(key) || 0) + p.weights[i]);
+			busy += p.weights[i];
+		});
+		assert.deepEqual([...got.keys()].sort(), [...want.keys()].sort(), `${p.name}: the same distinct stacks`);
+		const count = [...want.values()].reduce((a, b) => a + b, 0);
+		for (const [key, c] of want) {
+			const share = c / count, tshare = got.get(key) / busy;
+			// time weights follow the gaps between samples, which a busy machine makes uneven:
+			// a loose bound, that still catches samples given to the wrong stack
+			assert.ok(Math.abs(share - tshare) < 0.25,
+				  `${p.name}: ${key} has ${(100 * tshare).toFixed(1)}% of the time, ${(100 * share).toFixed(1)}% of the samples`);
+		}
+		// every thread spans the run: idle before/after, endValue = the run's duration
+		assert.ok(Math.abs(p.endValue - duration) <= 2e6, `${p.name}: endValue ${p.endValue} ~ duration ${duration}`);
+	}
+});
+
+// The times of the samples of exp-beta, at the middle of each: [{ t, w, leaf }].
+function timed(doc, profile) {
+	let t = 0;
+	return profile.samples.map((s, i) => {
+		const e = { t, w: profile.weights[i], leaf: leafOf(doc, s) };
+		t += profile.weights[i];
+		return e;
+	});
+}
+
+test('samples are in time order, at their times (exp-beta: beta_hot, then gamma_hot)', () => {
+	const doc = F.json;
+	const beta = doc.profiles.find(p => p.name.startsWith('exp-beta (tid'));
+	assert.ok(beta);
+	const ev = timed(doc, beta);
+	const betas = ev.filter(e => e.leaf === 'beta_hot'), gammas = ev.filter(e => e.leaf === 'gamma_hot');
+	assert.ok(betas.length && gammas.length, 'both phases sampled');
+	const lastBeta = betas[betas.length - 1], firstGamma = gammas[0];
+	assert.ok(lastBeta.t + lastBeta.w <= firstGamma.t,
+		  `every beta_hot sample (the last until ${lastBeta.t + lastBeta.w} ns) precedes every gamma_hot one (from ${firstGamma.t} ns)`);
+	// the program switches at BETA_SHARE% of its run (it starts a few ms after the agent)
+	const sw = SECONDS * 1e9 * BETA_SHARE / 100, tol = 0.1e9;
+	assert.ok(lastBeta.t <= sw + tol, `the last beta_hot sample starts at ${(lastBeta.t / 1e6).toFixed(1)} ms, before the switch at ~${sw / 1e6} ms`);
+	assert.ok(firstGamma.t >= sw - tol, `the first gamma_hot sample starts at ${(firstGamma.t / 1e6).toFixed(1)} ms, after the switch at ~${sw / 1e6} ms`);
+});
+
+test('without a timeline: stack totals, said in the names and the exporter field', () => {
+	const doc = F.noTlJson;
+	const n = doc.profiles.length;
+	assert.equal(n, F.json.profiles.length);
+	assert.match(doc.exporter, new RegExp(`no complete timeline for ${n} of ${n} threads`));
+	const perTid = new Map();
+	for (const s of F.stacks) perTid.set(s.tid, (perTid.get(s.tid) || 0) + s.weight);
+	for (const p of doc.profiles) {
+		assert.match(p.name, /\(tid \d+\) \[no timeline: grouped by stack, not in time order\]$/);
+		assert.ok(p.samples.every(s => s.length > 0), 'no idle samples');
+		const sum = p.weights.reduce((a, b) => a + b, 0);
+		assert.equal(sum, perTid.get(tidOf(p)), `${p.name}: weights = the thread's weight_ns (count x interval)`);
+	}
+});
+
+test('--thread keeps one thread', () => {
+	const doc = JSON.parse(run([WALLPROF, '--report', F.prof, '--format=speedscope', '--thread=exp-alpha']).stdout.toString('utf8'));
+	assert.equal(doc.profiles.length, 1);
+	assert.match(doc.profiles[0].name, /^exp-alpha \(tid \d+\)$/);
+	assert.equal(doc.activeProfileIndex, 0);
+});
+
+// ---- speedscope's viewer in chromium ----
+function serve(files) {
+	const rel = releaseDir();
+	const server = http.createServer((req, res) => {
+		const u = new URL(req.url, 'http://localhost');
+		let file = files[u.pathname];
+		if (!file) {
+			const p = path.normalize(path.join(rel, decodeURIComponent(u.pathname)));
+			if (p.startsWith(rel + path.sep) && fs.existsSync(p) && fs.statSync(p).isFile()) file = p;
+		}
+		if (!file) {
+			res.writeHead(404);
+			res.end();
+			return;
+		}
+		const type = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.json': 'application/json',
+			       '.wasm': 'application/wasm', '.png': 'image/png', '.woff2': 'font/woff2' }[path.extname(file)];
+		res.writeHead(200, type ? { 'content-type': type } : {});
+		res.end(fs.readFileSync(file));
+	});
+	return new Promise(resolve => server.listen(0, '127.0.0.1', () => resolve(server)));
+}
+
+async function launch() {
+	if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: ${DEPS}`);
+	const { chromium } = dep('playwright-core');
+	return chromium.launch({
+		executablePath: CHROMIUM,
+		timeout: 60000,
+		args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+			'--disable-background-networking', '--disable-component-update', '--disable-sync'],
+	});
+}
+
+// Opens speedscope on /profile.json. Returns { page, problems } where problems collects page
+// errors, console errors and any request that left the local server.
+async function open(browser, base) {
+	const page = await browser.newPage({ viewport: { width: 1400, height: 800 } });
+	const problems = [];
+	page.on('pageerror', e => problems.push(`page error: ${e.message}`));
+	page.on('console', m => { if (m.type() === 'error') problems.push(`console error: ${m.text()}`); });
+	page.on('dialog', d => { problems.push(`dialog: ${d.message()}`); d.dismiss(); });
+	await page.route('**/*', route => {
+		const u = route.request().url();
+		if (u.startsWith(base + '/')) return route.continue();
+		problems.push(`request outside the local server: ${u}`);
+		return route.abort();
+	});
+	await page.goto(`${base}/index.html#profileURL=${encodeURIComponent(base + '/profile.json')}`);
+	return { page, problems };
+}
+
+// The hover tooltip at (x, y): { name, file } or null.
+async function tooltipAt(page, x, y) {
+	await page.mouse.move(x, y);
+	await page.waitForTimeout(60);
+	const text = await page.evaluate(() => document.body.innerText);
+	const m = /\n[\d.]+\s*(?:ns|µs|us|ms|s) \([<>]?[\d.]+%\) ([^\n]+)\n([^\n]*)\s*$/.exec(text);
+	return m ? { name: m[1], file: m[2] } : null;
+}
+
+// The deepest frame under x in the time-order flame chart (rows start below the minimap).
+async function leafAt(page, x) {
+	let last = null, seen = false;
+	for (let y = 130; y < 600; y += 10) {
+		const t = await tooltipAt(page, x, y);
+		if (t) {
+			last = t;
+			seen = true;
+		} else if (seen) break;
+	}
+	return last;
+}
+
+const strip = s => s.replace(/[\s\u0000-\u001f\ufffd]/g, '');
+
+test('speedscope\'s viewer loads it: profiles listed, frames shown in time order', { timeout: 180000 }, async () => {
+	const browser = await launch();
+	const server = await serve({ '/profile.json': path.join(tmp, 'x.json') });
+	fs.writeFileSync(path.join(tmp, 'x.json'), F.text);
+	const base = `http://127.0.0.1:${server.address().port}`;
+	try {
+		const { page, problems } = await open(browser, base);
+		const doc = F.json, n = doc.profiles.length;
+		const active = doc.profiles[doc.activeProfileIndex].name;
+		// the toolbar names the active profile, "(k/n)"
+		const title = page.getByText(`(${doc.activeProfileIndex + 1}/${n})`, { exact: true });
+		await title.waitFor({ timeout: 30000 });
+		let body = await page.evaluate(() => document.body.innerText);
+		assert.ok(body.includes(active), `the toolbar shows ${active}`);
+		assert.ok(!/Something went wrong|Unrecognized format|Failed to load/i.test(body), `no error shown:\n${body}`);
+
+		// the profile selector lists every thread
+		await title.click();
+		await page.getByPlaceholder('Filter...').waitFor({ timeout: 10000 });
+		body = await page.evaluate(() => document.body.innerText);
+		for (const p of doc.profiles)
+			assert.ok(strip(body).includes(strip(p.name)), `the selector lists ${JSON.stringify(p.name)}:\n${body}`);
+		await page.screenshot({ path: path.join(SHOTS, 'speedscope-selector.png') });
+		// pick exp-beta
+		const beta = doc.profiles.findIndex(p => p.name.startsWith('exp-beta (tid'));
+		await page.getByText(doc.profiles[beta].name, { exact: true }).click();
+		await page.getByText(`(${beta + 1}/${n})`, { exact: true }).waitFor({ timeout: 10000 });
+		await page.waitForTimeout(300);
+
+		// time order: hovering the flame chart where the JSON has its longest beta_hot and
+		// gamma_hot samples shows those frames; the tooltip names the source file
+		const W = 1400, bp = doc.profiles[beta], ev = timed(doc, bp);
+		const longest = leaf => ev.filter(e => e.leaf === leaf).sort((a, b) => b.w - a.w)[0];
+		const xOf = e => Math.round(W * (e.t + e.w / 2) / bp.endValue);
+		const lb = longest('beta_hot'), lg = longest('gamma_hot');
+		assert.ok(lb.w > 0.02 * bp.endValue && lg.w > 0.02 * bp.endValue, 'wide enough to hover');
+		const early = await leafAt(page, xOf(lb));
+		const late = await leafAt(page, xOf(lg));
+		assert.ok(xOf(lb) < xOf(lg));
+		assert.equal(early?.name, 'beta_hot', `leaf at x=${xOf(lb)}: ${JSON.stringify(early)}`);
+		assert.match(early.file, /export_threads\.c:\d+$/);
+		assert.equal(late?.name, 'gamma_hot', `leaf at x=${xOf(lg)}: ${JSON.stringify(late)}`);
+		await page.mouse.move(Math.round(W * 0.5), 100);
+		await page.screenshot({ path: path.join(SHOTS, 'speedscope-beta-time-order.png') });
+
+		// the sandwich view's table lists the functions
+		await page.getByText('Sandwich').click();
+		await page.waitForTimeout(500);
+		body = await page.evaluate(() => document.body.innerText);
+		for (const fn of ['beta_hot', 'gamma_hot', 'beta_loop', 'beta_thread'])
+			assert.ok(body.includes(fn), `the sandwich table lists ${fn}`);
+		await page.screenshot({ path: path.join(SHOTS, 'speedscope-beta-sandwich.png') });
+		assert.deepEqual(problems, []);
+		await page.close();
+
+		// the fallback document loads too
+		fs.writeFileSync(path.join(tmp, 'x.json'), F.noTlText);
+		const second = await open(browser, base);
+		await second.page.getByText(`(${F.noTlJson.activeProfileIndex + 1}/${n})`, { exact: true }).waitFor({ timeout: 30000 });
+		body = await second.page.evaluate(() => document.body.innerText);
+		assert.ok(body.includes('[no timeline: grouped by stack, not in time order]'), body);
+		await second.page.screenshot({ path: path.join(SHOTS, 'speedscope-no-timeline.png') });
+		assert.deepEqual(second.problems, []);
+	} finally {
+		await browser.close();
+		server.close();
+	}
+});

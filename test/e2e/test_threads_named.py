@@ -7,6 +7,9 @@ stacks; the waiter's split between waiting for the lock and its short sleeps mat
 wall time it measured itself; every thread (all alive for the whole run) gets about the same
 number of samples (+-25%); thread names and tids are right.
 CPU mode: the spinner gets the samples, the sleeper almost none (<= 2%).
+Wall mode with the CPUs oversubscribed (2 CPU-bound "hog" threads per CPU more): the threads
+still get about the same number of samples each (+-25%), since each lives as long as the others
+whether it waits for a lock, a timer or a CPU.
 """
 import os
 import re
@@ -27,10 +30,11 @@ def any_frame(rx):
     return lambda n, tid, f: any(rx.search(x) for x in f)
 
 
-def run(t, mode):
-    prof = wp.tmp_path("threads_named.%s.prof" % mode)
-    truth_path = wp.tmp_path("threads_named.%s.truth" % mode)
-    r = wp.run_preloaded([wp.target("threads_named"), str(SECONDS)],
+def run(t, mode, hogs=0):
+    label = mode + ("-hogs" if hogs else "")
+    prof = wp.tmp_path("threads_named.%s.prof" % label)
+    truth_path = wp.tmp_path("threads_named.%s.truth" % label)
+    r = wp.run_preloaded([wp.target("threads_named"), str(SECONDS), str(hogs)],
                          env=wp.preload_env(mode=mode, hz=HZ, out=prof,
                                             extra={"WP_TRUTH": truth_path}),
                          timeout=120)
@@ -155,9 +159,30 @@ def cpu(t):
                                                                        HZ), lambda: repr(raw.meta))
 
 
+def oversubscribed(t):
+    hogs = max(4, 2 * (os.cpu_count() or 1))
+    truth, raw, p = run(t, "wall", hogs=hogs)
+    if not p:
+        return
+    counts = p.threads()
+    named = {n for n, _ in counts}
+    t.check({"spinner", "sleeper", "holder", "waiter", "hog"} <= named,
+            "[wall, %d hogs] every thread is in the profile" % hogs, repr(counts))
+    t.note("wall mode with %d hogs: samples per thread: %s; ticks %s of %d, missed on timeout %s"
+           % (hogs, ", ".join("%s/%d %d" % (n, tid, v) for (n, tid), v in sorted(counts.items())),
+              raw.meta.get("ticks"), HZ * SECONDS, raw.meta.get("missed_timeout")))
+    mean = sum(counts.values()) / len(counts) if counts else 0
+    low = {"%s/%d" % k: v for k, v in counts.items() if v < 0.75 * mean}
+    high = {"%s/%d" % k: v for k, v in counts.items() if v > 1.25 * mean}
+    t.check(mean > 0 and not low and not high,
+            "[wall, %d hogs] every thread's samples within 25%% of the mean (%.0f)" % (hogs, mean),
+            lambda: "below: %r\nabove: %r" % (low, high))
+
+
 def main(t):
     got = wall(t)
     cpu(t)
+    oversubscribed(t)
     if got and got[0] is not None:
         t.note("waiter blocked in pthread_mutex_lock: profile %.1f%%, truth %.1f%%"
                % (100 * got[0], 100 * got[1]))

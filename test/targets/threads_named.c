@@ -5,7 +5,10 @@
  *   holder   hold_fn: holds `lock` while sleeping 100 ms, lets go for ~1 ms, again
  *   waiter   wait_fn: pthread_mutex_lock(&lock) — blocked behind holder nearly all the time
  *
- * Usage: threads_named [SECONDS] (default 3). WP_TRUTH=FILE receives, per thread,
+ * With a second argument N, N more CPU-bound threads named "hog" (hog_fn) oversubscribe the
+ * CPUs, so that runnable threads wait for a CPU too.
+ *
+ * Usage: threads_named [SECONDS [HOGS]] (default 3 0). WP_TRUTH=FILE receives, per thread,
  *   tid.NAME N       cpu_ns.NAME N       loops.NAME N
  * and tid.main, cpu_ns.main. Every thread stops by itself at the deadline; main only joins. */
 #include <pthread.h>
@@ -60,6 +63,19 @@ KEEP static void *spin_fn(void *arg)
 	}
 	sink = x;
 	end(t);
+	return NULL;
+}
+
+KEEP static void *hog_fn(void *arg)
+{
+	uint64_t x = (uint64_t)(uintptr_t)arg;
+	pthread_setname_np(pthread_self(), "hog");
+	pthread_barrier_wait(&ready);
+	while (!done()) {
+		for (int i = 0; i < 100000; i++)
+			x = x * 2862933555777941757ull + (uint64_t)i;
+	}
+	sink = x;
 	return NULL;
 }
 
@@ -127,12 +143,21 @@ int main(int argc, char **argv)
 		{ .name = "holder", .fn = hold_fn },
 		{ .name = "waiter", .fn = wait_fn },
 	};
-	enum { N = sizeof(th) / sizeof(th[0]) };
+	enum { N = sizeof(th) / sizeof(th[0]), MAX_HOGS = 64 };
+	int hogs = argc > 2 ? atoi(argv[2]) : 0;
+	if (hogs < 0 || hogs > MAX_HOGS)
+		hogs = MAX_HOGS;
+	pthread_t hog[MAX_HOGS];
 	truth_open();
 	deadline = mono_ns() + (uint64_t)(seconds * 1e9);
-	pthread_barrier_init(&ready, NULL, N + 1);
+	pthread_barrier_init(&ready, NULL, (unsigned)(N + hogs + 1));
 	for (int i = 0; i < N; i++)
 		if (pthread_create(&th[i].handle, NULL, th[i].fn, &th[i]) != 0) {
+			perror("pthread_create");
+			return 1;
+		}
+	for (int i = 0; i < hogs; i++)
+		if (pthread_create(&hog[i], NULL, hog_fn, (void *)(uintptr_t)(i + 1)) != 0) {
 			perror("pthread_create");
 			return 1;
 		}
@@ -141,6 +166,8 @@ int main(int argc, char **argv)
 	/* main joins at once: blocked in pthread_join for the whole run */
 	for (int i = 0; i < N; i++)
 		pthread_join(th[i].handle, NULL);
+	for (int i = 0; i < hogs; i++)
+		pthread_join(hog[i], NULL);
 
 	truth("tid.main %d", (int)getpid());
 	truth("cpu_ns.main %llu", (unsigned long long)thread_cpu_ns());

@@ -1,29 +1,44 @@
 /* The agent's life: the constructor reads the settings and starts the sampler; the destructor
- * stops it and writes the profile. Everything the program can see of wallprof starts here. */
+ * stops it and writes the profile. In between, the process may fork (the child profiles
+ * itself into its own file), exec (the profile so far is written first; the new image starts
+ * afresh), or die of a signal (the samples so far are written, then it dies the same way).
+ * Long runs are checkpointed, so even _exit or SIGKILL lose at most one interval. */
+#include <alloca.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "wallprof.h"
 
+#include "clock.h"
 #include "config.h"
 #include "eintr.h"
 #include "handshake.h"
 #include "log.h"
 #include "modules.h"
 #include "sampler.h"
+#include "signals.h"
 #include "stats.h"
 #include "threads.h"
 #include "writer.h"
 
+#define EXPORT __attribute__((visibility("default")))
+
 static struct wp_config cfg;
-static int running;
+static _Atomic int running;
 static pid_t owner_pid;
+static int is_fork_child;
 static char meta_text[8192];
+static char out_path[PATH_MAX];
 
 WALLPROF_API const char *wallprof_version(void)
 {
@@ -67,11 +82,127 @@ static void build_meta(void)
 		  (int)getpid(), cmd, wp_handshake_signal());
 }
 
-/* In a fork child the sampler thread does not exist: never write the parent's samples from
- * here, and never wait for a thread that is not there. */
+/* Names can change over a thread's life; take the latest for those still here. */
+static void refresh_names(void)
+{
+	size_t n;
+	struct wp_athread **live = wp_threads_live(&n);
+	for (size_t i = 0; i < n; i++)
+		if (live[i]->alive)
+			wp_threads_reread_name(live[i]);
+}
+
+/* Whether this process should leave a file: the process the user profiles always (even with
+ * no samples, so the run is visible); any other process (a fork child, a program it started,
+ * or any process when WALLPROF_ROOT_PID does not say which is the user's) only when it was
+ * sampled, so that `sh -c`, build tools and posix_spawn'ed helpers do not litter. */
+static int worth_writing(void)
+{
+	int root = !is_fork_child && cfg.root_pid == (int)getpid();
+	return root || wp_stats.samples > 0;
+}
+
+static void checkpoint(void)
+{
+	if (worth_writing())
+		wp_writer_write(out_path, "checkpoint=1\n");
+}
+
+/* ---- the end: exit, exec, fatal signal ---- */
+
+static void finish(const char *why)
+{
+	if (!atomic_exchange(&running, 0) || getpid() != owner_pid)
+		return;
+	wp_sampler_stop();
+	refresh_names();
+	if (!worth_writing())
+		return;
+	if (wp_writer_write(out_path, why) == 0 && !cfg.quiet && !(why && !strcmp(why, "exec=1\n")))
+		wp_log("%llu samples from %llu threads (%llu missed) written to %s",
+		       (unsigned long long)wp_stats.samples, (unsigned long long)wp_threads_seen(),
+		       (unsigned long long)wp_stats_missed_total(), out_path);
+}
+
+/* Runs inside a fatal signal handler: async-signal-safe only (the writer is). */
+static void flush_on_signal(int sig)
+{
+	if (!atomic_exchange(&running, 0) || getpid() != owner_pid)
+		return;
+	wp_sampler_stop_async(500 * 1000000ull);
+	if (!worth_writing())
+		return;
+	char extra[48];
+	wp_format(extra, sizeof(extra), "died_of_signal=%d\n", sig);
+	if (wp_writer_write(out_path, extra) == 0 && !cfg.quiet)
+		wp_log("dying of signal %d: %llu samples written to %s", sig,
+		       (unsigned long long)wp_stats.samples, out_path);
+}
+
+/* ---- start ---- */
+
+/* When an earlier image of this same process (before an exec) left its profile at our path,
+ * keep it as <stem>.exec<N><ext> so this image's profile does not replace it. */
+static void keep_previous_image(void)
+{
+	char buf[4096];
+	int fd = open(out_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = 0;
+	char want[32];
+	wp_format(want, sizeof(want), "\npid=%d\n", (int)getpid());
+	if (memcmp(buf, "WALLPROF", 8) || !memmem(buf, (size_t)n, want, strlen(want)))
+		return;
+	const char *dot = strrchr(out_path, '.'), *slash = strrchr(out_path, '/');
+	size_t stem = dot && (!slash || dot > slash + 1) ? (size_t)(dot - out_path) : strlen(out_path);
+	for (int i = 1; i < 1000; i++) {
+		char to[PATH_MAX];
+		if (wp_format(to, sizeof(to), "%s", out_path) >= sizeof(to) - 16)
+			return;
+		wp_format(to + stem, sizeof(to) - stem, ".exec%d%s", i, out_path + stem);
+		if (access(to, F_OK) != 0) {
+			rename(out_path, to);
+			return;
+		}
+	}
+}
+
+static int start(void)
+{
+	int e;
+	if (wp_config_out_path(&cfg, (int)getpid(), out_path, sizeof(out_path)) != 0) {
+		wp_log("WALLPROF_OUT is too long once expanded; profiling is off for this run");
+		return -ENAMETOOLONG;
+	}
+	build_meta();
+	if ((e = wp_sampler_start(&cfg)) != 0) {
+		wp_log("cannot start the sampler thread (%s); profiling is off", strerror(-e));
+		return e;
+	}
+	if (cfg.checkpoint_s)
+		wp_sampler_set_checkpoint(checkpoint, (uint64_t)cfg.checkpoint_s * 1000000000ull);
+	owner_pid = getpid();
+	atomic_store(&running, 1);
+	return 0;
+}
+
+/* In a fork child the sampler thread does not exist. Forget the parent's samples and profile
+ * this process afresh, into its own file. */
 static void atfork_child(void)
 {
-	running = 0;
+	if (!atomic_load(&running))
+		return;
+	atomic_store(&running, 0);
+	is_fork_child = 1;
+	if (!cfg.root_pid)
+		cfg.root_pid = owner_pid; /* the parent owns the plain file name */
+	wp_sampler_forget();
+	start();
 }
 
 __attribute__((constructor)) static void wallprof_agent_init(void)
@@ -79,42 +210,152 @@ __attribute__((constructor)) static void wallprof_agent_init(void)
 	wp_eintr_init();
 	if (wp_config_load(&cfg, getenv) != 0)
 		return; /* the complaint is printed; the program runs untouched */
-	owner_pid = getpid();
 	if (cfg.test_no_retry)
 		wp_eintr_disable_retry();
 	int e;
-	if ((e = wp_handshake_init(SIGPROF)) != 0 || (e = wp_modules_init()) != 0) {
+	int sig = wp_signals_choose(cfg.signal);
+	if ((e = wp_handshake_init(sig)) != 0) {
 		wp_log("cannot start (%s); profiling is off for this run", strerror(-e));
 		return;
 	}
-	build_meta();
-	if ((e = wp_sampler_start(&cfg)) != 0) {
-		wp_log("cannot start the sampler thread (%s); profiling is off", strerror(-e));
+	if (wp_config_out_path(&cfg, (int)getpid(), out_path, sizeof(out_path)) == 0)
+		keep_previous_image();
+	if (start() != 0)
 		return;
-	}
+	wp_signals_install_fatal(flush_on_signal);
+	wp_sampler_atfork();
 	pthread_atfork(NULL, NULL, atfork_child);
-	running = 1;
 }
 
 __attribute__((destructor)) static void wallprof_agent_fini(void)
 {
-	if (!running || getpid() != owner_pid)
-		return;
-	running = 0;
-	wp_sampler_stop();
-	char path[PATH_MAX];
-	if (wp_config_out_path(&cfg, (int)getpid(), path, sizeof(path)) != 0) {
-		wp_log("WALLPROF_OUT is too long once expanded; the profile is lost");
-		return;
+	finish(NULL);
+}
+
+/* ---- exec: write before the image goes, and let no late signal kill the next one ---- */
+
+static void before_exec(void)
+{
+	if (!atomic_load(&running) || getpid() != owner_pid)
+		return; /* e.g. a vfork child, which shares our memory but is not us */
+	finish("exec=1\n");
+	/* The sampler is stopped, so no new signal comes. One sent earlier to a thread that
+	 * blocks it would survive the exec and meet SIG_DFL there ("Profiling timer expired"):
+	 * ignoring the signal discards it; then back to the default the new image expects. */
+	int sig = wp_handshake_signal();
+	sigset_t pending;
+	if (sig > 0 && sigpending(&pending) == 0 && sigismember(&pending, sig)) {
+		struct sigaction ign, dfl;
+		memset(&ign, 0, sizeof(ign));
+		memset(&dfl, 0, sizeof(dfl));
+		ign.sa_handler = SIG_IGN;
+		dfl.sa_handler = SIG_DFL;
+		wp_real_sigaction(sig, &ign, NULL);
+		wp_real_sigaction(sig, &dfl, NULL);
 	}
-	/* Names can change over a thread's life; take the latest for those still here. */
-	size_t n;
-	struct wp_athread **live = wp_threads_live(&n);
-	for (size_t i = 0; i < n; i++)
-		if (live[i]->alive)
-			wp_threads_reread_name(live[i]);
-	if (wp_writer_write(path, NULL) == 0 && !cfg.quiet)
-		wp_log("%llu samples from %llu threads (%llu missed) written to %s",
-		       (unsigned long long)wp_stats.samples, (unsigned long long)wp_threads_seen(),
-		       (unsigned long long)wp_stats_missed_total(), path);
+}
+
+/* The exec failed: this image lives on, and so does its profiling. */
+static void after_failed_exec(void)
+{
+	if (atomic_load(&running) || getpid() != owner_pid || !owner_pid)
+		return;
+	int saved = errno;
+	struct sigaction sa;
+	if (wp_real_sigaction(wp_handshake_signal(), NULL, &sa) == 0 && !wp_handshake_is_ours(&sa))
+		wp_handshake_init(wp_handshake_signal());
+	start();
+	errno = saved;
+}
+
+typedef int (*execve_fn)(const char *, char *const[], char *const[]);
+
+static void *next(const char *name)
+{
+	return dlsym(RTLD_NEXT, name);
+}
+
+#define EXEC_WRAP(call)                         \
+	do {                                    \
+		before_exec();                  \
+		int r_ = (call);                \
+		after_failed_exec();            \
+		return r_;                      \
+	} while (0)
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	static int (*real)(const char *, char *const[], char *const[]);
+	if (!real)
+		real = next("execve");
+	EXEC_WRAP(real(path, argv, envp));
+}
+
+EXPORT int execv(const char *path, char *const argv[])
+{
+	static int (*real)(const char *, char *const[]);
+	if (!real)
+		real = next("execv");
+	EXEC_WRAP(real(path, argv));
+}
+
+EXPORT int execvp(const char *file, char *const argv[])
+{
+	static int (*real)(const char *, char *const[]);
+	if (!real)
+		real = next("execvp");
+	EXEC_WRAP(real(file, argv));
+}
+
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	static int (*real)(const char *, char *const[], char *const[]);
+	if (!real)
+		real = next("execvpe");
+	EXEC_WRAP(real(file, argv, envp));
+}
+
+EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	static int (*real)(int, char *const[], char *const[]);
+	if (!real)
+		real = next("fexecve");
+	EXEC_WRAP(real(fd, argv, envp));
+}
+
+/* execl, execlp, execle: collect the variadic arguments, then the vector forms above. */
+#define COLLECT_ARGS(first, ap, argv, extra)                                  \
+	size_t n_ = 1;                                                        \
+	va_start(ap, first);                                                  \
+	while (va_arg(ap, char *))                                            \
+		n_++;                                                         \
+	va_end(ap);                                                           \
+	char **argv = alloca((n_ + 1) * sizeof(char *));                      \
+	va_start(ap, first);                                                  \
+	argv[0] = (char *)first;                                              \
+	for (size_t i_ = 1; i_ <= n_; i_++)                                   \
+		argv[i_] = va_arg(ap, char *);                                \
+	extra;                                                                \
+	va_end(ap)
+
+EXPORT int execl(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	COLLECT_ARGS(arg, ap, argv, (void)0);
+	return execv(path, argv);
+}
+
+EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	va_list ap;
+	COLLECT_ARGS(arg, ap, argv, (void)0);
+	return execvp(file, argv);
+}
+
+EXPORT int execle(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	char **envp;
+	COLLECT_ARGS(arg, ap, argv, envp = va_arg(ap, char **));
+	return execve(path, argv, envp);
 }

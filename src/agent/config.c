@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "signals.h"
 
 /* Parses a whole decimal number in [lo, hi]; rejects signs, spaces and trailing junk, which a
  * user could not have meant. */
@@ -36,6 +37,7 @@ int wp_config_load(struct wp_config *cfg, char *(*getenv_fn)(const char *))
 	cfg->threads = WP_DEFAULT_THREADS;
 	cfg->log_fd = -1;
 	cfg->progress_fd = -1;
+	cfg->checkpoint_s = WP_DEFAULT_CHECKPOINT_S;
 	strcpy(cfg->out, WP_DEFAULT_OUT);
 
 	/* The log descriptor first, so complaints about the rest go where the CLI wants them. */
@@ -45,6 +47,7 @@ int wp_config_load(struct wp_config *cfg, char *(*getenv_fn)(const char *))
 	/* Set by the CLI, not by people: a bad value just means no progress lines. */
 	if ((v = getenv_fn("WALLPROF_PROGRESS_FD")) && parse_int(v, 3, 1 << 20, &cfg->progress_fd))
 		cfg->progress_fd = -1;
+	cfg->checkpoint_s = WP_DEFAULT_CHECKPOINT_S;
 
 	if ((v = getenv_fn("WALLPROF_TEST"))) {
 		cfg->test_signal_all = strstr(v, "signal-all") != NULL;
@@ -69,6 +72,13 @@ int wp_config_load(struct wp_config *cfg, char *(*getenv_fn)(const char *))
 			return bad("WALLPROF_OUT", v, "use a file path (%p stands for the pid)");
 		strcpy(cfg->out, v);
 	}
+	if ((v = getenv_fn("WALLPROF_SIGNAL")) && (cfg->signal = wp_signals_parse_env(v)) < 0)
+		return -1;
+	if ((v = getenv_fn("WALLPROF_CHECKPOINT")) && parse_int(v, 0, 86400, &cfg->checkpoint_s))
+		return bad("WALLPROF_CHECKPOINT", v,
+			   "use whole seconds between checkpoints from 0 (none) to 86400");
+	if ((v = getenv_fn("WALLPROF_ROOT_PID")) && parse_int(v, 1, 1 << 30, &cfg->root_pid))
+		cfg->root_pid = 0;
 	if ((v = getenv_fn("WALLPROF_QUIET"))) {
 		if (!strcmp(v, "1"))
 			cfg->quiet = 1;
@@ -83,6 +93,7 @@ int wp_config_load(struct wp_config *cfg, char *(*getenv_fn)(const char *))
 int wp_config_out_path(const struct wp_config *cfg, int pid, char *buf, unsigned long cap)
 {
 	unsigned long n = 0;
+	int has_pid = strstr(cfg->out, "%p") != NULL;
 	for (const char *p = cfg->out; *p; p++) {
 		char num[16];
 		const char *ins = NULL;
@@ -107,5 +118,15 @@ int wp_config_out_path(const struct wp_config *cfg, int pid, char *buf, unsigned
 		}
 	}
 	buf[n] = 0;
+	if (!has_pid && cfg->root_pid && cfg->root_pid != pid) {
+		char suffix[24];
+		size_t sl = wp_format(suffix, sizeof(suffix), ".%d", pid);
+		char *dot = strrchr(buf, '.'), *slash = strrchr(buf, '/');
+		size_t at = dot && dot > buf && (!slash || dot > slash + 1) ? (size_t)(dot - buf) : n;
+		if (n + sl >= cap)
+			return -ENAMETOOLONG;
+		memmove(buf + at + sl, buf + at, n - at + 1);
+		memcpy(buf + at, suffix, sl);
+	}
 	return 0;
 }

@@ -11,6 +11,7 @@ enum wp_mode { WP_MODE_WALL = 0, WP_MODE_CPU = 1 };
 #define WP_DEFAULT_HZ 100
 #define WP_DEFAULT_THREADS 16
 #define WP_DEFAULT_OUT "wallprof.%p.prof"
+#define WP_DEFAULT_CHECKPOINT_S 10
 
 struct wp_config {
 	enum wp_mode mode;
@@ -18,6 +19,9 @@ struct wp_config {
 	int threads;          /* wall mode: threads sampled per tick, 0 = all */
 	char out[PATH_MAX];   /* output path template, %p = pid */
 	int quiet;            /* no summary line at exit */
+	int signal;           /* WALLPROF_SIGNAL; 0 = choose (SIGPROF unless taken) */
+	int checkpoint_s;     /* WALLPROF_CHECKPOINT: seconds between checkpoints, 0 = none */
+	int root_pid;         /* WALLPROF_ROOT_PID (set by the CLI): whose file WALLPROF_OUT is */
 	int log_fd;           /* where the agent's lines go; -1 = stderr */
 	int progress_fd;      /* WALLPROF_PROGRESS_FD, set by the CLI; -1 = none */
 	/* Test hooks (WALLPROF_TEST=signal-all,no-retry): make the sampler signal every chosen
@@ -30,7 +34,10 @@ struct wp_config {
 /* Reads `getenv` into cfg. Returns 0, or -1 after printing the one-line complaint. */
 int wp_config_load(struct wp_config *cfg, char *(*getenv_fn)(const char *));
 
-/* The output path with %p replaced by `pid` (and %% by %). Returns 0 or -ENAMETOOLONG. */
+/* The output path with %p replaced by `pid` (and %% by %). When the template has no %p and
+ * this process is not the one it was meant for (a fork child, or another program started by
+ * the profiled one), ".PID" goes before the extension so processes never overwrite each
+ * other's profiles. Returns 0 or -ENAMETOOLONG. */
 int wp_config_out_path(const struct wp_config *cfg, int pid, char *buf, unsigned long cap);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "clock.h"
 #include "eintr.h"
+#include "signals.h"
 
 enum phase {
 	P_IDLE = 0,
@@ -39,7 +40,8 @@ struct wp_hs_ticket {
 static struct wp_hs_ticket slots[NSLOTS];
 static struct wp_hs_ticket *_Atomic current;
 static uint32_t next_gen = 1;
-static int hs_signo;
+static _Atomic int hs_signo;
+static _Atomic int in_handshake;
 static pid_t self_pid;
 static struct sigaction previous;
 static int installed;
@@ -159,9 +161,42 @@ int wp_handshake_init(int signo)
 	sigemptyset(&sa.sa_mask);
 	hs_signo = signo;
 	self_pid = getpid();
-	if (sigaction(signo, &sa, &previous) != 0)
+	if (wp_real_sigaction(signo, &sa, &previous) != 0)
 		return -errno;
 	installed = 1;
+	return 0;
+}
+
+void wp_handshake_reset(void)
+{
+	for (int i = 0; i < NSLOTS; i++)
+		atomic_store(&slots[i].word, 0);
+	atomic_store(&current, NULL);
+	atomic_store(&in_handshake, 0);
+	self_pid = getpid();
+}
+
+int wp_handshake_is_ours(const struct sigaction *sa)
+{
+	return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == handler;
+}
+
+int wp_handshake_migrate(int to)
+{
+	if (to > 0) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = handler;
+		sa.sa_flags = SA_SIGINFO | SA_RESTART;
+		sigemptyset(&sa.sa_mask);
+		if (wp_real_sigaction(to, &sa, NULL) != 0)
+			return -errno;
+	}
+	/* Let a handshake in flight finish on the old signal (bounded: its own deadlines). */
+	uint64_t deadline = wp_now_ns() + msg2_deadline_ns + msg3_deadline_ns;
+	while (atomic_load(&in_handshake) && wp_now_ns() < deadline)
+		sched_yield();
+	atomic_store(&hs_signo, to);
 	return 0;
 }
 
@@ -174,11 +209,11 @@ void wp_handshake_fini(void)
 	 * otherwise meet SIG_DFL and kill the process ("Profiling timer expired"). Our handler
 	 * ignores anything it did not ask for, so keeping it is harmless. Only restore the
 	 * previous disposition when it was a real handler the program installed. */
-	if (sigaction(hs_signo, NULL, &now) == 0 && now.sa_sigaction == handler &&
+	if (wp_real_sigaction(hs_signo, NULL, &now) == 0 && now.sa_sigaction == handler &&
 	    (previous.sa_flags & SA_SIGINFO ? previous.sa_sigaction != NULL
 					    : (previous.sa_handler != SIG_DFL &&
 					       previous.sa_handler != SIG_IGN)))
-		sigaction(hs_signo, &previous, NULL);
+		wp_real_sigaction(hs_signo, &previous, NULL);
 }
 
 void wp_handshake_set_deadlines(uint64_t msg2_ns, uint64_t msg3_ns)
@@ -215,18 +250,23 @@ static int thread_alive(pid_t tid)
 enum wp_hs_result wp_handshake_suspend(pid_t tid, struct wp_hs_ticket **ticket,
 				       const struct wp_capture **cap)
 {
+	int sig = atomic_load(&hs_signo);
+	if (!sig)
+		return WP_HS_ERROR;
 	struct wp_hs_ticket *t = free_slot();
 	if (!t)
 		return WP_HS_NOSLOT;
+	atomic_store(&in_handshake, 1);
 	uint32_t gen = next_gen++ & 0x1fffffffu;
 	uint32_t req = WORD(gen, P_REQUEST);
 	atomic_store(&t->tid, tid);
 	atomic_store(&t->word, req);
 	atomic_store(&current, t);
 
-	if (syscall(SYS_tgkill, self_pid, tid, hs_signo) != 0) {
+	if (syscall(SYS_tgkill, self_pid, tid, sig) != 0) {
 		int e = errno;
 		atomic_store(&t->word, WORD(gen, P_ABANDONED));
+		atomic_store(&in_handshake, 0);
 		return e == ESRCH ? WP_HS_EXITED : WP_HS_ERROR;
 	}
 
@@ -245,8 +285,10 @@ enum wp_hs_result wp_handshake_suspend(pid_t tid, struct wp_hs_ticket **ticket,
 		 * abandon if no handler claimed it meanwhile (the CAS settles the race). */
 		int gone = !thread_alive(tid);
 		if (gone || wp_now_ns() >= deadline) {
-			if (atomic_compare_exchange_strong(&t->word, &v, WORD(gen, P_ABANDONED)))
+			if (atomic_compare_exchange_strong(&t->word, &v, WORD(gen, P_ABANDONED))) {
+				atomic_store(&in_handshake, 0);
 				return gone ? WP_HS_EXITED : WP_HS_TIMEOUT;
+			}
 			/* A handler claimed it at the last moment: follow through. */
 			if (PHASE(v) == P_CLAIMED)
 				deadline = wp_now_ns() + msg2_deadline_ns;
@@ -263,12 +305,15 @@ enum wp_hs_result wp_handshake_resume(struct wp_hs_ticket *t, uint64_t *window_n
 	uint32_t gen = GEN(w);
 	uint32_t captured = WORD(gen, P_CAPTURED);
 	*window_ns = 0;
-	if (!atomic_compare_exchange_strong(&t->word, &captured, WORD(gen, P_RELEASED)))
+	if (!atomic_compare_exchange_strong(&t->word, &captured, WORD(gen, P_RELEASED))) {
+		atomic_store(&in_handshake, 0);
 		return WP_HS_LATE; /* P_GAVEUP: it resumed before we were done */
+	}
 	wake(&t->word); /* msg3 */
 
 	uint32_t released = WORD(gen, P_RELEASED);
 	uint32_t v = wait_change(&t->word, released, wp_now_ns() + msg2_deadline_ns); /* msg4 */
+	atomic_store(&in_handshake, 0);
 	if (PHASE(v) != P_RESUMED)
 		return WP_HS_OK; /* resumed but slow to say so; the slot stays busy until it does */
 	if (t->cap.t_exit_ns > t->cap.t_enter_ns)

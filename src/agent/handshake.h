@@ -56,6 +56,15 @@ enum wp_hs_result wp_handshake_suspend(pid_t tid, struct wp_hs_ticket **ticket,
  * *window_ns receives how long the thread was held (0 when unknown). */
 enum wp_hs_result wp_handshake_resume(struct wp_hs_ticket *ticket, uint64_t *window_ns);
 
+/* Moves sampling to signal `to` (0: stop signalling altogether), waiting until no handshake
+ * is in flight so no late signal of ours reaches the old signal's new owner. Returns 0 or
+ * -errno. */
+int wp_handshake_migrate(int to);
+/* In a fork child: clears every slot (the parent may have been mid-handshake). */
+void wp_handshake_reset(void);
+/* Whether `sa` is the agent's handler. */
+int wp_handshake_is_ours(const struct sigaction *sa);
+
 /* The signal handler's own statistics (stray signals it ignored). */
 uint64_t wp_handshake_stray(void);
 /* The signal in use. */

@@ -12,7 +12,11 @@
 
 #include "handshake.h"
 
-#define HISTORY_MAX 8192
+/* The history lives in fixed chunks so published entries never move (a fatal-signal
+ * handler may be reading them) and a small process pays for one chunk only. */
+#define CHUNK 128
+#define NCHUNKS 64
+#define HISTORY_MAX (CHUNK * NCHUNKS)
 
 struct table {
 	struct wp_rt_module *mods;
@@ -26,8 +30,13 @@ static struct table cur;
 static unsigned generation;
 static unsigned long long seen_adds, seen_subs;
 
-static struct wp_module_rec *history;
+static struct wp_module_rec *_Atomic chunks[NCHUNKS];
 static _Atomic size_t history_len;
+
+static struct wp_module_rec *rec_at(size_t i)
+{
+	return &chunks[i / CHUNK][i % CHUNK];
+}
 static char exe_path[4096];
 
 /* ---- building a table (outside windows; inside dl_iterate_phdr's callback) ---- */
@@ -163,12 +172,14 @@ static uint32_t remember(struct dl_phdr_info *info, const ElfW(Phdr) *ph, int fi
 	/* Same address and same file: the same mapping. A library loaded where an unloaded one
 	 * used to be gets an entry of its own. */
 	for (size_t i = n; i-- > 0;)
-		if (history[i].start == start && !(history[i].flags & WP_MODULE_UNLOADED) &&
-		    !strcmp(history[i].path, name))
+		if (rec_at(i)->start == start && !(rec_at(i)->flags & WP_MODULE_UNLOADED) &&
+		    !strcmp(rec_at(i)->path, name))
 			return (uint32_t)i;
 	if (n >= HISTORY_MAX)
 		return UINT32_MAX;
-	struct wp_module_rec *r = &history[n];
+	if (!chunks[n / CHUNK] && !(chunks[n / CHUNK] = calloc(CHUNK, sizeof(struct wp_module_rec))))
+		return UINT32_MAX;
+	struct wp_module_rec *r = rec_at(n);
 	memset(r, 0, sizeof(*r));
 	r->start = start;
 	r->end = start + ph->p_memsz;
@@ -320,7 +331,7 @@ static void mark_unloaded(const struct table *t)
 		for (size_t j = 0; j < t->nmods && !found; j++)
 			found = t->mods[j].history_id == i;
 		if (!found)
-			history[i].flags |= WP_MODULE_UNLOADED;
+			rec_at(i)->flags |= WP_MODULE_UNLOADED;
 	}
 }
 
@@ -366,9 +377,8 @@ int wp_modules_refresh(void)
 
 int wp_modules_init(void)
 {
-	history = calloc(HISTORY_MAX, sizeof(*history));
-	if (!history)
-		return -ENOMEM;
+	if (exe_path[0])
+		return 0; /* already built (a fork child keeps the parent's table) */
 	ssize_t n = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
 	if (n > 0)
 		exe_path[n] = 0;
@@ -415,10 +425,14 @@ unsigned wp_modules_generation(void)
 	return generation;
 }
 
-size_t wp_modules_history(const struct wp_module_rec **recs)
+size_t wp_modules_history_count(void)
 {
-	*recs = history;
-	return history ? atomic_load(&history_len) : 0;
+	return atomic_load(&history_len);
+}
+
+const struct wp_module_rec *wp_modules_history_at(size_t i)
+{
+	return rec_at(i);
 }
 
 size_t wp_modules_copied_bytes(void)

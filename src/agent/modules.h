@@ -57,9 +57,10 @@ const uint8_t *wp_modules_read(uintptr_t addr, size_t len);
 /* Bumped on every rebuild, so the unwinder knows to flush libunwind's caches. */
 unsigned wp_modules_generation(void);
 
-/* The module map history for the writer. Safe to call from any thread: entries below the
- * returned count are complete and never change except for their UNLOADED flag. */
-size_t wp_modules_history(const struct wp_module_rec **recs);
+/* The module map history for the writer. Safe from any thread, even a signal handler:
+ * entries below the count are complete and never move; only their UNLOADED flag changes. */
+size_t wp_modules_history_count(void);
+const struct wp_module_rec *wp_modules_history_at(size_t i);
 
 /* Bytes held in private copies of unwind tables (for the statistics). */
 size_t wp_modules_copied_bytes(void);

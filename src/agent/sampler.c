@@ -43,6 +43,15 @@ static _Atomic uint32_t stop_word;
 static _Atomic int sampler_tid;
 static uint64_t start_ns, start_unix_ns, interval_ns;
 static _Atomic uint64_t cpu_ns_final;
+static _Atomic uint32_t done_word; /* 1 once the loop has exited */
+static void (*checkpoint_fn)(void);
+/* Held by the sampler for each tick and its set-up. fork() takes it first (atfork prepare),
+ * so a fork never happens while the sampler holds the loader's lock (dl_iterate_phdr,
+ * dlopen), libunwind's or a half-updated table: the child would inherit them locked and
+ * deadlock on its first dlopen or C++ exception. */
+static pthread_mutex_t tick_lock = PTHREAD_MUTEX_INITIALIZER;
+static int fork_locked;
+static uint64_t checkpoint_every_ns, checkpoint_next;
 static pid_t pid;
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
@@ -417,6 +426,20 @@ static void *run(void *arg)
 {
 	sampler_tid = (int)syscall(SYS_gettid);
 	prctl(PR_SET_NAME, "wallprof", 0, 0, 0);
+	/* The expensive set-up happens here rather than in the constructor, so the program's
+	 * main() is not kept waiting (a shell script starting many short commands would be). */
+	static int ready;
+	pthread_mutex_lock(&tick_lock);
+	if (!ready) {
+		if (wp_modules_init() != 0 || wp_unwind_init() != 0) {
+			pthread_mutex_unlock(&tick_lock);
+			wp_log("cannot set up unwinding; profiling is off for this run");
+			atomic_store(&done_word, 1);
+			return NULL;
+		}
+		ready = 1;
+	}
+	pthread_mutex_unlock(&tick_lock);
 	rng ^= wp_now_ns() ^ ((uint64_t)pid << 32);
 	wp_threads_init(sampler_tid);
 	wp_threads_refresh(wp_now_ns(), start_ns);
@@ -436,6 +459,7 @@ static void *run(void *arg)
 			wp_stats.ticks_late++;
 			next = now;
 		}
+		pthread_mutex_lock(&tick_lock);
 		wp_stats.ticks++;
 		wp_modules_refresh();
 		wp_threads_refresh(now, start_ns);
@@ -444,24 +468,111 @@ static void *run(void *arg)
 		else
 			tick_wall(now);
 		progress(now);
+		if (checkpoint_fn && checkpoint_every_ns && now >= checkpoint_next) {
+			checkpoint_next = now + checkpoint_every_ns;
+			checkpoint_fn();
+		}
+		pthread_mutex_unlock(&tick_lock);
 	}
 	struct timespec ts;
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
 		atomic_store(&cpu_ns_final, wp_ts_ns(&ts));
+	atomic_store(&done_word, 1);
+	syscall(SYS_futex, (uint32_t *)&done_word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1 << 30, NULL,
+		NULL, 0);
 	return NULL;
+}
+
+int wp_sampler_stop_async(uint64_t timeout_ns)
+{
+	if (!started || syscall(SYS_gettid) == atomic_load(&sampler_tid))
+		return -1;
+	atomic_store(&stop_word, 1);
+	syscall(SYS_futex, (uint32_t *)&stop_word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
+	uint64_t deadline = wp_now_ns() + timeout_ns;
+	while (!atomic_load(&done_word)) {
+		uint64_t now = wp_now_ns();
+		if (now >= deadline)
+			return -1;
+		uint64_t left = deadline - now;
+		struct timespec ts = { (time_t)(left / 1000000000ull), (long)(left % 1000000000ull) };
+		syscall(SYS_futex, (uint32_t *)&done_word, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, 0, &ts,
+			NULL, 0);
+	}
+	return 0;
+}
+
+/* atfork prepare: wait for the sampler to finish its tick. Bounded, because the thread that
+ * forks may itself hold the loader lock the sampler is waiting for (fork from a constructor or
+ * a dl_iterate_phdr callback); then fork goes ahead and the child starts without the parent's
+ * half-done tick. */
+static void fork_prepare(void)
+{
+	if (!started || syscall(SYS_gettid) == atomic_load(&sampler_tid))
+		return;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += 200 * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	fork_locked = pthread_mutex_timedlock(&tick_lock, &ts) == 0;
+}
+
+static void fork_parent(void)
+{
+	if (fork_locked)
+		pthread_mutex_unlock(&tick_lock);
+	fork_locked = 0;
+}
+
+static void fork_child(void)
+{
+	/* The sampler does not exist here; whatever it held is ours to reset. */
+	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+	tick_lock = fresh;
+	fork_locked = 0;
+}
+
+void wp_sampler_atfork(void)
+{
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+void wp_sampler_forget(void)
+{
+	started = 0;
+	atomic_store(&stop_word, 0);
+	atomic_store(&done_word, 0);
+	atomic_store(&sampler_tid, 0);
+	atomic_store(&cpu_ns_final, 0);
+	memset(&wp_stats, 0, sizeof(wp_stats));
+	memset(backoffs, 0, sizeof(backoffs));
+	wp_stacks_reset();
+	wp_threads_reset();
+	wp_handshake_reset();
+}
+
+void wp_sampler_set_checkpoint(void (*fn)(void), uint64_t every_ns)
+{
+	checkpoint_fn = fn;
+	checkpoint_every_ns = every_ns;
+	checkpoint_next = wp_now_ns() + every_ns;
 }
 
 int wp_sampler_start(const struct wp_config *c)
 {
 	cfg = *c;
+	atomic_store(&stop_word, 0);
+	atomic_store(&done_word, 0);
 	pid = getpid();
 	interval_ns = 1000000000ull / (uint64_t)cfg.hz;
 	start_ns = wp_now_ns();
 	struct timespec rt;
 	clock_gettime(CLOCK_REALTIME, &rt);
 	start_unix_ns = wp_ts_ns(&rt);
-	if (wp_unwind_init() != 0)
-		return -ENOMEM;
+
 	progress_fd = cfg.progress_fd;
 	if (progress_fd >= 0) {
 		/* Only a pipe opened for us: never write into some unrelated file of the program. */
@@ -473,6 +584,7 @@ int wp_sampler_start(const struct wp_config *c)
 			fcntl(progress_fd, F_SETFL, fl | O_NONBLOCK);
 	}
 
+	wp_threads_open();
 	/* The sampler must never receive the program's signals (a process-directed SIGINT
 	 * landing on our thread would run the program's handler here), so it starts with all
 	 * of them blocked. */

@@ -13,12 +13,23 @@
 int wp_sampler_start(const struct wp_config *cfg);
 /* Asks it to stop and waits (bounded). Safe to call when it never started. */
 void wp_sampler_stop(void);
+/* From a signal handler or any thread: asks the sampler to stop and waits (futex, no locks)
+ * until its loop has exited or `timeout_ns` passed. Returns 0 when it stopped. Returns at
+ * once (nonzero) when called on the sampler thread itself. */
+int wp_sampler_stop_async(uint64_t timeout_ns);
+/* Registers the fork handlers that keep fork from catching the sampler mid-tick. Call before
+ * the agent's own atfork child handler is registered (so it runs first in the child). */
+void wp_sampler_atfork(void);
+/* In a fork child: forget the parent's sampler (it does not exist here) and its samples. */
+void wp_sampler_forget(void);
+/* Called on the sampler thread every `every_ns` (checkpoints). */
+void wp_sampler_set_checkpoint(void (*fn)(void), uint64_t every_ns);
 /* The sampler's own CPU time so far, ns. */
 uint64_t wp_sampler_cpu_ns(void);
 /* CLOCK_MONOTONIC / CLOCK_REALTIME at start, ns. */
 uint64_t wp_sampler_start_ns(void);
 uint64_t wp_sampler_start_unix_ns(void);
-/* Ticks asked for per second, and the sampler's tid. */
+/* The sampler's tid. */
 int wp_sampler_tid(void);
 
 #endif

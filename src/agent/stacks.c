@@ -124,3 +124,15 @@ uint64_t wp_stacks_lost(void)
 {
 	return lost;
 }
+
+void wp_stacks_reset(void)
+{
+	struct wp_stack_entry *e, *tmp;
+	HASH_ITER(hh, table, e, tmp) {
+		HASH_DEL(table, e);
+		free(e);
+	}
+	next_id = 0;
+	bytes = timeline_bytes = lost = 0;
+	timeline_truncated = 0;
+}

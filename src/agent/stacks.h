@@ -38,6 +38,8 @@ void wp_stacks_again(struct wp_athread *t, struct wp_stack_entry *e, uint64_t we
 		     uint64_t rel_us);
 
 struct wp_stack_entry *wp_stacks_all(void);
+/* Forgets every stack (a fork child starts its own profile). */
+void wp_stacks_reset(void);
 uint64_t wp_stacks_count(void);
 uint64_t wp_stacks_bytes(void);
 int wp_stacks_timeline_truncated(void);

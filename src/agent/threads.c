@@ -132,16 +132,30 @@ static void relist(uint64_t rel_ns)
 	}
 }
 
-int wp_threads_init(pid_t self)
+int wp_threads_open(void)
 {
-	sampler_tid = self;
-	task_fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (task_fd < 0) {
+	if (task_fd >= 0)
+		return 0; /* inherited across fork: /proc/self follows whoever reads it */
+	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
 		wp_log("cannot open /proc/self/task (%s): no threads can be listed",
 		       strerror(errno));
 		return -errno;
 	}
+	/* Keep it on a high number: open() hands out the lowest free descriptor, so holding a
+	 * low one would shift every descriptor number the program sees. */
+	task_fd = fcntl(fd, F_DUPFD_CLOEXEC, 900);
+	if (task_fd >= 0)
+		close(fd);
+	else
+		task_fd = fd;
 	return 0;
+}
+
+int wp_threads_init(pid_t self)
+{
+	sampler_tid = self;
+	return task_fd >= 0 ? 0 : wp_threads_open();
 }
 
 int wp_threads_refresh(uint64_t now_ns, uint64_t run_start_ns)
@@ -180,4 +194,24 @@ void wp_threads_gone(struct wp_athread *t)
 uint64_t wp_threads_seen(void)
 {
 	return seen_total;
+}
+
+void wp_threads_reset(void)
+{
+	struct wp_athread *t, *tmp;
+	HASH_ITER(hh, by_tid, t, tmp) {
+		HASH_DEL(by_tid, t);
+		free(t->tl);
+		free(t);
+	}
+	nlive = 0;
+	last_nlink = 0;
+	last_list_ns = 0;
+	seen_total = 0;
+	/* The inherited descriptor names the PARENT's task directory (/proc/self was resolved
+	 * when it was opened): open the child's own, while it is still single-threaded. */
+	if (task_fd >= 0)
+		close(task_fd);
+	task_fd = -1;
+	wp_threads_open();
 }

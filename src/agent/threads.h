@@ -48,7 +48,11 @@ struct wp_athread {
 	UT_hash_handle hh;
 };
 
-/* Opens /proc/self/task and lists it. `self` (the sampler) is never registered. */
+/* Opens /proc/self/task on a high descriptor. Call while the process is still single-threaded
+ * (the constructor): growing the descriptor table of a multi-threaded process makes the
+ * kernel wait for an RCU grace period, milliseconds. */
+int wp_threads_open(void);
+/* Lists /proc/self/task (opening it if needed). `self` (the sampler) is never registered. */
 int wp_threads_init(pid_t self);
 /* Relists when needed (see above). Returns 1 when the live set changed. */
 int wp_threads_refresh(uint64_t now_ns, uint64_t run_start_ns);
@@ -60,6 +64,8 @@ struct wp_athread *wp_threads_all(void);
 void wp_threads_gone(struct wp_athread *t);
 /* Re-reads the thread's name from /proc (threads often name themselves just after start). */
 void wp_threads_reread_name(struct wp_athread *t);
+/* Forgets every thread (a fork child has only the thread that forked). */
+void wp_threads_reset(void);
 /* Number of threads seen over the run (including exited ones). */
 uint64_t wp_threads_seen(void);
 

@@ -2,7 +2,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdint.h>
+#include <time.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -115,20 +117,20 @@ static size_t build_meta(const char *extra)
 
 static void write_modules(void)
 {
-	const struct wp_module_rec *m;
-	size_t n = wp_modules_history(&m);
+	size_t n = wp_modules_history_count();
 	for (size_t i = 0; i < n; i++) {
-		uint32_t plen = (uint32_t)strlen(m[i].path);
-		record(WP_REC_MODULE, 4 + 4 + 8 * 3 + 4 + 4 + m[i].build_id_len + plen);
+		const struct wp_module_rec *m = wp_modules_history_at(i);
+		uint32_t plen = (uint32_t)strlen(m->path);
+		record(WP_REC_MODULE, 4 + 4 + 8 * 3 + 4 + 4 + m->build_id_len + plen);
 		u32((uint32_t)i);
-		u32(m[i].flags);
-		u64(m[i].start);
-		u64(m[i].end);
-		u64(m[i].file_offset);
-		u32(m[i].build_id_len);
+		u32(m->flags);
+		u64(m->start);
+		u64(m->end);
+		u64(m->file_offset);
+		u32(m->build_id_len);
 		u32(plen);
-		put(m[i].build_id, m[i].build_id_len);
-		put(m[i].path, plen);
+		put(m->build_id, m->build_id_len);
+		put(m->path, plen);
 	}
 }
 
@@ -181,7 +183,34 @@ static void write_timelines(void)
 	}
 }
 
+/* One writer at a time (the sampler's checkpoint, exit, exec, a fatal signal on any thread):
+ * the buffer is static. A second writer waits a bounded time, then gives up. */
+static _Atomic int busy;
+
+static int acquire(void)
+{
+	for (int i = 0; i < 2000; i++) {
+		int expected = 0;
+		if (atomic_compare_exchange_strong(&busy, &expected, 1))
+			return 0;
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	return -1;
+}
+
+static int write_locked(const char *path, const char *extra);
+
 int wp_writer_write(const char *path, const char *extra)
+{
+	if (acquire() != 0)
+		return -EBUSY;
+	int r = write_locked(path, extra);
+	atomic_store(&busy, 0);
+	return r;
+}
+
+static int write_locked(const char *path, const char *extra)
 {
 	char tmp[4200];
 	if (wp_format(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp) - 1)

@@ -159,6 +159,9 @@ int wp_record(struct wp_opts *o, char *profile_path, size_t cap)
 		if (o->threads >= 0)
 			setenv_int("WALLPROF_THREADS", o->threads);
 		setenv("WALLPROF_OUT", profile_path, 1);
+		/* This process keeps the pid through exec: it owns profile_path; any process it
+		 * starts writes <name>.<pid>.prof beside it instead of over it. */
+		setenv_int("WALLPROF_ROOT_PID", (long)getpid());
 		setenv("WALLPROF_QUIET", "1", 1);
 		if (dup2(pfd[1], wfd) == wfd)
 			setenv_int("WALLPROF_PROGRESS_FD", wfd);

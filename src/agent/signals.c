@@ -1,0 +1,223 @@
+#include "signals.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "handshake.h"
+#include "log.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+static int (*real_sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+
+int wp_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (!real_sigaction_fn)
+		real_sigaction_fn = (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(
+			RTLD_NEXT, "sigaction");
+	if (!real_sigaction_fn) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return real_sigaction_fn(sig, act, old);
+}
+
+/* ---- choosing the signal ---- */
+
+int wp_signals_parse_env(const char *v)
+{
+	if (!v || !*v)
+		return 0;
+	const char *s = !strncmp(v, "SIG", 3) ? v + 3 : v;
+	char *end;
+	long n;
+	if (!strcmp(s, "PROF"))
+		return SIGPROF;
+	if (!strcmp(s, "VTALRM"))
+		return SIGVTALRM;
+	if (!strcmp(s, "USR1"))
+		return SIGUSR1;
+	if (!strcmp(s, "USR2"))
+		return SIGUSR2;
+	if (!strncmp(s, "RTMIN", 5) || !strncmp(s, "RTMAX", 5)) {
+		n = s[5] ? strtol(s + 5, &end, 10) : 0;
+		if (!s[5] || (!*end && (s[5] == '+' || s[5] == '-'))) {
+			n += s[3] == 'I' ? SIGRTMIN : SIGRTMAX;
+			if (n >= SIGRTMIN && n <= SIGRTMAX)
+				return (int)n;
+		}
+	} else {
+		n = strtol(s, &end, 10);
+		if (*s && !*end && ((n >= SIGRTMIN && n <= SIGRTMAX) || n == SIGPROF ||
+				    n == SIGVTALRM || n == SIGUSR1 || n == SIGUSR2))
+			return (int)n;
+	}
+	wp_log("WALLPROF_SIGNAL='%s' is not valid: use PROF, VTALRM, USR1, USR2, RTMIN+N, RTMAX-N "
+	       "or a real-time signal number (%d-%d); profiling is off for this run",
+	       v, SIGRTMIN, SIGRTMAX);
+	return -1;
+}
+
+static int is_default(int sig)
+{
+	struct sigaction sa;
+	return wp_real_sigaction(sig, NULL, &sa) == 0 && !(sa.sa_flags & SA_SIGINFO) &&
+	       sa.sa_handler == SIG_DFL;
+}
+
+/* A real-time signal nobody handles, from the top down (the bottom ones are glibc's and
+ * commonly taken by runtimes). 0 when none. */
+static int free_rt_signal(int except)
+{
+	for (int s = SIGRTMAX; s >= SIGRTMIN + 3; s--)
+		if (s != except && is_default(s))
+			return s;
+	return 0;
+}
+
+int wp_signals_choose(int wanted)
+{
+	if (wanted > 0)
+		return wanted;
+	if (is_default(SIGPROF))
+		return SIGPROF;
+	int s = free_rt_signal(0);
+	if (s)
+		wp_log("SIGPROF is already handled (another profiler?); sampling with signal %d "
+		       "instead (set WALLPROF_SIGNAL to choose)", s);
+	return s ? s : SIGPROF;
+}
+
+/* ---- the program's sigaction/signal ---- */
+
+/* Fatal signals we flush on, and whether the program asked for their default. */
+static const int fatal_sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS,
+				  SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGPIPE, SIGALRM, SIGXCPU,
+				  SIGXFSZ, SIGUSR1, SIGUSR2, SIGVTALRM };
+#define NFATAL (sizeof(fatal_sigs) / sizeof(fatal_sigs[0]))
+static _Atomic int fatal_ours[65]; /* 1 while our flush handler stands in for SIG_DFL */
+static void (*flush_fn)(int);
+static _Atomic int moved_once;
+
+/* Dies of `sig` as if our handler had never been there. */
+static void die_of(int sig, siginfo_t *info)
+{
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	wp_real_sigaction(sig, &dfl, NULL);
+	/* A fault raised by the CPU comes back when the faulting instruction runs again on
+	 * return, now with the default action: the same status and core dump. Anything else is
+	 * raised again; it is delivered as soon as this handler returns. */
+	if (info && info->si_code > 0 && (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL ||
+					  sig == SIGFPE || sig == SIGTRAP))
+		return;
+	syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), sig);
+}
+
+static void fatal_handler(int sig, siginfo_t *info, void *uc)
+{
+	int saved = errno;
+	/* Default first, so a second fault while flushing kills us plainly. */
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	wp_real_sigaction(sig, &dfl, NULL);
+	fatal_ours[sig] = 0;
+	if (flush_fn)
+		flush_fn(sig);
+	die_of(sig, info);
+	errno = saved;
+	(void)uc;
+}
+
+static int install_flush(int sig)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = fatal_handler;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+	sigfillset(&sa.sa_mask);
+	if (wp_real_sigaction(sig, &sa, NULL) != 0)
+		return -1;
+	fatal_ours[sig] = 1;
+	return 0;
+}
+
+void wp_signals_install_fatal(void (*flush)(int))
+{
+	flush_fn = flush;
+	for (size_t i = 0; i < NFATAL; i++) {
+		int s = fatal_sigs[i];
+		if (s != wp_handshake_signal() && is_default(s))
+			install_flush(s);
+	}
+}
+
+static int is_handler(const struct sigaction *a)
+{
+	return (a->sa_flags & SA_SIGINFO) ||
+	       (a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN);
+}
+
+EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	struct sigaction prev;
+	int ours_fatal = sig > 0 && sig < 65 && fatal_ours[sig];
+
+	if (act && sig == wp_handshake_signal()) {
+		/* The program wants our signal: move away first, then give it what it asked. */
+		int to = free_rt_signal(sig);
+		if (to && wp_handshake_migrate(to) == 0) {
+			if (!atomic_exchange(&moved_once, 1))
+				wp_log("the program installs its own handler for signal %d; wallprof "
+				       "now samples with signal %d (WALLPROF_SIGNAL chooses)", sig, to);
+		} else if (!atomic_exchange(&moved_once, 1)) {
+			wp_log("the program takes signal %d and no free signal is left; wallprof "
+			       "stops sampling", sig);
+			wp_handshake_migrate(0);
+		}
+		return wp_real_sigaction(sig, act, old);
+	}
+	if (act && ours_fatal && !is_handler(act) && act->sa_handler == SIG_DFL) {
+		/* SIG_DFL asked: keep our stand-in, which dies exactly as SIG_DFL would. */
+		if (old && wp_real_sigaction(sig, NULL, old) == 0) {
+			memset(old, 0, sizeof(*old));
+			old->sa_handler = SIG_DFL;
+		}
+		return 0;
+	}
+	int r = wp_real_sigaction(sig, act, old ? old : &prev);
+	if (r == 0 && act && ours_fatal)
+		fatal_ours[sig] = 0; /* the program's handler (or SIG_IGN) replaced ours */
+	if (r == 0 && old && ours_fatal) {
+		/* What the program sees: the default it never changed. */
+		memset(old, 0, sizeof(*old));
+		old->sa_handler = SIG_DFL;
+	}
+	if (r == 0 && old && sig == wp_handshake_signal() && wp_handshake_is_ours(old)) {
+		memset(old, 0, sizeof(*old));
+		old->sa_handler = SIG_DFL;
+	}
+	return r;
+}
+
+EXPORT __sighandler_t signal(int sig, __sighandler_t handler)
+{
+	/* glibc's signal(): BSD semantics, SA_RESTART and the signal blocked in its handler. */
+	struct sigaction act, old;
+	memset(&act, 0, sizeof(act));
+	act.sa_handler = handler;
+	act.sa_flags = SA_RESTART;
+	sigemptyset(&act.sa_mask);
+	if (sig > 0 && sig < 65)
+		sigaddset(&act.sa_mask, sig);
+	if (sigaction(sig, &act, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}

@@ -1,0 +1,29 @@
+/* Living with the program's signals.
+ *
+ * - Which signal samples: SIGPROF unless WALLPROF_SIGNAL names another, or something already
+ *   handles SIGPROF when the agent starts (another profiler): then a free real-time signal,
+ *   said once on stderr.
+ * - If the program installs its own handler for our signal later (sigaction() and signal()
+ *   are interposed), the sampler first moves to a free real-time signal, says so once, and
+ *   then the program's handler is installed exactly as asked: it never silently loses it.
+ * - Fatal signals (SIGSEGV, SIGABRT, SIGTERM, SIGINT, ...) that the program leaves at their
+ *   default get a handler that writes the samples taken so far, then lets the process die of
+ *   the same signal (same status, core dump as before). The program sees SIG_DFL when it asks.
+ * The agent's own code must call wp_real_sigaction, never sigaction (that would be us). */
+#ifndef WP_SIGNALS_H
+#define WP_SIGNALS_H
+
+#include <signal.h>
+
+int wp_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
+/* Parses WALLPROF_SIGNAL ("PROF", "SIGPROF", "RTMIN+3", "RTMAX-2", or a number). Returns the
+ * signal, 0 when unset, -1 when invalid (after the one-line complaint). */
+int wp_signals_parse_env(const char *value);
+/* The signal to sample with, given the setting (0 = choose). */
+int wp_signals_choose(int wanted);
+/* Installs the fatal-signal handlers that flush the profile. `flush` runs in a signal
+ * handler and must be async-signal-safe. */
+void wp_signals_install_fatal(void (*flush)(int sig));
+
+#endif

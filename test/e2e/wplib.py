@@ -116,7 +116,7 @@ def timeout_mult():
 def _kill_group(proc):
     try:
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
+    except OSError:  # no such group any more
         pass
 
 

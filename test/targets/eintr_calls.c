@@ -3,7 +3,6 @@
  * that returns before its timeout, is reported and makes the program exit 1.
  * A second part checks that the program's OWN signal still interrupts such calls.
  * Usage: eintr_calls SECONDS */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>

@@ -11,7 +11,6 @@
  *   sigprof   the program's own SIGPROF timer (setitimer) must keep ticking, every tick counted
  *   blocked   a thread that blocks SIGPROF for its whole life, next to a busy one
  *   vfork     posix_spawn children (vfork-like) while being sampled */
-#define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -36,7 +35,7 @@ static double now(void)
 /* Each burner has its own constant: identical bodies would be folded into one function by
  * gcc's -fipa-icf, and the profile could not tell them apart. */
 #define BURNER(name, k)                                                   \
-	__attribute__((noinline)) static double name(double secs)         \
+	__attribute__((noinline, noclone)) static double name(double secs)         \
 	{                                                                 \
 		double t0 = now(), x = 1;                                 \
 		while (now() - t0 < secs)                                 \

@@ -1,0 +1,137 @@
+"""fork, exec, death by signal, _exit, the program's own SIGPROF, threads blocking the signal,
+posix_spawn: the program behaves as without wallprof, and the samples reach the disk."""
+
+import os
+import signal
+import subprocess
+import time
+
+import wplib as wp
+
+
+def lc(mode, *extra_args, env=None, timeout=60):
+    out = wp.tmp_path("lc-%s.prof" % mode)
+    r = wp.record([wp.target("lifecycle"), mode] + list(extra_args), out, hz=1000,
+                  env=env, timeout=timeout)
+    return r, out
+
+
+def funcs(path):
+    return wp.load(path)
+
+
+def main(t):
+    # death by a fault: same status, samples on disk, taken up to the end
+    for mode, sig in (("segv", signal.SIGSEGV), ("abort", signal.SIGABRT)):
+        r, out = lc(mode)
+        t.eq(r.returncode, -sig, "%s: wallprof dies of the same signal as the program" % mode,
+             r.stderr[-500:])
+        raw = wp.read_raw(out)
+        t.eq(raw.meta.get("died_of_signal"), str(int(sig)), "%s: the profile says so" % mode)
+        t.check(funcs(out).through("burn_before_crash").total() > 300,
+                "%s: the samples before the crash were written" % mode)
+
+    # killed from outside with SIGTERM (directly under the agent, no CLI in between)
+    out = wp.tmp_path("lc-term.prof")
+    env = dict(os.environ)
+    env.update(wp.preload_env(hz=1000, out=out))
+    p = subprocess.Popen([wp.target("lifecycle"), "term"], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    p.stdout.readline()
+    time.sleep(1.0)
+    p.send_signal(signal.SIGTERM)
+    try:
+        p.wait(timeout=20 * wp.timeout_mult())
+    except subprocess.TimeoutExpired:
+        p.kill()
+        t.fail("term: the program died within 20 s of SIGTERM")
+    t.eq(p.returncode, -signal.SIGTERM, "term: the program dies of SIGTERM as it would")
+    t.check(os.path.exists(out) and funcs(out).through("burn_until_killed").total() > 300,
+            "term: the samples up to the kill were written")
+
+    r, out = lc("exit3")
+    t.eq(r.returncode, 3, "exit(3): wallprof exits 3")
+
+    # _exit skips destructors: the periodic checkpoint bounds the loss
+    r, out = lc("_exit", "3.5", env={"WALLPROF_CHECKPOINT": "1"})
+    t.eq(r.returncode, 0, "_exit: status 0")
+    raw = wp.read_raw(out) if os.path.exists(out) else None
+    t.check(raw is not None and raw.meta.get("checkpoint") == "1",
+            "_exit: a checkpoint is on disk")
+    t.check(raw is not None and raw.samples() > 1500,
+            "_exit: it holds all but the last interval (%s samples of ~3500)"
+            % (raw.samples() if raw else 0))
+
+    # fork: the child profiles itself into its own file
+    r, out = lc("fork")
+    t.eq(r.returncode, 0, "fork: the program's own check of its child passes", r.stdout)
+    d = os.path.dirname(out)
+    child_files = [f for f in os.listdir(d) if f.startswith("lc-fork.") and f != "lc-fork.prof"]
+    t.eq(len(child_files), 1, "fork: the child wrote one profile of its own", str(child_files))
+    if child_files:
+        child = funcs(os.path.join(d, child_files[0]))
+        t.check(child.through("burn_in_child").total() > 300, "fork: the child's file has the "
+                "child's work")
+        t.eq(child.through("burn_in_parent").total(), 0, "fork: and none of the parent's")
+    t.check(funcs(out).through("burn_in_parent").total() > 300, "fork: the parent's file has "
+            "the parent's work")
+
+    # exec: the image before is written first and kept; the new image is profiled afresh
+    r, out = lc("exec")
+    t.eq(r.returncode, 0, "exec: no late signal kills the new image", r.stderr[-500:])
+    t.check("after exec" in r.stdout, "exec: the new image ran")
+    before = out.replace(".prof", ".exec1.prof")
+    t.check(os.path.exists(before) and funcs(before).through("burn_before_exec").total() > 300,
+            "exec: the profile before exec was written and kept")
+    t.check(funcs(out).through("burn_after_exec").total() > 300 and
+            funcs(out).through("burn_before_exec").total() == 0,
+            "exec: the new image's profile has only its own work")
+
+    # the program's own SIGPROF timer keeps working, and wallprof says it moved
+    base = wp.run([wp.target("lifecycle"), "sigprof"], timeout=60)
+    r, out = lc("sigprof")
+    t.eq(r.returncode, 0, "sigprof: the program's handler stays and its timer keeps ticking",
+         r.stdout + r.stderr[-300:])
+    t.check("now samples with signal" in r.stderr, "sigprof: wallprof says it moved",
+            r.stderr[-300:])
+    ticks = lambda s: int(s.split("own_ticks")[1].split()[0]) if "own_ticks" in s else 0
+    t.check(ticks(r.stdout) >= 0.7 * ticks(base.stdout),
+            "sigprof: the program's own ticks (%d) match an unprofiled run (%d)" % (
+                ticks(r.stdout), ticks(base.stdout)))
+    t.check(funcs(out).through("burn_with_own_timer").total() > 300,
+            "sigprof: wallprof kept sampling on its new signal")
+
+    # a thread blocking the signal for its whole life costs no wait and no harm
+    r, out = lc("blocked")
+    t.eq(r.returncode, 0, "blocked: the program finishes")
+    raw = wp.read_raw(out)
+    blocker = [x for x in raw.threads.values() if x["name"] == "blocker"]
+    t.check(blocker and (blocker[0]["samples"] > 0 or blocker[0]["flags"] & 2),
+            "blocked: the blocking thread is sampled (from /proc) or reported unsampleable")
+
+    # posix_spawn'ed helpers: they run, and do not litter profiles
+    r, out = lc("vfork")
+    t.eq(r.returncode, 0, "posix_spawn children run under the agent")
+    extra = [f for f in os.listdir(os.path.dirname(out)) if f.startswith("lc-vfork.")
+             and f != "lc-vfork.prof"]
+    empty = [f for f in extra
+             if wp.read_raw(os.path.join(os.path.dirname(out), f)).samples() == 0]
+    t.eq(empty, [], "helper processes never sampled leave no profile files (%d of ~100 "
+         "were sampled and did)" % len(extra))
+
+    # a planted symlink at the output path is replaced, never followed
+    victim = wp.tmp_path("victim.txt")
+    with open(victim, "w") as f:
+        f.write("precious\n")
+    out = wp.tmp_path("lc-link.prof")
+    os.symlink(victim, out)
+    env = wp.preload_env(hz=200, out=out)
+    r = wp.run([wp.target("lifecycle"), "exit3"], env=env, timeout=60)
+    t.eq(open(victim).read(), "precious\n", "the symlink's target is untouched")
+    t.check(not os.path.islink(out) and wp.read_raw(out).samples() > 0,
+            "the profile replaced the link with a regular, complete file")
+    leftovers = [f for f in os.listdir(os.path.dirname(out)) if ".tmp." in f]
+    t.eq(leftovers, [], "no temporary files are left behind")
+
+
+wp.main(main)

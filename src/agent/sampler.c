@@ -184,10 +184,17 @@ static void sample_signalled(struct wp_athread *t, uint64_t weight_ns, uint64_t 
 			if (blocks_signal(t->tid)) {
 				miss(WP_MISS_BLOCKED);
 				t->flags |= WP_THREAD_UNSAMPLEABLE;
+				back_off(t, now);
 			} else {
+				/* Usually a runnable thread still waiting for a CPU on a loaded
+				 * machine: try it again next tick, and only leave it alone when it
+				 * keeps not answering (stopped, traced). */
 				miss(WP_MISS_TIMEOUT);
+				if (++t->timeouts >= 3) {
+					t->timeouts = 0;
+					back_off(t, now);
+				}
 			}
-			back_off(t, now);
 		} else {
 			miss(r == WP_HS_NOSLOT ? WP_MISS_NOSLOT : WP_MISS_ERROR);
 		}
@@ -209,6 +216,7 @@ static void sample_signalled(struct wp_athread *t, uint64_t weight_ns, uint64_t 
 	enum wp_hs_result rr = wp_handshake_resume(ticket, &window);
 	/* ---- the thread runs again ---- */
 
+	t->timeouts = 0;
 	if (rr == WP_HS_LATE) {
 		miss(WP_MISS_LATE);
 		return;

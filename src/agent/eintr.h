@@ -1,0 +1,23 @@
+/* Calls interrupted by our own signal are retried, invisibly to the program.
+ *
+ * The sampler signals only threads that /proc says are running, but a thread can enter a
+ * blocking call between that check and the signal's arrival. Calls the kernel restarts under
+ * SA_RESTART are safe; the ones it does not restart (sleeps, polls, timed waits, socket calls
+ * with timeouts, pause, sigsuspend...) are interposed here: when one fails with EINTR and the
+ * agent's handler ran on this thread during the call, it is called again with the remaining
+ * timeout. A signal of the program's own still interrupts it as before (see the limits in
+ * docs/design.md). */
+#ifndef WP_EINTR_H
+#define WP_EINTR_H
+
+/* Incremented by the agent's signal handler on the thread it runs on (initial-exec TLS:
+ * async-signal-safe, no allocation). */
+extern __thread unsigned wp_our_signals __attribute__((tls_model("initial-exec")));
+
+/* Resolves the real libc functions; called from the constructor (interposers also resolve
+ * lazily if the program calls them before that). */
+void wp_eintr_init(void);
+/* Test hook: pass EINTR through as if there were no interposers. */
+void wp_eintr_disable_retry(void);
+
+#endif

@@ -21,7 +21,7 @@ def main(t):
     raw = wp.read_raw(prof)
     p = wp.load(prof)
     total = p.total()
-    t.check(total >= 0.5 * HZ * 1.5, "samples: %d (~%d expected)" % (total, HZ * 1.5),
+    t.check(total >= 100, "samples: %d (at most %d at %d Hz)" % (total, HZ * 1.5, HZ),
             lambda: repr(raw.meta))
     dump = lambda: p.sample_lines(10)
     for caller, leaf in (("with_dtor()", "spin()"), ("with_catch()", "spin()"),

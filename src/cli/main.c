@@ -274,8 +274,13 @@ static int record_and_report(struct wp_opts *o)
 	return pass_status(o->exit_status);
 }
 
+/* overhead.c: the built-in workload --overhead-test times (a hidden subcommand). */
+int wp_internal_workload(int argc, char **argv);
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "--internal-workload"))
+		return wp_internal_workload(argc - 1, argv + 1);
 	struct wp_opts o;
 	int rc = parse(argc, argv, &o);
 	if (rc)

@@ -12,9 +12,4 @@ static int pending(const char *what)
 	return -1;
 }
 
-int wp_report_text(const struct wp_opts *o, const struct wp_profile *p, const struct wp_resolved *r, FILE *out) { return pending("the text report"); }
-int wp_report_csv(const struct wp_opts *o, const struct wp_resolved *r, FILE *out) { return pending("csv"); }
-int wp_report_svg(const struct wp_opts *o, const struct wp_profile *p, const struct wp_resolved *r, FILE *out) { return pending("svg"); }
-int wp_compare(const struct wp_opts *o, const char *a, const char *b, FILE *out) { pending("--compare"); return 1; }
-int wp_overhead_test(const struct wp_opts *o, FILE *out) { pending("--overhead-test"); return 1; }
 int wp_live(struct wp_opts *o) { pending("--live"); return 1; }

@@ -1,0 +1,559 @@
+/* --compare BEFORE AFTER: which functions take a bigger or smaller share of the samples after a
+ * change, separating real changes from sampling noise; or, with --flame-graph, a differential
+ * flame graph (widths: AFTER; red: more than before, blue: less).
+ *
+ * The two profiles come from different runs (different addresses under ASLR, maybe a rebuilt
+ * binary), so each is symbolized on its own and functions are matched by name and module
+ * basename. A function's shares are its self samples (it was the leaf) and its total samples
+ * (anywhere in the stack) over all samples of that profile. Self pinpoints code that changed;
+ * total also catches a function whose time moved into callees it shares with others.
+ *
+ * Significance: a two-proportion z-test per share, before (k1 of n1) against after (k2 of n2):
+ * p = (k1+k2)/(n1+n2), z = (k2/n2 - k1/n1) / sqrt(p(1-p)(1/n1 + 1/n2)). With many functions
+ * tested at once some would pass a plain 95% test by chance, so the threshold is Bonferroni-
+ * corrected: |z| > z(1 - 0.05/(2m)) for m tests (two per function), which keeps the chance of
+ * listing any pure-noise change at 5%. A function is listed by its self change when that is
+ * significant, else by its total change. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <uthash.h>
+
+#include "cli.h"
+
+#define LISTED 25   /* rows per section at most */
+#define NOISE_ROWS 5
+
+struct side {
+	const char *path;
+	struct wp_profile *p;
+	struct wp_resolved *r;
+	uint64_t total;
+	double ns_per_sample; /* the time one sample stands for, for the estimates */
+};
+
+struct entry {
+	UT_hash_handle hh;
+	const char *name, *module;
+	uint64_t self[2], total[2];   /* samples */
+	double sp[2], tp[2];          /* self / total shares in percent */
+	double zs, zt;                /* z of the self / total change */
+	int by_total;                 /* listed by its total change */
+	int twin;                     /* another entry has the same name */
+	double delta;                 /* points, of the share it is listed by */
+	char key[];
+};
+
+static const char rule[] =
+	"================================================================================";
+static const char dashes[] =
+	"----------------------------------------------------------------------------------------------------";
+
+static const char *num(uint64_t v)
+{
+	static char bufs[8][32];
+	static int at;
+	char tmp[32], *b = bufs[at++ & 7];
+	int n = snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)v), j = 0;
+	for (int i = 0; i < n; i++) {
+		if (i && (n - i) % 3 == 0)
+			b[j++] = ',';
+		b[j++] = tmp[i];
+	}
+	b[j] = 0;
+	return b;
+}
+
+static const char *secs(uint64_t ns)
+{
+	static char bufs[8][32];
+	static int at;
+	char *b = bufs[at++ & 7];
+	if (ns < 10000000)
+		snprintf(b, 32, "%.1fms", (double)ns / 1e6);
+	else if (ns < 1000000000)
+		snprintf(b, 32, "%.0fms", (double)ns / 1e6);
+	else
+		snprintf(b, 32, "%.2fs", (double)ns / 1e9);
+	return b;
+}
+
+/* Fits a name into `w` columns: a C++ parameter list goes first ("f(int, char)" -> "f()"),
+ * then the start ("...Worker<int>::run()"). */
+static const char *fit(const char *s, int w, char *buf, size_t cap)
+{
+	size_t n = strlen(s);
+	if ((int)n <= w)
+		return s;
+	snprintf(buf, cap, "%s", s);
+	char *open = strchr(buf, '('), *close = strrchr(buf, ')');
+	if (open && close > open + 1 && open > buf)
+		memmove(open + 1, close, strlen(close) + 1);
+	n = strlen(buf);
+	if ((int)n > w) {
+		memmove(buf + 3, buf + n - (size_t)(w - 3), (size_t)(w - 3) + 1);
+		memcpy(buf, "...", 3);
+	}
+	return buf;
+}
+
+static int keep(const struct wp_rstack *s, void *arg)
+{
+	const struct wp_opts *o = arg;
+	return wp_thread_matches(o->profile_for_filters, s->tid, o->thread);
+}
+
+/* What one sample stands for: in cpu mode the program's CPU time (the sampler's left out)
+ * over all samples; in wall mode the threads' lifetimes added up over all samples. */
+static double sample_ns(const struct wp_profile *p)
+{
+	const char *mode = wp_profile_meta(p, "mode");
+	double samples = (double)wp_profile_total_samples(p), budget = 0;
+	long long dur = wp_profile_meta_ll(p, "duration_ns", 0);
+	if (mode && !strcmp(mode, "cpu")) {
+		budget = (double)(wp_profile_meta_ll(p, "cpu_user_ns", 0) +
+				  wp_profile_meta_ll(p, "cpu_sys_ns", 0) -
+				  wp_profile_meta_ll(p, "sampler_cpu_ns", 0));
+	} else {
+		for (size_t i = 0; i < p->nthreads; i++) {
+			const struct wp_thread *t = &p->threads[i];
+			long long end = t->flags & WP_THREAD_EXITED ? (long long)t->last_ns : dur;
+			if (end > (long long)t->first_ns)
+				budget += (double)(end - (long long)t->first_ns);
+		}
+	}
+	return samples > 0 && budget > 0 ? budget / samples : 0;
+}
+
+static int load(const struct wp_opts *o, struct side *s)
+{
+	char err[256];
+	if (wp_profile_read(s->path, &s->p, err, sizeof(err)) != 0) {
+		fprintf(stderr, "wallprof: %s: %s\n", s->path, err);
+		return -1;
+	}
+	s->r = wp_resolve(s->p);
+	if (!s->r)
+		return -1;
+	if (o->thread) {
+		struct wp_opts local = *o;
+		local.profile_for_filters = s->p;
+		wp_resolved_count(s->r, keep, &local);
+	}
+	s->total = s->r->total;
+	s->ns_per_sample = sample_ns(s->p);
+	const char *w = wp_symbolizer_warnings(s->r->sym);
+	if (w && *w)
+		fprintf(stderr, "wallprof: %s: %s", s->path, w);
+	return 0;
+}
+
+/* z such that P(|Z| > z) = alpha for a standard normal Z, by bisection on erfc. */
+static double z_for(double alpha)
+{
+	double lo = 0, hi = 40;
+	for (int i = 0; i < 200; i++) {
+		double mid = (lo + hi) / 2;
+		if (erfc(mid / M_SQRT2) > alpha)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return (lo + hi) / 2;
+}
+
+static double z_of(uint64_t k1, double n1, uint64_t k2, double n2)
+{
+	if (n1 <= 0 || n2 <= 0)
+		return 0;
+	double pool = ((double)k1 + (double)k2) / (n1 + n2);
+	double se = sqrt(pool * (1 - pool) * (1 / n1 + 1 / n2));
+	return se > 0 ? ((double)k2 / n2 - (double)k1 / n1) / se : 0;
+}
+
+static struct entry *collect(const struct wp_opts *o, struct side sides[2], size_t *n)
+{
+	struct entry *tab = NULL, *e;
+	*n = 0;
+	for (int k = 0; k < 2; k++) {
+		const struct wp_resolved *r = sides[k].r;
+		for (size_t i = 0; i < r->nfuncs; i++) {
+			const struct wp_func *f = &r->funcs[i];
+			if (!f->total)
+				continue;
+			size_t ln = strlen(f->name), lm = strlen(f->module);
+			char key[2 * WP_MAX_NAME + 2];
+			if (ln + lm + 2 > sizeof(key))
+				continue;
+			memcpy(key, f->name, ln + 1);
+			memcpy(key + ln + 1, f->module, lm + 1);
+			HASH_FIND(hh, tab, key, ln + lm + 2, e);
+			if (!e) {
+				e = calloc(1, sizeof(*e) + ln + lm + 2);
+				if (!e)
+					break;
+				memcpy(e->key, key, ln + lm + 2);
+				e->name = e->key;
+				e->module = e->key + ln + 1;
+				HASH_ADD(hh, tab, key, ln + lm + 2, e);
+				(*n)++;
+			}
+			/* two functions of one profile may share name and module (static functions
+			 * of different files): they are added up, as the other side cannot tell
+			 * them apart either */
+			e->self[k] += f->self;
+			e->total[k] += f->total;
+		}
+	}
+	return tab;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	const struct entry *x = *(struct entry *const *)a, *y = *(struct entry *const *)b;
+	return strcmp(x->name, y->name);
+}
+
+static int by_delta_up(const void *a, const void *b)
+{
+	const struct entry *x = *(struct entry *const *)a, *y = *(struct entry *const *)b;
+	if (x->delta != y->delta)
+		return x->delta > y->delta ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static int by_delta_down(const void *a, const void *b)
+{
+	return -by_delta_up(a, b);
+}
+
+static int by_abs_delta(const void *a, const void *b)
+{
+	const struct entry *x = *(struct entry *const *)a, *y = *(struct entry *const *)b;
+	if (fabs(x->delta) != fabs(y->delta))
+		return fabs(x->delta) > fabs(y->delta) ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* The change tables: function | self before->after | total before->after | delta (of self or
+ * total, whichever the function is listed by) | the time that share stands for. */
+#define FW 28
+
+static void table_head(FILE *out)
+{
+	fprintf(out, "  %-*s  %-15s  %-15s  %-13s  %s\n", FW, "function", "self %", "total %",
+		"delta", "time (est.)");
+	fprintf(out, "  %.*s\n", FW + 2 + 15 + 2 + 15 + 2 + 13 + 2 + 17, dashes);
+}
+
+static void table_row(FILE *out, const struct side sides[2], const struct entry *e, int note)
+{
+	char b[512], nm[512], sp[32], tp[32], d[32], tm[64];
+	snprintf(sp, sizeof(sp), "%.1f->%.1f", e->sp[0], e->sp[1]);
+	snprintf(tp, sizeof(tp), "%.1f->%.1f", e->tp[0], e->tp[1]);
+	snprintf(d, sizeof(d), "%+.1f %s", e->delta, e->by_total ? "total" : "self");
+	const uint64_t *c = e->by_total ? e->total : e->self;
+	if (sides[0].ns_per_sample > 0 && sides[1].ns_per_sample > 0)
+		snprintf(tm, sizeof(tm), "%s->%s",
+			 secs((uint64_t)((double)c[0] * sides[0].ns_per_sample)),
+			 secs((uint64_t)((double)c[1] * sides[1].ns_per_sample)));
+	else
+		snprintf(tm, sizeof(tm), "-");
+	const char *name = e->name;
+	if (e->twin) { /* another function of this name (in another module): say which */
+		snprintf(nm, sizeof(nm), "%s (%s)", e->name, e->module);
+		name = nm;
+	}
+	fprintf(out, "  %-*s  %-15s  %-15s  %-13s  %s%s\n", FW, fit(name, FW, b, sizeof(b)), sp,
+		tp, d, tm,
+		!note ? "" : !e->total[0] ? " (new)" : !e->total[1] ? " (gone)" : "");
+}
+
+static void section(FILE *out, const struct side sides[2], const char *title, struct entry **v,
+		    size_t n)
+{
+	fprintf(out, "\n%s\n", title);
+	if (!n) {
+		fprintf(out, "  (none)\n");
+		return;
+	}
+	table_head(out);
+	for (size_t i = 0; i < n && i < LISTED; i++)
+		table_row(out, sides, v[i], 1);
+	if (n > LISTED)
+		fprintf(out, "  (%zu more)\n", n - LISTED);
+}
+
+static void describe(FILE *out, const char *label, const struct side *s)
+{
+	const char *mode = wp_profile_meta(s->p, "mode");
+	char what[160], b[512];
+	snprintf(what, sizeof(what), "%s samples, %s mode at %s Hz, %s", num(s->total),
+		 mode ? mode : "wall", num((uint64_t)wp_profile_meta_ll(s->p, "hz", 0)),
+		 secs((uint64_t)wp_profile_meta_ll(s->p, "duration_ns", 0)));
+	if (strlen(label) + strlen(s->path) + strlen(what) + 3 <= 100)
+		fprintf(out, "%s %s: %s\n", label, s->path, what);
+	else /* a long path: on its own line (its end, if need be) */
+		fprintf(out, "%s %s\n%*s %s\n", label, fit(s->path, 90, b, sizeof(b)),
+			(int)strlen(label), "", what);
+}
+
+static void change(FILE *out, const char *what, long long a, long long b)
+{
+	if (a <= 0 || b <= 0)
+		return;
+	fprintf(out, "          %s %s -> %s (%+.1f%%)\n", what, secs((uint64_t)a), secs((uint64_t)b),
+		100.0 * ((double)b - (double)a) / (double)a);
+}
+
+static int text_diff(const struct wp_opts *o, struct side sides[2], FILE *out)
+{
+	size_t n;
+	struct entry *tab = collect(o, sides, &n), *e, *tmp;
+	struct entry **better = calloc(n + 1, sizeof(*better)), **worse = calloc(n + 1, sizeof(*worse));
+	struct entry **noise = calloc(n + 1, sizeof(*noise));
+	size_t nb = 0, nw = 0, nn = 0;
+	int rc = -1;
+	if (!better || !worse || !noise) {
+		fprintf(stderr, "wallprof: out of memory\n");
+		goto done;
+	}
+	/* names shared by functions of different modules, to say which is which */
+	size_t all = 0;
+	HASH_ITER(hh, tab, e, tmp) {
+		noise[all++] = e;
+	}
+	qsort(noise, all, sizeof(*noise), by_name);
+	for (size_t i = 1; i < all; i++)
+		if (!strcmp(noise[i - 1]->name, noise[i]->name))
+			noise[i - 1]->twin = noise[i]->twin = 1;
+	const double n1 = (double)sides[0].total, n2 = (double)sides[1].total;
+	const double zcrit = z_for(0.05 / (double)(2 * (n ? n : 1)));
+	HASH_ITER(hh, tab, e, tmp) {
+		for (int k = 0; k < 2; k++) {
+			double whole = k ? n2 : n1;
+			e->sp[k] = whole > 0 ? 100.0 * (double)e->self[k] / whole : 0;
+			e->tp[k] = whole > 0 ? 100.0 * (double)e->total[k] / whole : 0;
+		}
+		e->zs = z_of(e->self[0], n1, e->self[1], n2);
+		e->zt = z_of(e->total[0], n1, e->total[1], n2);
+		e->by_total = !(fabs(e->zs) > zcrit) &&
+			      (fabs(e->zt) > zcrit || fabs(e->zt) > fabs(e->zs));
+		e->delta = e->by_total ? e->tp[1] - e->tp[0] : e->sp[1] - e->sp[0];
+		if (fabs(e->zs) > zcrit || fabs(e->zt) > zcrit)
+			*(e->delta < 0 ? &better[nb++] : &worse[nw++]) = e;
+		else
+			noise[nn++] = e;
+	}
+	qsort(better, nb, sizeof(*better), by_delta_down);
+	qsort(worse, nw, sizeof(*worse), by_delta_up);
+	qsort(noise, nn, sizeof(*noise), by_abs_delta);
+
+	fprintf(out, "%s\n%*sDIFFERENTIAL PROFILE\n%s\n", rule, 30, "", rule);
+	describe(out, "Before:", &sides[0]);
+	describe(out, "After: ", &sides[1]);
+	if (o->thread)
+		fprintf(out, "Thread: %s only\n", o->thread);
+	const char *m1 = wp_profile_meta(sides[0].p, "mode"), *m2 = wp_profile_meta(sides[1].p, "mode");
+	if (m1 && m2 && strcmp(m1, m2))
+		fprintf(out, "[WARNING] the profiles were taken in different modes (%s, %s): their "
+			     "shares measure different things\n", m1, m2);
+	fprintf(out, "Shares are of all samples of each profile: self (the function's own code) and "
+		     "total (with\nwhat it calls). A change is listed when a two-proportion test finds "
+		     "it beyond sampling\nnoise at 95%% confidence, corrected for the %zu functions "
+		     "compared.\n", n);
+	if (!sides[0].total || !sides[1].total) {
+		fprintf(out, "\n[WARNING] %s has no samples%s: nothing to compare\n",
+			!sides[0].total ? sides[0].path : sides[1].path,
+			o->thread ? " in this thread" : "");
+		rc = ferror(out) ? -1 : 0;
+		goto done;
+	}
+	section(out, sides, "Improved (faster):", better, nb);
+	section(out, sides, "Regressed (slower):", worse, nw);
+
+	fprintf(out, "\nNot significant (within sampling noise): %zu function%s", nn, nn == 1 ? "" : "s");
+	size_t shown = 0;
+	while (shown < nn && shown < NOISE_ROWS && fabs(noise[shown]->delta) >= 0.05)
+		shown++;
+	if (shown) {
+		fprintf(out, "; the largest moves:\n");
+		table_head(out);
+		for (size_t i = 0; i < shown; i++)
+			table_row(out, sides, noise[i], 0);
+	} else {
+		fputc('\n', out);
+	}
+
+	double down = 0, up = 0;
+	for (size_t i = 0; i < nb; i++)
+		down += better[i]->by_total ? 0 : better[i]->delta;
+	for (size_t i = 0; i < nw; i++)
+		up += worse[i]->by_total ? 0 : worse[i]->delta;
+	fprintf(out, "\n[SUMMARY] %zu improved, %zu regressed, %zu within noise", nb, nw, nn);
+	if (down < 0 || up > 0)
+		fprintf(out, "; self time moved: %.1f%% of samples less, %.1f%% more", fabs(down), up);
+	fputc('\n', out);
+	change(out, "wall time", wp_profile_meta_ll(sides[0].p, "duration_ns", 0),
+	       wp_profile_meta_ll(sides[1].p, "duration_ns", 0));
+	change(out, "CPU time ", wp_profile_meta_ll(sides[0].p, "cpu_user_ns", 0) +
+		       wp_profile_meta_ll(sides[0].p, "cpu_sys_ns", 0),
+	       wp_profile_meta_ll(sides[1].p, "cpu_user_ns", 0) +
+		       wp_profile_meta_ll(sides[1].p, "cpu_sys_ns", 0));
+	if (n1 < 100 || n2 < 100)
+		fprintf(out, "[WARNING] fewer than 100 samples in a profile: only large changes can "
+			     "be told from noise; run longer or raise --hz\n");
+	rc = ferror(out) ? -1 : 0;
+done:
+	HASH_ITER(hh, tab, e, tmp) {
+		HASH_DEL(tab, e);
+		free(e);
+	}
+	free(better);
+	free(worse);
+	free(noise);
+	return rc;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Differential flame graph: stacks of both profiles merged by their path of names. */
+
+struct path {
+	UT_hash_handle hh;
+	struct wp_flame_frame *frames;
+	int nframes;
+	uint64_t count[2];
+	char key[];
+};
+
+static int add_path(struct path **tab, const struct wp_opts *o, const struct side *sd, int k,
+		    const struct wp_rstack *s)
+{
+	static char key[1 << 18];
+	size_t n = 0;
+	const struct wp_thread *t = o->per_thread ? wp_profile_thread(sd->p, s->tid) : NULL;
+	/* per-thread roots by name only: tids differ from run to run */
+	const char *root = o->per_thread ? (t && t->name && *t->name ? t->name : "?") : NULL;
+	if (root)
+		n += (size_t)snprintf(key, sizeof(key), "[%s]", root) + 1;
+	for (uint32_t j = 0; j < s->n && n < sizeof(key) - 1; j++) {
+		const struct wp_func *f = &sd->r->funcs[s->frames[j].func];
+		int w = snprintf(key + n, sizeof(key) - n, "%s", f->name);
+		n += (size_t)w + 1;
+	}
+	if (n >= sizeof(key))
+		n = sizeof(key) - 1;
+	struct path *p;
+	HASH_FIND(hh, *tab, key, n, p);
+	if (!p) {
+		p = calloc(1, sizeof(*p) + n);
+		struct wp_flame_frame *f = calloc(s->n + 2, sizeof(*f));
+		if (!p || !f) {
+			free(p);
+			free(f);
+			return -1;
+		}
+		memcpy(p->key, key, n);
+		/* names point into the key: "[root]\0name\0name\0" */
+		const char *at = p->key;
+		int nf = 0;
+		if (root) {
+			f[nf++] = (struct wp_flame_frame){ at, WP_KIND_THREAD };
+			at += strlen(at) + 1;
+		}
+		for (uint32_t j = 0; j < s->n; j++) {
+			f[nf++] = (struct wp_flame_frame){ at, sd->r->funcs[s->frames[j].func].kind };
+			at += strlen(at) + 1;
+		}
+		p->frames = f;
+		p->nframes = nf;
+		HASH_ADD(hh, *tab, key, n, p);
+	}
+	p->count[k] += s->count;
+	return 0;
+}
+
+static int svg_diff(const struct wp_opts *o, struct side sides[2], FILE *out)
+{
+	struct path *tab = NULL, *p, *tmp;
+	size_t n = 0;
+	int rc = -1;
+	for (int k = 0; k < 2; k++)
+		for (size_t i = 0; i < sides[k].r->nstacks; i++) {
+			const struct wp_rstack *s = &sides[k].r->stacks[i];
+			if (!s->count || !s->n)
+				continue;
+			if (o->thread && !wp_thread_matches(sides[k].p, s->tid, o->thread))
+				continue;
+			if (add_path(&tab, o, &sides[k], k, s) != 0)
+				goto oom;
+		}
+	struct wp_flame_stack *st = calloc(HASH_COUNT(tab) + 1, sizeof(*st));
+	if (!st)
+		goto oom;
+	/* BEFORE scaled to AFTER's sample count, so that colours show changes of share and not
+	 * just a longer or shorter run */
+	double scale = sides[0].total ? (double)sides[1].total / (double)sides[0].total : 1.0;
+	HASH_ITER(hh, tab, p, tmp) {
+		st[n++] = (struct wp_flame_stack){ p->frames, p->nframes, p->count[1],
+						   (uint64_t)llround((double)p->count[0] * scale) };
+	}
+	char sub[1024];
+	snprintf(sub, sizeof(sub), "%.300s (%s samples, scaled) -> %.300s (%s samples); red: more "
+		 "than before, blue: less", sides[0].path, num(sides[0].total), sides[1].path,
+		 num(sides[1].total));
+	struct wp_flame_opts fo = { .title = "Differential flame graph (wallprof --compare)",
+				    .subtitle = sub, .differential = 1 };
+	int e = wp_flame_write(out, st, n, &fo);
+	if (e)
+		fprintf(stderr, "wallprof: could not write the flame graph: %s\n", strerror(-e));
+	rc = e ? -1 : 0;
+	free(st);
+	goto done;
+oom:
+	fprintf(stderr, "wallprof: out of memory\n");
+done:
+	HASH_ITER(hh, tab, p, tmp) {
+		HASH_DEL(tab, p);
+		free(p->frames);
+		free(p);
+	}
+	return rc;
+}
+
+int wp_compare(const struct wp_opts *o, const char *before, const char *after, FILE *out)
+{
+	struct side sides[2] = { { .path = before }, { .path = after } };
+	int rc = 1, svg = o->flame_graph || o->format == WP_FMT_SVG;
+	if (o->format_set && o->format != WP_FMT_TEXT && o->format != WP_FMT_SVG) {
+		fprintf(stderr, "wallprof: --compare writes text, or an SVG with --flame-graph\n"
+				"Try 'wallprof --help' for the options.\n");
+		return 2;
+	}
+	if (svg && out == stdout && isatty(fileno(out))) {
+		fprintf(stderr, "wallprof: an SVG on a terminal is not readable; redirect it: > "
+				"diff.svg\n");
+		return 2;
+	}
+	if (load(o, &sides[0]) != 0 || load(o, &sides[1]) != 0)
+		goto done;
+	if (svg)
+		rc = svg_diff(o, sides, out);
+	else
+		rc = text_diff(o, sides, out);
+	if (fflush(out) != 0 || rc != 0) {
+		if (ferror(out))
+			fprintf(stderr, "wallprof: could not write the comparison: %s\n", strerror(errno));
+		rc = 1;
+	}
+done:
+	for (int k = 0; k < 2; k++) {
+		wp_resolved_free(sides[k].r);
+		if (sides[k].p)
+			wp_profile_free(sides[k].p);
+	}
+	return rc;
+}

@@ -1,0 +1,851 @@
+/* The text report: what ran and how well it was sampled, a flat profile with confidence
+ * intervals and file:line, a call graph of the hottest functions, and one section per thread.
+ * Everything honours --thread. Lines stay within 100 columns. */
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <uthash.h>
+
+#include "cli.h"
+
+#define WIDTH 100       /* no line of a table is longer */
+#define GRAPH_FUNCS 10  /* functions in the call graph */
+#define GRAPH_EDGES 8   /* callers / callees listed per function */
+#define THREAD_FUNCS 5  /* functions listed per thread */
+#define MAX_THREADS 20  /* thread sections without --thread */
+#define FEW_SAMPLES 100 /* below this, warn that the shares are rough */
+
+static const char rule[] =
+	"================================================================================";
+static const char dashes[] =
+	"----------------------------------------------------------------------------------------";
+
+struct text {
+	const struct wp_opts *o;
+	const struct wp_profile *p;
+	struct wp_resolved *r;
+	FILE *out;
+	int wall;
+	uint64_t total; /* samples kept by the filter */
+};
+
+/* ---------------------------------------------------------------------------------------- */
+/* Formatting */
+
+/* 14293 -> "14,293", into one of a few rotating buffers so several fit in one printf. */
+static const char *num(uint64_t v)
+{
+	static char bufs[8][32];
+	static int at;
+	char tmp[32], *b = bufs[at++ & 7];
+	int n = snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)v), j = 0;
+	for (int i = 0; i < n; i++) {
+		if (i && (n - i) % 3 == 0)
+			b[j++] = ',';
+		b[j++] = tmp[i];
+	}
+	b[j] = 0;
+	return b;
+}
+
+/* A duration for people: "412 µs", "28.8 ms", "4.823 s", "3 min 12.4 s". */
+static const char *dur(uint64_t ns)
+{
+	static char bufs[8][32];
+	static int at;
+	char *b = bufs[at++ & 7];
+	double v = (double)ns;
+	if (ns < 1000000)
+		snprintf(b, 32, "%.0f µs", v / 1e3);
+	else if (ns < 1000000000)
+		snprintf(b, 32, "%.1f ms", v / 1e6);
+	else if (ns < 60000000000ull)
+		snprintf(b, 32, "%.3f s", v / 1e9);
+	else
+		snprintf(b, 32, "%llu min %.1f s", (unsigned long long)(ns / 60000000000ull),
+			 (double)(ns % 60000000000ull) / 1e9);
+	return b;
+}
+
+static double pct(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+/* Wilson score interval at 95% for k successes in n samples, in percent. It stays inside
+ * [0, 100] and is honest for small counts, where the normal approximation p ± 1.96·SE with
+ * SE = sqrt(p(1-p)/n) (the same for large n) would reach below zero. */
+static void wilson(uint64_t k, uint64_t n, double *lo, double *hi)
+{
+	const double z = 1.959964;
+	if (!n) {
+		*lo = *hi = 0;
+		return;
+	}
+	double p = (double)k / (double)n, nn = (double)n, z2 = z * z;
+	double c = (p + z2 / (2 * nn)) / (1 + z2 / nn);
+	double h = z * sqrt(p * (1 - p) / nn + z2 / (4 * nn * nn)) / (1 + z2 / nn);
+	*lo = 100.0 * (c - h < 0 ? 0 : c - h);
+	*hi = 100.0 * (c + h > 1 ? 1 : c + h);
+}
+
+/* Drops what is inside the last balanced open..close pair of `s` (in place), keeping the
+ * brackets: "f(int, char) const" -> "f() const". Returns 1 if it removed anything. */
+static int drop_last(char *s, char open, char close)
+{
+	char *c = strrchr(s, close);
+	int depth = 0;
+	if (!c)
+		return 0;
+	for (char *q = c; q >= s; q--) {
+		if (*q == close)
+			depth++;
+		else if (*q == open && --depth == 0) {
+			if (c - q <= 1)
+				return 0;
+			memmove(q + 1, c, strlen(c) + 1);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Fits a function name into `w` columns, shortening C++ names the way a reader would: the
+ * parameter list goes first, then template arguments ("Worker<>"), then leading namespaces
+ * ("...::Worker<>::run()"); an identifier still too long keeps its start ("run_th..."). */
+static const char *fit_tail(const char *s, int w, char *buf, size_t cap)
+{
+	size_t n = strlen(s);
+	if ((int)n <= w || w < 8)
+		return s;
+	snprintf(buf, cap, "%s", s);
+	drop_last(buf, '(', ')');
+	for (int i = 0; i < 16 && (int)strlen(buf) > w; i++)
+		if (!drop_last(buf, '<', '>'))
+			break;
+	/* leading qualifiers: cut at a top-level "::" until it fits */
+	while ((int)strlen(buf) > w) {
+		/* after a first cut buf is "...::rest": look for the next "::" in rest */
+		char *start = strncmp(buf, "...::", 5) ? buf : buf + 5, *cut = NULL;
+		int depth = 0;
+		for (char *q = start; *q && !cut; q++) {
+			if (*q == '<' || *q == '(')
+				depth++;
+			else if ((*q == '>' || *q == ')') && depth > 0)
+				depth--;
+			else if (!depth && q > start && q[0] == ':' && q[1] == ':')
+				cut = q;
+		}
+		if (!cut)
+			break;
+		memmove(buf + 3, cut, strlen(cut) + 1); /* strictly shorter: cut > buf + 3 */
+		memcpy(buf, "...", 3);
+	}
+	if ((int)strlen(buf) > w) /* one identifier too long: keep its start */
+		memcpy(buf + w - 3, "...", 4);
+	return buf;
+}
+
+/* Fits `s` into `w` columns keeping its start ("libstdc++.so.6..."). */
+static const char *fit_head(const char *s, int w, char *buf, size_t cap)
+{
+	if ((int)strlen(s) <= w || w < 4)
+		return s;
+	snprintf(buf, cap, "%.*s...", w - 3, s);
+	return buf;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = path ? strrchr(path, '/') : NULL;
+	return s ? s + 1 : path;
+}
+
+/* "file.c:123" (basename), or "-" when unknown. */
+static const char *source_of(const char *file, int line, char *buf, size_t cap)
+{
+	if (!file)
+		return "-";
+	if (line > 0)
+		snprintf(buf, cap, "%s:%d", base_name(file), line);
+	else
+		snprintf(buf, cap, "%s", base_name(file));
+	return buf;
+}
+
+static void banner(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void banner(struct text *t, const char *fmt, ...)
+{
+	char title[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(title, sizeof(title), fmt, ap);
+	va_end(ap);
+	int pad = (int)(sizeof(rule) - 1 - strlen(title)) / 2;
+	fprintf(t->out, "\n%s\n%*s%s\n%s\n", rule, pad > 0 ? pad : 0, "", title, rule);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Counting. wp_resolved_count recounts funcs[].self/.total in place: the resolved profile is
+ * the caller's, made for this report (report.c), so we recount it per filter and leave it
+ * counted over every sample again when done. */
+
+struct keep_arg {
+	const struct wp_profile *p;
+	const char *sel; /* --thread */
+	int by_tid;
+	uint32_t tid;
+};
+
+static int keep(const struct wp_rstack *s, void *arg)
+{
+	const struct keep_arg *k = arg;
+	if (k->by_tid && s->tid != k->tid)
+		return 0;
+	return !k->sel || wp_thread_matches(k->p, s->tid, k->sel);
+}
+
+static int kept(const struct text *t, const struct wp_rstack *s)
+{
+	return !t->o->thread || wp_thread_matches(t->p, s->tid, t->o->thread);
+}
+
+static int by_self(const void *a, const void *b, void *arg)
+{
+	const struct wp_func *f = arg, *x = &f[*(const uint32_t *)a], *y = &f[*(const uint32_t *)b];
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static int by_total(const void *a, const void *b, void *arg)
+{
+	const struct wp_func *f = arg, *x = &f[*(const uint32_t *)a], *y = &f[*(const uint32_t *)b];
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	return by_self(a, b, arg);
+}
+
+/* Ids of the functions with samples (self, or total when `with_total`), sorted. */
+static uint32_t *ranked(const struct wp_resolved *r, int total_order, size_t *n)
+{
+	uint32_t *ids = malloc((r->nfuncs + 1) * sizeof(*ids));
+	*n = 0;
+	if (!ids)
+		return NULL;
+	for (size_t i = 0; i < r->nfuncs; i++)
+		if (total_order ? r->funcs[i].total : r->funcs[i].self)
+			ids[(*n)++] = (uint32_t)i;
+	qsort_r(ids, *n, sizeof(*ids), total_order ? by_total : by_self, r->funcs);
+	return ids;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Header and statistics */
+
+static uint64_t meta(const struct text *t, const char *key)
+{
+	long long v = wp_profile_meta_ll(t->p, key, 0);
+	return v > 0 ? (uint64_t)v : 0;
+}
+
+static void exit_line(struct text *t, char *buf, size_t cap)
+{
+	int st;
+	if (t->o->have_exit_status) {
+		st = t->o->exit_status;
+	} else {
+		const char *v = wp_profile_meta(t->p, "exit_status");
+		if (!v || !*v) {
+			buf[0] = 0;
+			return;
+		}
+		st = atoi(v);
+	}
+	if (WIFEXITED(st)) {
+		snprintf(buf, cap, "exited with status %d", WEXITSTATUS(st));
+	} else if (WIFSIGNALED(st)) {
+		const char *abbrev = sigabbrev_np(WTERMSIG(st));
+		snprintf(buf, cap, "killed by %s%s (signal %d)%s", abbrev ? "SIG" : "",
+			 abbrev ? abbrev : "a signal", WTERMSIG(st),
+			 WCOREDUMP(st) ? ", core dumped" : "");
+	} else {
+		snprintf(buf, cap, "ended with status 0x%x", st);
+	}
+}
+
+/* Lifetime of all threads added up, in ns: the time during which samples could be taken. A
+ * thread that did not exit lived until the end of the run. */
+static uint64_t thread_time(const struct text *t)
+{
+	uint64_t sum = 0, duration = meta(t, "duration_ns");
+	for (size_t i = 0; i < t->p->nthreads; i++) {
+		const struct wp_thread *th = &t->p->threads[i];
+		uint64_t end = (th->flags & WP_THREAD_EXITED) || !duration ? th->last_ns : duration;
+		if (end > th->first_ns)
+			sum += end - th->first_ns;
+	}
+	if (!sum)
+		sum = duration * (t->p->nthreads ? t->p->nthreads : 1);
+	return sum;
+}
+
+static void header(struct text *t)
+{
+	const struct wp_profile *p = t->p;
+	const char *cmd = wp_profile_meta(p, "command");
+	const char *mode = wp_profile_meta(p, "mode");
+	char ex[128], b[160];
+	uint64_t duration = meta(t, "duration_ns"), user = meta(t, "cpu_user_ns"),
+		 sys = meta(t, "cpu_sys_ns"), sampler = meta(t, "sampler_cpu_ns");
+	uint64_t hz = meta(t, "hz"), ticks = meta(t, "ticks"), late = meta(t, "ticks_late");
+
+	fprintf(t->out, "%s\n%*sWALLPROF PROFILE\n%s\n", rule, 32, "", rule);
+	exit_line(t, ex, sizeof(ex));
+	fprintf(t->out, "[RUN]     %s\n", cmd && *cmd ? fit_head(cmd, WIDTH - 10, b, sizeof(b))
+						 : "(command unknown)");
+	if (meta(t, "pid") || *ex) {
+		fprintf(t->out, "[RUN]     ");
+		if (meta(t, "pid"))
+			fprintf(t->out, "pid %llu%s", (unsigned long long)meta(t, "pid"), *ex ? ", " : "");
+		fprintf(t->out, "%s\n", ex);
+	}
+	if (duration) {
+		fprintf(t->out, "[RUN]     wall time %s, CPU time %s (user %s, system %s)", dur(duration),
+			dur(user + sys), dur(user), dur(sys));
+		fprintf(t->out, ": %.2f cores busy\n", (double)(user + sys) / (double)duration);
+	}
+	if (!mode || !strcmp(mode, "wall")) {
+		long long per = wp_profile_meta_ll(p, "threads_per_tick", -1);
+		if (per > 0)
+			snprintf(b, sizeof(b), "up to %lld threads a tick", per);
+		else
+			snprintf(b, sizeof(b), "every thread every tick");
+		fprintf(t->out, "[CONFIG]  mode wall: threads sampled running or waiting (%s)\n", b);
+	} else {
+		fprintf(t->out, "[CONFIG]  mode %s: threads sampled in proportion to the CPU time they "
+				"use\n", mode);
+	}
+	if (hz && duration) {
+		uint64_t samples = wp_profile_total_samples(p);
+		if (t->wall) {
+			double tps = (double)ticks * 1e9 / (double)duration;
+			double per_thread = (double)samples * 1e9 / (double)thread_time(t);
+			fprintf(t->out, "[CONFIG]  rate asked %s Hz; delivered %.0f ticks/s, %.0f samples "
+					"per thread-second\n", num(hz), tps, per_thread);
+			if (ticks && late * 10 > ticks)
+				fprintf(t->out, "[WARNING] %s of %s ticks came late (the machine was busy or "
+						"the sampler could not keep up):\n          expect fewer "
+						"samples than asked, or try a lower --hz\n", num(late), num(ticks));
+		} else {
+			uint64_t cpu = user + sys > sampler ? user + sys - sampler : 0;
+			fprintf(t->out, "[CONFIG]  rate asked %s Hz; delivered %.0f samples per CPU-second "
+					"(%s in %s of CPU)\n",
+				num(hz), cpu ? (double)samples * 1e9 / (double)cpu : 0.0, num(samples),
+				dur(cpu));
+		}
+	}
+	if (t->o->thread) {
+		uint64_t all = wp_profile_total_samples(p);
+		fprintf(t->out, "[FILTER]  --thread=%s: %s of %s samples (%.1f%%)\n", t->o->thread,
+			num(t->total), num(all), pct(t->total, all));
+	}
+	const char *w = wp_symbolizer_warnings(t->r->sym);
+	while (w && *w) {
+		const char *nl = strchr(w, '\n');
+		int len = nl ? (int)(nl - w) : (int)strlen(w);
+		fprintf(t->out, "[WARNING] %.*s\n", len, w);
+		w += len + (nl ? 1 : 0);
+	}
+}
+
+static void stats(struct text *t)
+{
+	const struct wp_profile *p = t->p;
+	uint64_t waiting = 0, truncated = 0, nstacks = 0, threads = 0;
+	uint64_t duration = meta(t, "duration_ns"), sampler = meta(t, "sampler_cpu_ns");
+
+	for (size_t i = 0; i < t->r->nstacks; i++) {
+		const struct wp_rstack *s = &t->r->stacks[i];
+		if (!s->count || !kept(t, s))
+			continue;
+		nstacks++;
+		if (s->flags & WP_STACK_WAITING)
+			waiting += s->count;
+		if (s->flags & WP_STACK_TRUNCATED)
+			truncated += s->count;
+	}
+	for (size_t i = 0; i < p->nthreads; i++)
+		if (!t->o->thread || wp_thread_matches(p, p->threads[i].tid, t->o->thread))
+			threads++;
+	fprintf(t->out, "\n[STATS]   samples: %s", num(t->total));
+	if (t->wall)
+		fprintf(t->out, " (%s running, %s waiting)", num(t->total - waiting), num(waiting));
+	fprintf(t->out, " from %s thread%s; %s unique stacks\n", num(threads),
+		threads == 1 ? "" : "s", num(nstacks));
+
+	/* Missed samples, by cause (the agent's missed_<cause> keys), for the whole run. */
+	uint64_t missed = 0;
+	char causes[512] = "";
+	size_t cl = 0;
+	for (size_t i = 0; i < p->nmeta; i++) {
+		const char *k = p->meta[i].key;
+		if (strncmp(k, "missed_", 7))
+			continue;
+		long long v = wp_profile_meta_ll(p, k, 0);
+		if (v <= 0 || wp_profile_meta(p, k) != p->meta[i].value)
+			continue; /* zero, or a key repeated later (the last one counts) */
+		missed += (uint64_t)v;
+		if (cl < sizeof(causes))
+			cl += (size_t)snprintf(causes + cl, sizeof(causes) - cl, "%s%s %s",
+					       cl ? ", " : "", k + 7, num((uint64_t)v));
+	}
+	uint64_t taken = wp_profile_total_samples(p);
+	if (missed)
+		fprintf(t->out, "[STATS]   missed samples: %s (%.1f%% of attempts): %s\n", num(missed),
+			pct(missed, missed + taken), causes);
+	else
+		fprintf(t->out, "[STATS]   missed samples: none\n");
+
+	fprintf(t->out, "[STATS]   truncated stacks: %s", num(truncated));
+	if (truncated)
+		fprintf(t->out, " samples (%.1f%%): their callers are missing from the call graph",
+			pct(truncated, t->total));
+	fputc('\n', t->out);
+
+	uint64_t wn = meta(t, "window_n");
+	if (wn)
+		fprintf(t->out, "[STATS]   thread suspension per sample: p50 %s, p99 %s, max %s "
+				"(%s suspensions)\n",
+			dur(meta(t, "window_p50_ns")), dur(meta(t, "window_p99_ns")),
+			dur(meta(t, "window_max_ns")), num(wn));
+	if (duration && wp_profile_meta(p, "sampler_cpu_ns"))
+		fprintf(t->out, "[STATS]   sampler CPU time: %s (%.1f%% of one core)\n", dur(sampler),
+			pct(sampler, duration));
+
+	/* Estimated overhead on the program, two parts:
+	 *   suspension = window_sum_ns / (sum over threads of their lifetime): the share of its
+	 *                life a thread spent held by the sampler (an upper bound: a thread held
+	 *                while it was blocked anyway lost nothing);
+	 *   sampler    = sampler_cpu_ns / (duration_ns × CPUs): the share of the machine the
+	 *                sampler thread used, which the program could not use when it wanted
+	 *                every CPU (CPUs: the "ncpus" META key, else this machine's count).
+	 * overhead ≈ suspension + sampler. */
+	if (duration) {
+		long ncpu = (long)wp_profile_meta_ll(p, "ncpus", 0);
+		if (ncpu <= 0)
+			ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+		if (ncpu <= 0)
+			ncpu = 1;
+		uint64_t held = meta(t, "window_sum_ns"), life = thread_time(t);
+		double susp = pct(held, life);
+		double samp = 100.0 * (double)sampler / ((double)duration * (double)ncpu);
+		fprintf(t->out, "[STATS]   estimated overhead: ~%.1f%% = %.1f%% threads held (%s in %s of "
+				"thread lifetime)\n          + %.1f%% sampler CPU (%s in %s on %ld CPU%s)\n",
+			susp + samp, susp, dur(held), dur(life), samp, dur(sampler), dur(duration), ncpu,
+			ncpu == 1 ? "" : "s");
+	}
+	for (size_t i = 0; i < p->nthreads; i++)
+		if ((p->threads[i].flags & WP_THREAD_UNSAMPLEABLE) &&
+		    (!t->o->thread || wp_thread_matches(p, p->threads[i].tid, t->o->thread)))
+			fprintf(t->out, "[WARNING] thread %s (tid %u) could not be sampled at times "
+					"(it blocks the sampling signal or did not answer)\n",
+				p->threads[i].name && *p->threads[i].name ? p->threads[i].name : "?",
+				p->threads[i].tid);
+	if (t->total && t->total < FEW_SAMPLES) {
+		double lo, hi;
+		wilson(t->total / 2, t->total, &lo, &hi);
+		fprintf(t->out, "[WARNING] only %s samples: shares below are rough (a 50%% share could "
+				"be anywhere from %.0f%% to %.0f%%).\n          Run longer or raise --hz "
+				"(this run: %s Hz).\n",
+			num(t->total), lo, hi, num(meta(t, "hz")));
+	}
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Flat profile */
+
+struct cols {
+	int func, src, mod, samples;
+};
+
+static void flat(struct text *t)
+{
+	const struct wp_resolved *r = t->r;
+	size_t n, withtotal = 0;
+	uint32_t *ids = ranked(r, 0, &n);
+	if (!ids)
+		return;
+	for (size_t i = 0; i < r->nfuncs; i++)
+		withtotal += r->funcs[i].total > 0;
+	size_t shown = n < (size_t)t->o->top ? n : (size_t)t->o->top;
+	char b1[512], b2[512], b3[512];
+
+	banner(t, "FLAT PROFILE (top %zu of %zu functions, by self time)", shown, n);
+	/* Columns: self% | 95% CI | samples | total% | function | source:line | module */
+	struct cols c = { 8, 11, 6, 7 };
+	c.samples = (int)strlen(num(r->total));
+	if (c.samples < 7)
+		c.samples = 7;
+	for (size_t i = 0; i < shown; i++) {
+		const struct wp_func *f = &r->funcs[ids[i]];
+		int fl = (int)strlen(f->name), ml = (int)strlen(f->module);
+		int sl = (int)strlen(source_of(f->file, f->line, b1, sizeof(b1)));
+		if (fl > c.func)
+			c.func = fl;
+		if (sl > c.src)
+			c.src = sl;
+		if (ml > c.mod)
+			c.mod = ml;
+	}
+	/* Everything fits in WIDTH when it can; else the module gives way first (down to 14),
+	 * then the source (down to 18), then the function (down to 20). */
+	int avail = WIDTH - (2 + 6 + 2 + 11 + 2 + c.samples + 2 + 6 + 2) - 4;
+	if (c.mod > 24)
+		c.mod = 24;
+	if (c.src > 28)
+		c.src = 28;
+	if (c.func + c.src + c.mod > avail && c.mod > 14)
+		c.mod = c.func + c.src + 14 > avail ? 14 : avail - c.func - c.src;
+	if (c.func + c.src + c.mod > avail && c.src > 18)
+		c.src = c.func + 18 + c.mod > avail ? 18 : avail - c.func - c.mod;
+	if (c.func + c.src + c.mod > avail)
+		c.func = avail - c.src - c.mod < 20 ? 20 : avail - c.src - c.mod;
+
+	fprintf(t->out, "  %6s  %-11s  %*s  %6s  %-*s  %-*s  %s\n", "self", "95% CI", c.samples,
+		"samples", "total", c.func, "function", c.src, "source:line", "module");
+	fprintf(t->out, "  %.6s  %.11s  %.*s  %.6s  %.*s  %.*s  %.*s\n", dashes, dashes, c.samples,
+		dashes, dashes, c.func, dashes, c.src, dashes, c.mod, dashes);
+	uint64_t listed = 0;
+	for (size_t i = 0; i < shown; i++) {
+		const struct wp_func *f = &r->funcs[ids[i]];
+		double lo, hi;
+		char ci[32];
+		wilson(f->self, r->total, &lo, &hi);
+		snprintf(ci, sizeof(ci), "%.1f-%.1f", lo, hi);
+		fprintf(t->out, "  %5.1f%%  %-11s  %*s  %5.1f%%  %-*s  %-*s  %s\n",
+			pct(f->self, r->total), ci, c.samples, num(f->self), pct(f->total, r->total),
+			c.func, fit_tail(f->name, c.func, b1, sizeof(b1)), c.src,
+			fit_tail(source_of(f->file, f->line, b2, sizeof(b2)), c.src, b3, sizeof(b3)),
+			fit_head(f->module, c.mod, b2, sizeof(b2)));
+		listed += f->self;
+	}
+	uint64_t nostack = 0;
+	for (size_t i = 0; i < r->nstacks; i++)
+		if (!r->stacks[i].n && kept(t, &r->stacks[i]))
+			nostack += r->stacks[i].count;
+	if (n > shown) {
+		uint64_t other = r->total - listed - nostack;
+		snprintf(b1, sizeof(b1), "(other - %s functions)", num(n - shown));
+		fprintf(t->out, "  %5.1f%%  %-11s  %*s  %6s  %s\n", pct(other, r->total), "",
+			c.samples, num(other), "", b1);
+	}
+	if (nostack)
+		fprintf(t->out, "  %5.1f%%  %-11s  %*s  %6s  %s\n", pct(nostack, r->total), "",
+			c.samples, num(nostack), "", "(no stack: the unwinder found no frame)");
+	fprintf(t->out, "  %.6s  %11s  %.*s\n", dashes, "", c.samples, dashes);
+	fprintf(t->out, "  %5.1f%%  %-11s  %*s  %6s  %s functions with samples, %s as leaf\n",
+		r->total ? 100.0 : 0.0, "", c.samples, num(r->total), "", num(withtotal), num(n));
+	free(ids);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Call graph */
+
+#define NO_FUNC UINT32_MAX
+
+struct edge {
+	UT_hash_handle hh;
+	uint64_t key; /* caller << 32 | callee; NO_FUNC for the thread's root / self time */
+	uint64_t count;
+	size_t last; /* stack index + 1 that last counted it: once per sample */
+};
+
+struct graph {
+	struct edge *edges;
+	size_t nedges;
+};
+
+static void add_edge(struct graph *g, uint32_t from, uint32_t to, uint64_t count, size_t stack)
+{
+	uint64_t key = (uint64_t)from << 32 | to;
+	struct edge *e;
+	HASH_FIND(hh, g->edges, &key, sizeof(key), e);
+	if (!e) {
+		e = calloc(1, sizeof(*e));
+		if (!e)
+			return;
+		e->key = key;
+		HASH_ADD(hh, g->edges, key, sizeof(e->key), e);
+		g->nedges++;
+	}
+	if (e->last == stack + 1)
+		return;
+	e->last = stack + 1;
+	e->count += count;
+}
+
+struct link {
+	uint32_t func;
+	uint64_t count;
+};
+
+static int by_count(const void *a, const void *b)
+{
+	const struct link *x = a, *y = b;
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return x->func < y->func ? -1 : x->func > y->func;
+}
+
+/* One "callers:" or "callees:" list; NO_FUNC is printed as `nofunc` ((self) or (root)). */
+static void print_links(struct text *t, uint32_t of, const char *label, struct link *l, size_t n,
+			const char *nofunc)
+{
+	char b[512];
+	qsort(l, n, sizeof(*l), by_count);
+	int nw = (int)strlen(num(t->total));
+	int fw = WIDTH - (6 + 11 + 7 + 2 + nw + 2);
+	if (!n)
+		fprintf(t->out, "      %-11s(none)\n", label);
+	for (size_t i = 0; i < n && i < GRAPH_EDGES; i++) {
+		const struct wp_func *f = l[i].func == NO_FUNC ? NULL : &t->r->funcs[l[i].func];
+		const char *name = f ? f->name : nofunc;
+		char named[512];
+		if (f && !strcmp(f->name, t->r->funcs[of].name) && l[i].func != of) {
+			/* same name, another function: say which (clock_gettime in libc / vdso) */
+			snprintf(named, sizeof(named), "%s in %s", f->name, f->module);
+			name = named;
+		}
+		fprintf(t->out, "      %-11s%6.1f%%  %*s  %s\n", i ? "" : label,
+			pct(l[i].count, t->total), nw, num(l[i].count), fit_tail(name, fw, b, sizeof(b)));
+	}
+	if (n > GRAPH_EDGES) {
+		uint64_t rest = 0;
+		for (size_t i = GRAPH_EDGES; i < n; i++)
+			rest += l[i].count;
+		fprintf(t->out, "      %-11s%6.1f%%  %*s  (%zu more)\n", "", pct(rest, t->total), nw,
+			num(rest), n - GRAPH_EDGES);
+	}
+}
+
+static void call_graph(struct text *t)
+{
+	const struct wp_resolved *r = t->r;
+	struct graph g = { 0 };
+	for (size_t i = 0; i < r->nstacks; i++) {
+		const struct wp_rstack *s = &r->stacks[i];
+		if (!s->count || !s->n || !kept(t, s))
+			continue;
+		add_edge(&g, NO_FUNC, s->frames[0].func, s->count, i);
+		for (uint32_t j = 0; j + 1 < s->n; j++)
+			if (s->frames[j].func != s->frames[j + 1].func) /* recursion: not an edge */
+				add_edge(&g, s->frames[j].func, s->frames[j + 1].func, s->count, i);
+	}
+	/* Per function: how many callers and callees, to skip plain pass-throughs below. */
+	uint32_t *nin = calloc(r->nfuncs + 1, sizeof(*nin)), *nout = calloc(r->nfuncs + 1, sizeof(*nout));
+	struct link *links = malloc((g.nedges + 2) * sizeof(*links));
+	size_t n;
+	uint32_t *ids = ranked(r, 1, &n);
+	if (!nin || !nout || !links || !ids)
+		goto done;
+	struct edge *e, *tmp;
+	HASH_ITER(hh, g.edges, e, tmp) {
+		uint32_t from = (uint32_t)(e->key >> 32), to = (uint32_t)e->key;
+		if (from != NO_FUNC)
+			nout[from]++;
+		nin[to]++;
+	}
+	/* The hottest functions by total time, leaving out the plumbing of libraries and thread
+	 * roots when it is a plain link of a chain (no self time, one caller, one callee:
+	 * _start -> __libc_start_main -> main, nanosleep -> clock_nanosleep): its entry would
+	 * repeat its neighbours'. The program's own functions always count. */
+	uint32_t pick[GRAPH_FUNCS];
+	size_t npick = 0;
+	for (size_t i = 0; i < n && npick < GRAPH_FUNCS; i++) {
+		const struct wp_func *f = &r->funcs[ids[i]];
+		struct edge *root;
+		uint64_t key = (uint64_t)NO_FUNC << 32 | ids[i];
+		HASH_FIND(hh, g.edges, &key, sizeof(key), root);
+		if (!f->self && nin[ids[i]] <= 1 && nout[ids[i]] == 1 &&
+		    (f->kind != WP_KIND_PROGRAM || root))
+			continue;
+		pick[npick++] = ids[i];
+	}
+	if (!npick)
+		goto done;
+	banner(t, "CALL GRAPH (the %zu hottest functions by total time)", npick);
+	fprintf(t->out, "For each function: who called it and what it called, with the share of "
+			"all samples\nthat went through each call; (self) is time in its own code.\n");
+	char b1[512], b2[256], b3[256];
+	for (size_t k = 0; k < npick; k++) {
+		uint32_t id = pick[k];
+		const struct wp_func *f = &r->funcs[id];
+		size_t nl = 0;
+		const char *src = source_of(f->file, f->line, b2, sizeof(b2));
+		/* "[k] NAME  100.0% total, 100.0% self  (SRC, MODULE)": 41 columns besides */
+		int fw = WIDTH - 41 - (int)strlen(src) - (int)strlen(f->module);
+		fprintf(t->out, "\n[%zu] %s  %.1f%% total, %.1f%% self  (%s, %s)\n", k + 1,
+			fit_tail(f->name, fw < 20 ? 20 : fw, b1, sizeof(b1)), pct(f->total, t->total),
+			pct(f->self, t->total), fit_tail(src, 30, b3, sizeof(b3)), f->module);
+		HASH_ITER(hh, g.edges, e, tmp) {
+			if ((uint32_t)e->key == id)
+				links[nl++] = (struct link){ (uint32_t)(e->key >> 32), e->count };
+		}
+		print_links(t, id, "callers:", links, nl, "(thread root)");
+		nl = 0;
+		HASH_ITER(hh, g.edges, e, tmp) {
+			if ((uint32_t)(e->key >> 32) == id)
+				links[nl++] = (struct link){ (uint32_t)e->key, e->count };
+		}
+		if (f->self)
+			links[nl++] = (struct link){ NO_FUNC, f->self };
+		print_links(t, id, "callees:", links, nl, "(self)");
+	}
+done:
+	HASH_ITER(hh, g.edges, e, tmp) {
+		HASH_DEL(g.edges, e);
+		free(e);
+	}
+	free(nin);
+	free(nout);
+	free(links);
+	free(ids);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Threads */
+
+struct tcount {
+	UT_hash_handle hh;
+	uint32_t tid;
+	uint64_t samples, waiting;
+};
+
+static int by_samples(struct tcount *a, struct tcount *b)
+{
+	if (a->samples != b->samples)
+		return a->samples > b->samples ? -1 : 1;
+	return a->tid < b->tid ? -1 : a->tid > b->tid;
+}
+
+static void thread_sections(struct text *t)
+{
+	struct tcount *tc = NULL, *c, *tmp;
+	const struct wp_profile *p = t->p;
+	size_t nthreads = 0;
+	for (size_t i = 0; i < t->r->nstacks; i++) {
+		const struct wp_rstack *s = &t->r->stacks[i];
+		if (!s->count || !kept(t, s))
+			continue;
+		HASH_FIND(hh, tc, &s->tid, sizeof(s->tid), c);
+		if (!c) {
+			c = calloc(1, sizeof(*c));
+			if (!c)
+				break;
+			c->tid = s->tid;
+			HASH_ADD(hh, tc, tid, sizeof(c->tid), c);
+			nthreads++;
+		}
+		c->samples += s->count;
+		if (s->flags & WP_STACK_WAITING)
+			c->waiting += s->count;
+	}
+	HASH_SORT(tc, by_samples);
+	uint64_t all = wp_profile_total_samples(p);
+	size_t idle = 0, shown = 0, limit = t->o->thread ? SIZE_MAX : MAX_THREADS;
+	for (size_t i = 0; i < p->nthreads; i++) {
+		HASH_FIND(hh, tc, &p->threads[i].tid, sizeof(p->threads[i].tid), c);
+		idle += !c && (!t->o->thread || wp_thread_matches(p, p->threads[i].tid, t->o->thread));
+	}
+	banner(t, "THREADS (%zu with samples, most sampled first)", nthreads);
+	char b1[512], b2[256], b3[256];
+	uint64_t rest = 0;
+	HASH_ITER(hh, tc, c, tmp) {
+		if (shown++ >= limit) {
+			rest += c->samples;
+			continue;
+		}
+		const struct wp_thread *th = wp_profile_thread(p, c->tid);
+		fprintf(t->out, "\n%s (tid %u%s): %s samples, %.1f%% of the process",
+			th && th->name && *th->name ? th->name : "?", c->tid,
+			th && (th->flags & WP_THREAD_EXITED) ? ", exited" : "", num(c->samples),
+			pct(c->samples, all));
+		if (t->wall)
+			fprintf(t->out, "; running %.1f%%, waiting %.1f%%",
+				pct(c->samples - c->waiting, c->samples), pct(c->waiting, c->samples));
+		fputc('\n', t->out);
+		struct keep_arg k = { p, NULL, 1, c->tid };
+		wp_resolved_count(t->r, keep, &k);
+		size_t n;
+		uint32_t *ids = ranked(t->r, 0, &n);
+		if (!ids)
+			break;
+		int nw = (int)strlen(num(c->samples)), fw = 8, sw = 8;
+		for (size_t i = 0; i < n && i < THREAD_FUNCS; i++) {
+			const struct wp_func *f = &t->r->funcs[ids[i]];
+			int l1 = (int)strlen(f->name), l2 = (int)strlen(source_of(f->file, f->line, b2,
+									      sizeof(b2)));
+			fw = l1 > fw ? l1 : fw;
+			sw = l2 > sw ? l2 : sw;
+		}
+		sw = sw > 24 ? 24 : sw;
+		int room = WIDTH - (4 + 6 + 2 + nw + 2 + 2 + sw + 2) - 14;
+		fw = fw > room ? room : fw;
+		for (size_t i = 0; i < n && i < THREAD_FUNCS; i++) {
+			const struct wp_func *f = &t->r->funcs[ids[i]];
+			const char *src = fit_tail(source_of(f->file, f->line, b2, sizeof(b2)), sw, b3,
+						   sizeof(b3));
+			fprintf(t->out, "    %5.1f%%  %*s  %-*s  %-*s  %s\n", pct(f->self, c->samples),
+				nw, num(f->self), fw, fit_tail(f->name, fw, b1, sizeof(b1)), sw, src,
+				fit_head(f->module, 14, b2, sizeof(b2)));
+		}
+		if (n > THREAD_FUNCS)
+			fprintf(t->out, "    %s more function%s\n", num(n - THREAD_FUNCS),
+				n - THREAD_FUNCS == 1 ? "" : "s");
+		free(ids);
+	}
+	if (shown > limit)
+		fprintf(t->out, "\n(%s more threads with %s samples, %.1f%%: --thread=NAME|TID shows "
+				"one)\n", num(shown - limit), num(rest), pct(rest, all));
+	if (idle)
+		fprintf(t->out, "\n(%s thread%s seen but never sampled)\n", num(idle),
+			idle == 1 ? "" : "s");
+	HASH_ITER(hh, tc, c, tmp) {
+		HASH_DEL(tc, c);
+		free(c);
+	}
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+int wp_report_text(const struct wp_opts *o, const struct wp_profile *p,
+		   const struct wp_resolved *r, FILE *out)
+{
+	const char *mode = wp_profile_meta(p, "mode");
+	struct text t = { o, p, (struct wp_resolved *)r, out, !mode || strcmp(mode, "cpu"), 0 };
+	struct keep_arg k = { p, o->thread, 0, 0 };
+	wp_resolved_count(t.r, o->thread ? keep : NULL, &k);
+	t.total = t.r->total;
+	header(&t);
+	stats(&t);
+	if (!t.total) {
+		fprintf(out, "\nNo samples%s. The program may have ended before the first tick "
+			     "(raise --hz), blocked the\nsampling signal, or replaced its environment "
+			     "before the agent started.\n", o->thread ? " in this thread" : "");
+	} else {
+		flat(&t);
+		call_graph(&t);
+		thread_sections(&t);
+	}
+	/* leave the counts over every sample, as wp_resolve made them */
+	wp_resolved_count(t.r, NULL, NULL);
+	return ferror(out) ? -1 : 0;
+}

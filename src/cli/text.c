@@ -178,6 +178,33 @@ static const char *source_of(const char *file, int line, char *buf, size_t cap)
 	return buf;
 }
 
+/* Prints `len` bytes of `s` after `prefix`, broken at spaces into lines of at most WIDTH
+ * columns, continuation lines indented under the text. */
+static void wrapped(FILE *out, const char *prefix, const char *s, int len)
+{
+	int indent = (int)strlen(prefix), room = WIDTH - indent;
+	fputs(prefix, out);
+	while (len > 0) {
+		int n = len;
+		if (n > room) {
+			n = room;
+			while (n > 0 && s[n] != ' ')
+				n--;
+			if (n == 0) /* one word longer than the line: cut it */
+				n = room;
+		}
+		fprintf(out, "%.*s\n", n, s);
+		s += n;
+		len -= n;
+		while (len > 0 && *s == ' ') {
+			s++;
+			len--;
+		}
+		if (len > 0)
+			fprintf(out, "%*s", indent, "");
+	}
+}
+
 static void banner(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void banner(struct text *t, const char *fmt, ...)
 {
@@ -361,7 +388,7 @@ static void header(struct text *t)
 	while (w && *w) {
 		const char *nl = strchr(w, '\n');
 		int len = nl ? (int)(nl - w) : (int)strlen(w);
-		fprintf(t->out, "[WARNING] %.*s\n", len, w);
+		wrapped(t->out, "[WARNING] ", w, len);
 		w += len + (nl ? 1 : 0);
 	}
 }
@@ -486,7 +513,7 @@ static void flat(struct text *t)
 	for (size_t i = 0; i < r->nfuncs; i++)
 		withtotal += r->funcs[i].total > 0;
 	size_t shown = n < (size_t)t->o->top ? n : (size_t)t->o->top;
-	char b1[512], b2[512], b3[512];
+	char b1[512], b2[512], b3[512], b4[512];
 
 	banner(t, "FLAT PROFILE (top %zu of %zu functions, by self time)", shown, n);
 	/* Columns: self% | 95% CI | samples | total% | function | source:line | module */
@@ -534,7 +561,7 @@ static void flat(struct text *t)
 			pct(f->self, r->total), ci, c.samples, num(f->self), pct(f->total, r->total),
 			c.func, fit_tail(f->name, c.func, b1, sizeof(b1)), c.src,
 			fit_tail(source_of(f->file, f->line, b2, sizeof(b2)), c.src, b3, sizeof(b3)),
-			fit_head(f->module, c.mod, b2, sizeof(b2)));
+			fit_head(f->module, c.mod, b4, sizeof(b4)));
 		listed += f->self;
 	}
 	uint64_t nostack = 0;
@@ -736,6 +763,55 @@ static int by_samples(struct tcount *a, struct tcount *b)
 	return a->tid < b->tid ? -1 : a->tid > b->tid;
 }
 
+struct tname {
+	UT_hash_handle hh;
+	const char *name;
+	size_t threads;
+	uint64_t samples;
+};
+
+static int by_name_samples(struct tname *a, struct tname *b)
+{
+	if (a->samples != b->samples)
+		return a->samples > b->samples ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+/* The threads past the first `skip`, grouped by name: thread pools show up as one line. */
+static void hidden_by_name(struct text *t, struct tcount *tc, size_t skip)
+{
+	struct tname *names = NULL, *nm, *tmp;
+	struct tcount *c, *ctmp;
+	size_t i = 0, groups = 0;
+	HASH_ITER(hh, tc, c, ctmp) {
+		if (i++ < skip)
+			continue;
+		const struct wp_thread *th = wp_profile_thread(t->p, c->tid);
+		const char *name = th && th->name && *th->name ? th->name : "?";
+		HASH_FIND_STR(names, name, nm);
+		if (!nm) {
+			nm = calloc(1, sizeof(*nm));
+			if (!nm)
+				break;
+			nm->name = name;
+			HASH_ADD_KEYPTR(hh, names, name, strlen(name), nm);
+		}
+		nm->threads++;
+		nm->samples += c->samples;
+	}
+	HASH_SORT(names, by_name_samples);
+	HASH_ITER(hh, names, nm, tmp) {
+		if (groups++ < 8)
+			fprintf(t->out, "    %-24s %6s thread%s  %9s samples  %5.1f%%\n", nm->name,
+				num(nm->threads), nm->threads == 1 ? " " : "s", num(nm->samples),
+				pct(nm->samples, wp_profile_total_samples(t->p)));
+		HASH_DEL(names, nm);
+		free(nm);
+	}
+	if (groups > 8)
+		fprintf(t->out, "    (%s more names)\n", num(groups - 8));
+}
+
 static void thread_sections(struct text *t)
 {
 	struct tcount *tc = NULL, *c, *tmp;
@@ -766,7 +842,7 @@ static void thread_sections(struct text *t)
 		idle += !c && (!t->o->thread || wp_thread_matches(p, p->threads[i].tid, t->o->thread));
 	}
 	banner(t, "THREADS (%zu with samples, most sampled first)", nthreads);
-	char b1[512], b2[256], b3[256];
+	char b1[512], b2[256], b3[256], b4[256];
 	uint64_t rest = 0;
 	HASH_ITER(hh, tc, c, tmp) {
 		if (shown++ >= limit) {
@@ -774,10 +850,10 @@ static void thread_sections(struct text *t)
 			continue;
 		}
 		const struct wp_thread *th = wp_profile_thread(p, c->tid);
-		fprintf(t->out, "\n%s (tid %u%s): %s samples, %.1f%% of the process",
+		fprintf(t->out, "\n%s (tid %u%s): %s sample%s, %.1f%% of the process",
 			th && th->name && *th->name ? th->name : "?", c->tid,
 			th && (th->flags & WP_THREAD_EXITED) ? ", exited" : "", num(c->samples),
-			pct(c->samples, all));
+			c->samples == 1 ? "" : "s", pct(c->samples, all));
 		if (t->wall)
 			fprintf(t->out, "; running %.1f%%, waiting %.1f%%",
 				pct(c->samples - c->waiting, c->samples), pct(c->waiting, c->samples));
@@ -805,16 +881,18 @@ static void thread_sections(struct text *t)
 						   sizeof(b3));
 			fprintf(t->out, "    %5.1f%%  %*s  %-*s  %-*s  %s\n", pct(f->self, c->samples),
 				nw, num(f->self), fw, fit_tail(f->name, fw, b1, sizeof(b1)), sw, src,
-				fit_head(f->module, 14, b2, sizeof(b2)));
+				fit_head(f->module, 14, b4, sizeof(b4)));
 		}
 		if (n > THREAD_FUNCS)
 			fprintf(t->out, "    %s more function%s\n", num(n - THREAD_FUNCS),
 				n - THREAD_FUNCS == 1 ? "" : "s");
 		free(ids);
 	}
-	if (shown > limit)
-		fprintf(t->out, "\n(%s more threads with %s samples, %.1f%%: --thread=NAME|TID shows "
+	if (shown > limit) {
+		fprintf(t->out, "\n(%s more threads with %s samples, %.1f%%; --thread=NAME|TID shows "
 				"one)\n", num(shown - limit), num(rest), pct(rest, all));
+		hidden_by_name(t, tc, limit);
+	}
 	if (idle)
 		fprintf(t->out, "\n(%s thread%s seen but never sampled)\n", num(idle),
 			idle == 1 ? "" : "s");

@@ -31,7 +31,7 @@ _TOTAL_ROW = re.compile(r"^  +(\d+\.\d)%  +([\d,]+)  +([\d,]+) functions with sa
 _GRAPH_HEAD = re.compile(r"^\[(\d+)\] (.+?)  (\d+\.\d)% total, (\d+\.\d)% self  \((.*)\)$")
 _GRAPH_LINK = re.compile(r"^      (callers:|callees:| {8}) {3}( *\d+\.\d)%  +([\d,]+)  (.+)$")
 _GRAPH_MORE = re.compile(r"^ +(\d+\.\d)%  +([\d,]+)  \((\d+) more\)$")
-_THREAD_HEAD = re.compile(r"^(.+) \(tid (\d+)(, exited)?\): ([\d,]+) samples, (\d+\.\d)% of the "
+_THREAD_HEAD = re.compile(r"^(.+) \(tid (\d+)(, exited)?\): ([\d,]+) samples?, (\d+\.\d)% of the "
                           r"process(?:; running (\d+\.\d)%, waiting (\d+\.\d)%)?$")
 _THREAD_ROW = re.compile(r"^    +(\d+\.\d)%  +([\d,]+)  (\S.*?)  +(\S+)  +(\S+)$")
 
@@ -173,8 +173,8 @@ class TextReport:
     def _parse_threads(self):
         cur = None
         for l in self.sections["THREADS"][1]:
-            if not l.strip() or l.startswith("("):
-                continue
+            if not l.strip() or l.startswith("(") or (cur is None and l.startswith("    ")):
+                continue  # notes, and the hidden threads grouped by name
             m = _THREAD_HEAD.match(l)
             if m:
                 cur = ThreadSection(m)

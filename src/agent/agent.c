@@ -19,6 +19,7 @@
 
 #include "wallprof.h"
 
+#include "api.h"
 #include "clock.h"
 #include "config.h"
 #include "eintr.h"
@@ -110,18 +111,20 @@ static void checkpoint(void)
 
 /* ---- the end: exit, exec, fatal signal ---- */
 
-static void finish(const char *why)
+static int finish(const char *why)
 {
 	if (!atomic_exchange(&running, 0) || getpid() != owner_pid)
-		return;
+		return -ESRCH;
 	wp_sampler_stop();
 	refresh_names();
 	if (!worth_writing())
-		return;
-	if (wp_writer_write(out_path, why) == 0 && !cfg.quiet && !(why && !strcmp(why, "exec=1\n")))
+		return 0;
+	int r = wp_writer_write(out_path, why);
+	if (r == 0 && !cfg.quiet && !(why && !strcmp(why, "exec=1\n")))
 		wp_log("%llu samples from %llu threads (%llu missed) written to %s",
 		       (unsigned long long)wp_stats.samples, (unsigned long long)wp_threads_seen(),
 		       (unsigned long long)wp_stats_missed_total(), out_path);
+	return r;
 }
 
 /* Runs inside a fatal signal handler: async-signal-safe only (the writer is). */
@@ -205,26 +208,68 @@ static void atfork_child(void)
 	start();
 }
 
+/* Starts (or, after a stop, restarts with a new profile) sampling with `c`. The one-time
+ * set-up (signal, fatal handlers, fork handlers) happens on the first start. */
+int wp_agent_begin(const struct wp_config *c)
+{
+	static int initialized;
+	if (atomic_load(&running))
+		return -EALREADY;
+	cfg = *c;
+	if (cfg.test_no_retry)
+		wp_eintr_disable_retry();
+	if (!initialized) {
+		int e, sig = wp_signals_choose(cfg.signal);
+		if ((e = wp_handshake_init(sig)) != 0) {
+			wp_log("cannot start (%s); profiling is off for this run", strerror(-e));
+			return e;
+		}
+		if (wp_config_out_path(&cfg, (int)getpid(), out_path, sizeof(out_path)) == 0)
+			keep_previous_image();
+		wp_signals_install_fatal(flush_on_signal);
+		wp_sampler_atfork();
+		pthread_atfork(NULL, NULL, atfork_child);
+		initialized = 1;
+	} else {
+		wp_sampler_forget(); /* a new profile */
+	}
+	return start();
+}
+
+/* Stops sampling and writes the profile (wallprof_stop). */
+int wp_agent_end(void)
+{
+	return finish(NULL);
+}
+
+/* Writes the profile so far, sampling on (wallprof_flush). */
+int wp_agent_flush(const char *path)
+{
+	if (!atomic_load(&running) || getpid() != owner_pid)
+		return -ESRCH;
+	wp_sampler_pause();
+	refresh_names();
+	int r = wp_writer_write(path ? path : out_path, "flush=1\n");
+	wp_sampler_resume();
+	return r;
+}
+
+/* Preloaded, the agent samples from the start; linked into a program, it waits for
+ * wallprof_start() unless WALLPROF_AUTOSTART=1. */
+static int preloaded(void)
+{
+	const char *p = getenv("LD_PRELOAD");
+	return p && strstr(p, "libwallprof");
+}
+
 __attribute__((constructor)) static void wallprof_agent_init(void)
 {
 	wp_eintr_init();
-	if (wp_config_load(&cfg, getenv) != 0)
+	struct wp_config c;
+	if (wp_config_load(&c, getenv) != 0)
 		return; /* the complaint is printed; the program runs untouched */
-	if (cfg.test_no_retry)
-		wp_eintr_disable_retry();
-	int e;
-	int sig = wp_signals_choose(cfg.signal);
-	if ((e = wp_handshake_init(sig)) != 0) {
-		wp_log("cannot start (%s); profiling is off for this run", strerror(-e));
-		return;
-	}
-	if (wp_config_out_path(&cfg, (int)getpid(), out_path, sizeof(out_path)) == 0)
-		keep_previous_image();
-	if (start() != 0)
-		return;
-	wp_signals_install_fatal(flush_on_signal);
-	wp_sampler_atfork();
-	pthread_atfork(NULL, NULL, atfork_child);
+	if (c.autostart == 1 || (c.autostart == -1 && preloaded()))
+		wp_agent_begin(&c);
 }
 
 __attribute__((destructor)) static void wallprof_agent_fini(void)

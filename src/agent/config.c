@@ -38,6 +38,7 @@ int wp_config_load(struct wp_config *cfg, char *(*getenv_fn)(const char *))
 	cfg->log_fd = -1;
 	cfg->progress_fd = -1;
 	cfg->checkpoint_s = WP_DEFAULT_CHECKPOINT_S;
+	cfg->autostart = -1;
 	strcpy(cfg->out, WP_DEFAULT_OUT);
 
 	/* The log descriptor first, so complaints about the rest go where the CLI wants them. */
@@ -48,6 +49,7 @@ int wp_config_load(struct wp_config *cfg, char *(*getenv_fn)(const char *))
 	if ((v = getenv_fn("WALLPROF_PROGRESS_FD")) && parse_int(v, 3, 1 << 20, &cfg->progress_fd))
 		cfg->progress_fd = -1;
 	cfg->checkpoint_s = WP_DEFAULT_CHECKPOINT_S;
+	cfg->autostart = -1;
 
 	if ((v = getenv_fn("WALLPROF_TEST"))) {
 		cfg->test_signal_all = strstr(v, "signal-all") != NULL;
@@ -79,6 +81,15 @@ int wp_config_load(struct wp_config *cfg, char *(*getenv_fn)(const char *))
 			   "use whole seconds between checkpoints from 0 (none) to 86400");
 	if ((v = getenv_fn("WALLPROF_ROOT_PID")) && parse_int(v, 1, 1 << 30, &cfg->root_pid))
 		cfg->root_pid = 0;
+	if ((v = getenv_fn("WALLPROF_AUTOSTART"))) {
+		if (!strcmp(v, "1"))
+			cfg->autostart = 1;
+		else if (!strcmp(v, "0"))
+			cfg->autostart = 0;
+		else
+			return bad("WALLPROF_AUTOSTART", v,
+				   "use 1 (sample from the start) or 0 (wait for wallprof_start)");
+	}
 	if ((v = getenv_fn("WALLPROF_QUIET"))) {
 		if (!strcmp(v, "1"))
 			cfg->quiet = 1;

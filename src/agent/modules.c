@@ -3,6 +3,10 @@
 #include <elf.h>
 #include <errno.h>
 #include <link.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sys/prctl.h>
+#include <time.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -18,9 +22,15 @@
 #define NCHUNKS 64
 #define HISTORY_MAX (CHUNK * NCHUNKS)
 
+struct span {
+	uintptr_t lo, hi;
+};
+
 struct table {
 	struct wp_rt_module *mods;
 	size_t nmods, capmods;
+	struct span *spans; /* every PT_LOAD of every module, sorted */
+	size_t nspans, capspans;
 	struct wp_region *regions;
 	size_t nregions, capregions;
 	size_t copied;
@@ -62,6 +72,20 @@ static int push_region(struct table *t, uintptr_t addr, size_t len, const void *
 	}
 	t->regions[t->nregions++] = (struct wp_region){ a, e - a, copy };
 	t->copied += e - a;
+	return 0;
+}
+
+static int push_span(struct table *t, uintptr_t lo, uintptr_t hi)
+{
+	if (t->nspans == t->capspans) {
+		size_t n = t->capspans ? t->capspans * 2 : 128;
+		struct span *p = realloc(t->spans, n * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		t->spans = p;
+		t->capspans = n;
+	}
+	t->spans[t->nspans++] = (struct span){ lo, hi };
 	return 0;
 }
 
@@ -267,6 +291,12 @@ static int build_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	int first = c->index++ == 0;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD &&
+		    push_span(c->t, info->dlpi_addr + ph->p_vaddr,
+			      info->dlpi_addr + ph->p_vaddr + ph->p_memsz)) {
+			c->err = -ENOMEM;
+			return 1;
+		}
 		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
 			continue;
 		struct wp_rt_module *m = push_module(c->t);
@@ -291,6 +321,12 @@ static int cmp_mod(const void *a, const void *b)
 	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
+static int cmp_span(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
 static int cmp_region(const void *a, const void *b)
 {
 	const struct wp_region *x = a, *y = b;
@@ -303,6 +339,7 @@ static void free_table(struct table *t)
 		free((void *)t->regions[i].data);
 	free(t->regions);
 	free(t->mods);
+	free(t->spans);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -335,25 +372,51 @@ static void mark_unloaded(const struct table *t)
 	}
 }
 
-int wp_modules_rebuild(void)
+/* A table built by the watcher, waiting for the sampler to adopt it between two ticks. */
+static struct table *_Atomic pending;
+
+/* Builds a table of what is loaded now into *t. */
+static int build(struct table *t)
 {
-	struct table t = { 0 };
-	struct build_ctx c = { &t, 0, 0, 0, 0 };
+	struct build_ctx c = { t, 0, 0, 0, 0 };
+	memset(t, 0, sizeof(*t));
 	dl_iterate_phdr(build_cb, &c);
 	if (c.err) {
-		free_table(&t);
+		free_table(t);
 		return c.err;
 	}
-	add_sigreturn_trampoline(&t);
-	qsort(t.mods, t.nmods, sizeof(*t.mods), cmp_mod);
-	qsort(t.regions, t.nregions, sizeof(*t.regions), cmp_region);
-	mark_unloaded(&t);
-	free_table(&cur);
-	cur = t;
+	add_sigreturn_trampoline(t);
+	qsort(t->mods, t->nmods, sizeof(*t->mods), cmp_mod);
+	qsort(t->regions, t->nregions, sizeof(*t->regions), cmp_region);
+	qsort(t->spans, t->nspans, sizeof(*t->spans), cmp_span);
+	mark_unloaded(t);
 	seen_adds = c.adds;
 	seen_subs = c.subs;
+	return 0;
+}
+
+int wp_modules_rebuild(void)
+{
+	struct table t;
+	int e = build(&t);
+	if (e)
+		return e;
+	free_table(&cur);
+	cur = t;
 	generation++;
 	return 0;
+}
+
+int wp_modules_adopt(void)
+{
+	struct table *t = atomic_exchange(&pending, NULL);
+	if (!t)
+		return 0;
+	free_table(&cur);
+	cur = *t;
+	free(t);
+	generation++;
+	return 1;
 }
 
 static int peek_cb(struct dl_phdr_info *info, size_t size, void *arg)
@@ -372,7 +435,126 @@ int wp_modules_refresh(void)
 	dl_iterate_phdr(peek_cb, v);
 	if (v[0] == seen_adds && v[1] == seen_subs)
 		return 0;
-	return wp_modules_rebuild() == 0;
+	struct table *t = malloc(sizeof(*t));
+	if (!t || build(t) != 0) {
+		free(t);
+		return 0;
+	}
+	struct table *old = atomic_exchange(&pending, t);
+	if (old) {
+		free_table(old);
+		free(old);
+	}
+	return 1;
+}
+
+/* ---- the watcher thread ----
+ * dl_iterate_phdr takes the loader lock, which the program may hold for long stretches (its
+ * own dl_iterate_phdr callbacks, a slow dlopen). Waiting for it is this thread's job, never
+ * the sampler's: the sampler only adopts a finished table between two ticks. */
+
+static pthread_t watcher;
+static int watching;
+static _Atomic uint32_t watch_stop;
+static _Atomic pid_t watcher_tid;
+/* Held around every dl_iterate_phdr of the watcher, so fork() can wait until the watcher
+ * holds no loader lock (see wp_sampler_atfork). */
+static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
+static int fork_locked;
+
+static void *watch(void *arg)
+{
+	atomic_store(&watcher_tid, (pid_t)syscall(SYS_gettid));
+	syscall(SYS_futex, (uint32_t *)&watcher_tid, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
+	prctl(PR_SET_NAME, "wallprof-mods", 0, 0, 0);
+	while (!atomic_load(&watch_stop)) {
+		pthread_mutex_lock(&watch_lock);
+		wp_modules_refresh();
+		pthread_mutex_unlock(&watch_lock);
+		struct timespec ts = { 0, 50 * 1000000 };
+		syscall(SYS_futex, (uint32_t *)&watch_stop, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, 0, &ts,
+			NULL, 0);
+	}
+	return NULL;
+}
+
+int wp_modules_watch_start(void)
+{
+	if (watching)
+		return 0;
+	atomic_store(&watch_stop, 0);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 128 << 10);
+	int e = pthread_create(&watcher, &attr, watch, NULL);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (e)
+		return -e;
+	watching = 1;
+	/* Its tid must be known before the sampler lists threads, or it would be sampled. */
+	for (int i = 0; i < 100 && !atomic_load(&watcher_tid); i++) {
+		struct timespec ts = { 0, 10 * 1000000 };
+		syscall(SYS_futex, (uint32_t *)&watcher_tid, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, 0, &ts,
+			NULL, 0);
+	}
+	return 0;
+}
+
+void wp_modules_watch_stop(void)
+{
+	if (!watching)
+		return;
+	atomic_store(&watch_stop, 1);
+	syscall(SYS_futex, (uint32_t *)&watch_stop, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 2;
+	if (pthread_timedjoin_np(watcher, NULL, &ts) != 0)
+		pthread_detach(watcher); /* stuck behind the program's loader lock: let it be */
+	watching = 0;
+	atomic_store(&watcher_tid, 0);
+}
+
+pid_t wp_modules_watcher_tid(void)
+{
+	return atomic_load(&watcher_tid);
+}
+
+void wp_modules_fork_prepare(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += 200 * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	fork_locked = watching && pthread_mutex_timedlock(&watch_lock, &ts) == 0;
+}
+
+void wp_modules_fork_parent(void)
+{
+	if (fork_locked)
+		pthread_mutex_unlock(&watch_lock);
+	fork_locked = 0;
+}
+
+void wp_modules_fork_child(void)
+{
+	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+	watch_lock = fresh;
+	fork_locked = 0;
+	watching = 0; /* the watcher does not exist here */
+	atomic_store(&watcher_tid, 0);
+	struct table *t = atomic_exchange(&pending, NULL);
+	if (t) {
+		free_table(t);
+		free(t);
+	}
 }
 
 int wp_modules_init(void)
@@ -418,6 +600,21 @@ const uint8_t *wp_modules_read(uintptr_t addr, size_t len)
 			return len <= r->addr + r->len - addr ? r->data + (addr - r->addr) : NULL;
 	}
 	return NULL;
+}
+
+int wp_modules_contains(uintptr_t addr)
+{
+	size_t lo = 0, hi = cur.nspans;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (addr < cur.spans[mid].lo)
+			hi = mid;
+		else if (addr >= cur.spans[mid].hi)
+			lo = mid + 1;
+		else
+			return 1;
+	}
+	return 0;
 }
 
 unsigned wp_modules_generation(void)

@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "../common/format.h"
 
@@ -44,16 +45,27 @@ struct wp_module_rec {
 /* Builds the first table. Returns 0 or -ENOMEM. */
 int wp_modules_init(void);
 /* Cheap check (one dl_iterate_phdr callback) whether objects were loaded or unloaded since the
- * last build; rebuilds if so. Returns 1 when the table changed, 0 when not. Outside windows
- * only. */
+ * last build; if so builds a new table for the sampler to adopt. Returns 1 when it did. The
+ * watcher thread's job: it may block on the loader lock. */
 int wp_modules_refresh(void);
-/* Forces a rebuild (e.g. an unwind met a pc outside every known module). */
+/* Builds the table in place, at once (the sampler's first set-up). */
 int wp_modules_rebuild(void);
+/* Sampler thread, between ticks: takes over a table the watcher built. 1 when it did. */
+int wp_modules_adopt(void);
+/* The watcher thread (named "wallprof-mods", all signals blocked, never sampled). */
+int wp_modules_watch_start(void);
+void wp_modules_watch_stop(void);
+pid_t wp_modules_watcher_tid(void);
+void wp_modules_fork_prepare(void);
+void wp_modules_fork_parent(void);
+void wp_modules_fork_child(void);
 
 /* Lookups for the unwinder; no locks, no allocation. */
 const struct wp_rt_module *wp_modules_find(uintptr_t pc);
 /* The private copy covering [addr, addr+len), or NULL. */
 const uint8_t *wp_modules_read(uintptr_t addr, size_t len);
+/* Whether addr lies in a loaded module's image (any segment), copied or not. */
+int wp_modules_contains(uintptr_t addr);
 /* Bumped on every rebuild, so the unwinder knows to flush libunwind's caches. */
 unsigned wp_modules_generation(void);
 

@@ -131,6 +131,13 @@ static int was_in_syscall(const greg_t *g, const uint8_t code[4], int have_code)
 	return (after && (rax == -EINTR || (rax <= -512 && rax >= -516))) || at;
 }
 
+/* How many sampling intervals a sample worth `weight_ns` stands for (at least one). */
+static uint32_t units_of(uint64_t weight_ns)
+{
+	uint64_t u = (weight_ns + interval_ns / 2) / interval_ns;
+	return u < 1 ? 1 : u > 100000 ? 100000 : (uint32_t)u;
+}
+
 static void miss(enum wp_miss why)
 {
 	wp_stats.missed[why]++;
@@ -159,7 +166,8 @@ static void record_copy(struct wp_athread *t, const greg_t *gregs, size_t stack_
 	} else if (res.max_sp > t->stack_top) {
 		t->stack_top = res.max_sp;
 	}
-	if (!wp_stacks_add(t, pcs, res.n, flags, weight_ns, (now - start_ns) / 1000)) {
+	if (!wp_stacks_add(t, pcs, res.n, flags, units_of(weight_ns), weight_ns,
+			   (now - start_ns) / 1000)) {
 		miss(WP_MISS_MEMORY);
 		return;
 	}
@@ -212,8 +220,14 @@ static void sample_signalled(struct wp_athread *t, uint64_t weight_ns, uint64_t 
 				   { (void *)((uintptr_t)gregs[REG_RIP] - 2), sizeof(code) } };
 	/* process_vm_readv on ourselves cannot fault: it stops at the first unmapped byte. */
 	ssize_t got = process_vm_readv(pid, local, 2, remote, 2, 0);
+	/* Its CPU clock now, while it is still held (spinning in our handler): anything it
+	 * runs after this, even just blocking, moves the clock past this value, so the next
+	 * tick never mistakes a thread that ran for one that did not. */
+	int64_t held_cpu = wp_thread_cpu_ns(t->tid);
 	uint64_t window;
 	enum wp_hs_result rr = wp_handshake_resume(ticket, &window);
+	if (held_cpu >= 0)
+		t->last_cpu_ns = held_cpu;
 	/* ---- the thread runs again ---- */
 
 	t->timeouts = 0;
@@ -324,9 +338,9 @@ static int sample_unmoved(struct wp_athread *t, uint64_t weight_ns, uint64_t now
 		return 0;
 	uint64_t rel_us = (now - start_ns) / 1000;
 	if (last->flags & WP_STACK_WAITING) {
-		wp_stacks_again(t, last, weight_ns, rel_us);
+		wp_stacks_again(t, last, units_of(weight_ns), weight_ns, rel_us);
 	} else if (!wp_stacks_add(t, last->pcs, last->nframes, last->flags | WP_STACK_WAITING,
-				  weight_ns, rel_us)) {
+				  units_of(weight_ns), weight_ns, rel_us)) {
 		miss(WP_MISS_MEMORY);
 		return 1;
 	}
@@ -342,15 +356,21 @@ static void tick_wall(uint64_t now)
 	if (!n)
 		return;
 	size_t k = cfg.threads == 0 || (size_t)cfg.threads > n ? n : (size_t)cfg.threads;
-	/* Each sample stands for interval * n / k of that thread's wall time. */
-	uint64_t weight = interval_ns * n / k;
+	/* Each sample stands for the wall time since the previous tick (the interval, or more
+	 * when this tick came late on a busy machine), times n / k for the threads not chosen. */
+	static uint64_t prev_tick;
+	uint64_t since = prev_tick && now > prev_tick ? now - prev_tick : interval_ns;
+	prev_tick = now;
+	if (since > 100 * interval_ns)
+		since = 100 * interval_ns; /* e.g. the machine was suspended: do not invent time */
+	uint64_t weight = since * n / k;
 	for (size_t i = 0; i < k; i++) {
 		/* Partial Fisher-Yates: live[i] becomes a uniformly chosen remaining thread. */
 		size_t j = i + next_rand() % (n - i);
 		struct wp_athread *t = live[j];
 		live[j] = live[i];
 		live[i] = t;
-		if (!t->alive || backed_off(t, now))
+		if (!t->alive || backed_off(t, now) || wp_threads_is_excluded(t->tid))
 			continue;
 		if (!cfg.test_signal_all) {
 			if (sample_unmoved(t, weight, now))
@@ -359,9 +379,6 @@ static void tick_wall(uint64_t now)
 				continue;
 		}
 		sample_signalled(t, weight, now);
-		int64_t cpu = wp_thread_cpu_ns(t->tid);
-		if (cpu >= 0)
-			t->last_cpu_ns = cpu; /* our own handshake's CPU must not look like work */
 	}
 }
 
@@ -374,7 +391,7 @@ static void tick_cpu(uint64_t now)
 	size_t polls = n < CPU_POLLS_PER_TICK ? n : CPU_POLLS_PER_TICK;
 	for (size_t i = 0; i < polls; i++) {
 		struct wp_athread *t = live[(cursor + i) % n];
-		if (!t->alive)
+		if (!t->alive || wp_threads_is_excluded(t->tid))
 			continue;
 		int64_t cpu = wp_thread_cpu_ns(t->tid);
 		if (cpu < 0) {
@@ -447,6 +464,7 @@ static void *run(void *arg)
 		}
 		ready = 1;
 	}
+	wp_modules_watch_start();
 	pthread_mutex_unlock(&tick_lock);
 	rng ^= wp_now_ns() ^ ((uint64_t)pid << 32);
 	wp_threads_init(sampler_tid);
@@ -469,7 +487,9 @@ static void *run(void *arg)
 		}
 		pthread_mutex_lock(&tick_lock);
 		wp_stats.ticks++;
-		wp_modules_refresh();
+		/* New or unloaded libraries: the watcher thread waits for the loader lock and
+		 * builds the table; the sampler never takes that lock. */
+		wp_modules_adopt();
 		wp_threads_refresh(now, start_ns);
 		if (cfg.mode == WP_MODE_CPU)
 			tick_cpu(now);
@@ -518,6 +538,7 @@ static void fork_prepare(void)
 {
 	if (!started || syscall(SYS_gettid) == atomic_load(&sampler_tid))
 		return;
+	wp_modules_fork_prepare();
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ts.tv_nsec += 200 * 1000000;
@@ -530,6 +551,7 @@ static void fork_prepare(void)
 
 static void fork_parent(void)
 {
+	wp_modules_fork_parent();
 	if (fork_locked)
 		pthread_mutex_unlock(&tick_lock);
 	fork_locked = 0;
@@ -541,6 +563,17 @@ static void fork_child(void)
 	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
 	tick_lock = fresh;
 	fork_locked = 0;
+	wp_modules_fork_child();
+}
+
+void wp_sampler_pause(void)
+{
+	pthread_mutex_lock(&tick_lock);
+}
+
+void wp_sampler_resume(void)
+{
+	pthread_mutex_unlock(&tick_lock);
 }
 
 void wp_sampler_atfork(void)
@@ -622,6 +655,7 @@ void wp_sampler_stop(void)
 	ts.tv_sec += 2;
 	if (pthread_timedjoin_np(thread, NULL, &ts) != 0)
 		wp_log("the sampler did not stop within 2 s; writing what it has");
+	wp_modules_watch_stop();
 	started = 0;
 }
 

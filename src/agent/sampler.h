@@ -17,6 +17,9 @@ void wp_sampler_stop(void);
  * until its loop has exited or `timeout_ns` passed. Returns 0 when it stopped. Returns at
  * once (nonzero) when called on the sampler thread itself. */
 int wp_sampler_stop_async(uint64_t timeout_ns);
+/* Holds the sampler between two ticks (its tables are then consistent and still). */
+void wp_sampler_pause(void);
+void wp_sampler_resume(void);
 /* Registers the fork handlers that keep fork from catching the sampler mid-tick. Call before
  * the agent's own atfork child handler is registered (so it runs first in the child). */
 void wp_sampler_atfork(void);

@@ -46,22 +46,23 @@ static void timeline_add(struct wp_athread *t, uint32_t id, uint64_t rel_us)
 	t->tl_count++;
 }
 
-static void count(struct wp_athread *t, struct wp_stack_entry *e, uint64_t weight_ns,
-		  uint64_t rel_us)
+static void count(struct wp_athread *t, struct wp_stack_entry *e, uint32_t units,
+		  uint64_t weight_ns, uint64_t rel_us)
 {
-	e->count++;
+	e->count += units;
 	e->weight_ns += weight_ns;
-	t->samples++;
+	t->samples += units;
 	if (e->flags & WP_STACK_WAITING)
-		t->waiting++;
+		t->waiting += units;
 	else
-		t->running++;
+		t->running += units;
 	t->last_stack = e;
 	timeline_add(t, e->id, rel_us);
 }
 
 struct wp_stack_entry *wp_stacks_add(struct wp_athread *t, const uint64_t *pcs, uint32_t n,
-				     uint32_t flags, uint64_t weight_ns, uint64_t rel_us)
+				     uint32_t flags, uint32_t units, uint64_t weight_ns,
+				     uint64_t rel_us)
 {
 	struct {
 		uint32_t tid, flags, nframes, pad;
@@ -90,14 +91,14 @@ struct wp_stack_entry *wp_stacks_add(struct wp_athread *t, const uint64_t *pcs, 
 		HASH_ADD_KEYPTR(hh, table, &e->tid, keylen, e);
 		bytes += sizeof(*e) + n * sizeof(uint64_t) + sizeof(UT_hash_handle);
 	}
-	count(t, e, weight_ns, rel_us);
+	count(t, e, units, weight_ns, rel_us);
 	return e;
 }
 
-void wp_stacks_again(struct wp_athread *t, struct wp_stack_entry *e, uint64_t weight_ns,
-		     uint64_t rel_us)
+void wp_stacks_again(struct wp_athread *t, struct wp_stack_entry *e, uint32_t units,
+		     uint64_t weight_ns, uint64_t rel_us)
 {
-	count(t, e, weight_ns, rel_us);
+	count(t, e, units, weight_ns, rel_us);
 }
 
 struct wp_stack_entry *wp_stacks_all(void)

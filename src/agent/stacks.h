@@ -28,14 +28,16 @@ struct wp_stack_entry {
 	uint64_t pcs[];
 };
 
-/* Counts one sample of `t` with this stack (pcs leaf first), worth `weight_ns` of wall or
- * CPU time, taken at `rel_us` after the run's start. Returns the entry, or NULL when out of
- * memory (the sample is then counted as lost). */
+/* Counts a sample of `t` with this stack (pcs leaf first), taken at `rel_us` after the run's
+ * start, standing for `units` sampling intervals (more than one when the tick came late, or
+ * in cpu mode when CPU time accrued between looks) and `weight_ns` of wall or CPU time.
+ * Returns the entry, or NULL when out of memory (the sample is then counted as lost). */
 struct wp_stack_entry *wp_stacks_add(struct wp_athread *t, const uint64_t *pcs, uint32_t n,
-				     uint32_t flags, uint64_t weight_ns, uint64_t rel_us);
-/* Counts one more sample of an existing entry (a thread that has not moved). */
-void wp_stacks_again(struct wp_athread *t, struct wp_stack_entry *e, uint64_t weight_ns,
-		     uint64_t rel_us);
+				     uint32_t flags, uint32_t units, uint64_t weight_ns,
+				     uint64_t rel_us);
+/* The same for an existing entry (a thread that has not moved). */
+void wp_stacks_again(struct wp_athread *t, struct wp_stack_entry *e, uint32_t units,
+		     uint64_t weight_ns, uint64_t rel_us);
 
 struct wp_stack_entry *wp_stacks_all(void);
 /* Forgets every stack (a fork child starts its own profile). */

@@ -3,6 +3,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -11,6 +13,7 @@
 
 #include "../common/format.h"
 #include "log.h"
+#include "modules.h"
 
 struct linux_dirent64 {
 	uint64_t d_ino;
@@ -31,8 +34,81 @@ static uint64_t last_list_ns;
 static uint64_t seen_total;
 static char dents[1 << 16];
 
+/* Fixed tables: written by the program's threads through the API, read by the sampler, so
+ * entries are claimed with a CAS and never move. */
+#define NPICKS 256
+static _Atomic pid_t excluded[NPICKS];
+static struct {
+	_Atomic pid_t tid;
+	char name[16];
+} named[NPICKS];
+
+int wp_threads_exclude(pid_t tid, int exclude)
+{
+	for (int i = 0; i < NPICKS; i++)
+		if (atomic_load(&excluded[i]) == tid) {
+			if (!exclude)
+				atomic_store(&excluded[i], 0);
+			return 0;
+		}
+	if (!exclude)
+		return 0;
+	for (int i = 0; i < NPICKS; i++) {
+		pid_t zero = 0;
+		if (atomic_compare_exchange_strong(&excluded[i], &zero, tid))
+			return 0;
+	}
+	return -ENOSPC;
+}
+
+int wp_threads_is_excluded(pid_t tid)
+{
+	for (int i = 0; i < NPICKS; i++)
+		if (atomic_load(&excluded[i]) == tid)
+			return 1;
+	return 0;
+}
+
+static const char *name_override(pid_t tid)
+{
+	for (int i = 0; i < NPICKS; i++)
+		if (atomic_load(&named[i].tid) == tid)
+			return named[i].name;
+	return NULL;
+}
+
+int wp_threads_set_name(pid_t tid, const char *name)
+{
+	for (int i = 0; i < NPICKS; i++)
+		if (atomic_load(&named[i].tid) == tid) {
+			if (!name) {
+				atomic_store(&named[i].tid, 0);
+				return 0;
+			}
+			snprintf(named[i].name, sizeof(named[i].name), "%s", name);
+			return 0;
+		}
+	if (!name)
+		return 0;
+	for (int i = 0; i < NPICKS; i++) {
+		pid_t zero = 0;
+		/* claim with an impossible tid, fill in the name, then publish */
+		if (atomic_compare_exchange_strong(&named[i].tid, &zero, -1)) {
+			snprintf(named[i].name, sizeof(named[i].name), "%s", name);
+			atomic_store(&named[i].tid, tid);
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
 void wp_threads_reread_name(struct wp_athread *t)
 {
+	const char *over = name_override(t->tid);
+	if (over) {
+		snprintf(t->name, sizeof(t->name), "%s", over);
+		return;
+	}
 	char path[64];
 	wp_format(path, sizeof(path), "/proc/self/task/%d/comm", t->tid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -106,7 +182,7 @@ static void relist(uint64_t rel_ns)
 			if (d->d_name[0] < '0' || d->d_name[0] > '9')
 				continue;
 			pid_t tid = (pid_t)strtol(d->d_name, NULL, 10);
-			if (tid == sampler_tid)
+			if (tid == sampler_tid || tid == wp_modules_watcher_tid())
 				continue;
 			struct wp_athread *t;
 			HASH_FIND_INT(by_tid, &tid, t);

@@ -67,6 +67,10 @@ void wp_threads_gone(struct wp_athread *t);
 void wp_threads_reread_name(struct wp_athread *t);
 /* Forgets every thread (a fork child has only the thread that forked). */
 void wp_threads_reset(void);
+/* The public API's per-thread choices (any thread may call these; the sampler reads them). */
+int wp_threads_exclude(pid_t tid, int exclude);
+int wp_threads_is_excluded(pid_t tid);
+int wp_threads_set_name(pid_t tid, const char *name);
 /* Number of threads seen over the run (including exited ones). */
 uint64_t wp_threads_seen(void);
 

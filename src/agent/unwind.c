@@ -67,10 +67,19 @@ static int access_mem(unw_addr_space_t a, unw_word_t addr, unw_word_t *val, int 
 		return 0;
 	}
 	const uint8_t *p = wp_modules_read(addr, sizeof(*val));
-	if (!p)
-		return -UNW_EINVAL;
-	memcpy(val, p, sizeof(*val));
-	return 0;
+	if (p) {
+		memcpy(val, p, sizeof(*val));
+		return 0;
+	}
+	/* Inside a module but not copied: in practice the GOT slot holding a CIE's personality
+	 * routine (C++ frames with destructors or catch, glibc's dl_iterate_phdr), which libunwind
+	 * reads while parsing the CIE but never needs for unwinding. Zero lets it carry on
+	 * without reading the host's memory. */
+	if (wp_modules_contains(addr)) {
+		*val = 0;
+		return 0;
+	}
+	return -UNW_EINVAL;
 }
 
 static int access_reg(unw_addr_space_t a, unw_regnum_t reg, unw_word_t *val, int write, void *arg)

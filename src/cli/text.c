@@ -365,18 +365,19 @@ static void header(struct text *t)
 		if (t->wall) {
 			double tps = (double)ticks * 1e9 / (double)duration;
 			double per_thread = (double)samples * 1e9 / (double)thread_time(t);
-			fprintf(t->out, "[CONFIG]  rate asked %s Hz; delivered %.0f ticks/s, %.0f samples "
-					"per thread-second\n", num(hz), tps, per_thread);
+			fprintf(t->out, "[CONFIG]  rate asked %s Hz; delivered %s ticks/s, %s samples "
+					"per thread-second\n", num(hz), num((uint64_t)llround(tps)),
+				num((uint64_t)llround(per_thread)));
 			if (ticks && late * 10 > ticks)
 				fprintf(t->out, "[WARNING] %s of %s ticks came late (the machine was busy or "
 						"the sampler could not keep up):\n          expect fewer "
 						"samples than asked, or try a lower --hz\n", num(late), num(ticks));
 		} else {
 			uint64_t cpu = user + sys > sampler ? user + sys - sampler : 0;
-			fprintf(t->out, "[CONFIG]  rate asked %s Hz; delivered %.0f samples per CPU-second "
+			fprintf(t->out, "[CONFIG]  rate asked %s Hz; delivered %s samples per CPU-second "
 					"(%s in %s of CPU)\n",
-				num(hz), cpu ? (double)samples * 1e9 / (double)cpu : 0.0, num(samples),
-				dur(cpu));
+				num(hz), num(cpu ? (uint64_t)llround((double)samples * 1e9 / (double)cpu) : 0),
+				num(samples), dur(cpu));
 		}
 	}
 	if (t->o->thread) {

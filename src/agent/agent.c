@@ -78,9 +78,9 @@ static void build_meta(void)
 	read_command(cmd, sizeof(cmd));
 	wp_format(meta_text, sizeof(meta_text),
 		  "wallprof_version=%s\nmode=%s\nhz=%d\nthreads_per_tick=%d\npid=%d\ncommand=%s\n"
-		  "signal=%d\n",
+		  "signal=%d\nncpus=%ld\n",
 		  WALLPROF_VERSION, cfg.mode == WP_MODE_CPU ? "cpu" : "wall", cfg.hz, cfg.threads,
-		  (int)getpid(), cmd, wp_handshake_signal());
+		  (int)getpid(), cmd, wp_handshake_signal(), sysconf(_SC_NPROCESSORS_ONLN));
 }
 
 /* Names can change over a thread's life; take the latest for those still here. */

@@ -141,7 +141,11 @@ static uint32_t abs_tid(pid_t tid)
 
 static void write_threads(void)
 {
+	/* A thread still alive was seen until now, not just until the last relist. */
+	uint64_t now_rel = wp_now_ns() - wp_sampler_start_ns();
 	for (struct wp_athread *t = wp_threads_all(); t; t = t->hh.next) {
+		if (t->alive && t->last_ns < now_rel)
+			t->last_ns = now_rel;
 		uint32_t nlen = (uint32_t)strnlen(t->name, sizeof(t->name));
 		record(WP_REC_THREAD, 4 + 4 + 8 * 5 + 4 + nlen);
 		u32(abs_tid(t->tid));

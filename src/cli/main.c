@@ -261,8 +261,16 @@ static int record_and_report(struct wp_opts *o)
 	FILE *out = open_report(o);
 	int rc = 0;
 	if (access(path, R_OK) != 0) {
-		fprintf(stderr, "wallprof: the program left no profile at %s (it may have replaced its "
-				"environment or called _exit before the agent could write)\n", path);
+		if (WIFSIGNALED(o->exit_status) && WTERMSIG(o->exit_status) == SIGKILL)
+			fprintf(stderr, "wallprof: the program was killed by SIGKILL before its first "
+					"checkpoint, so no profile was written (WALLPROF_CHECKPOINT sets "
+					"the interval, 10 s by default)\n");
+		else if (WIFEXITED(o->exit_status) && WEXITSTATUS(o->exit_status) == 127)
+			fprintf(stderr, "wallprof: no profile: the command could not be run\n");
+		else
+			fprintf(stderr, "wallprof: the program left no profile at %s (it may have cleared "
+					"LD_PRELOAD from its environment, or called _exit before the "
+					"agent's first checkpoint)\n", path);
 	} else if (out) {
 		rc = wp_report_file(o, path, out);
 		if (!o->quiet)

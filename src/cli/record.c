@@ -63,6 +63,13 @@ const char *wp_find_agent(void)
 	return NULL;
 }
 
+/* The child's side of running a program under the agent (after fork): LD_PRELOAD and the
+ * WALLPROF_* settings from `o`, then exec of o->cmd. `progress_fd` >= 0 is moved to a high
+ * descriptor for the agent's progress lines. Never returns: exits 127 when the program cannot
+ * be run. Shared with live.c, which adds its own settings to the environment first. */
+void wp_exec_under_agent(const struct wp_opts *o, const char *agent, const char *profile_path,
+			 int progress_fd) __attribute__((noreturn));
+
 static void setenv_int(const char *k, long v)
 {
 	char b[32];
@@ -80,6 +87,33 @@ static int high_fd(void)
 	    (long)rl.rlim_cur - 24 < top)
 		top = (long)rl.rlim_cur - 24;
 	return top > 10 ? (int)top : 10;
+}
+
+void wp_exec_under_agent(const struct wp_opts *o, const char *agent, const char *profile_path,
+			 int progress_fd)
+{
+	/* LD_PRELOAD: ours first, anything the user had after it */
+	const char *old = getenv("LD_PRELOAD");
+	char pre[PATH_MAX * 2];
+	snprintf(pre, sizeof(pre), "%s%s%s", agent, old && *old ? " " : "", old ? old : "");
+	setenv("LD_PRELOAD", pre, 1);
+	if (o->mode)
+		setenv("WALLPROF_MODE", o->mode, 1);
+	if (o->hz)
+		setenv_int("WALLPROF_HZ", o->hz);
+	if (o->threads >= 0)
+		setenv_int("WALLPROF_THREADS", o->threads);
+	setenv("WALLPROF_OUT", profile_path, 1);
+	/* This process keeps the pid through exec: it owns profile_path; any process it
+	 * starts writes <name>.<pid>.prof beside it instead of over it. */
+	setenv_int("WALLPROF_ROOT_PID", (long)getpid());
+	setenv("WALLPROF_QUIET", "1", 1);
+	int wfd = high_fd();
+	if (progress_fd >= 0 && dup2(progress_fd, wfd) == wfd)
+		setenv_int("WALLPROF_PROGRESS_FD", wfd);
+	execvp(o->cmd[0], o->cmd);
+	fprintf(stderr, "wallprof: cannot run %s: %s\n", o->cmd[0], strerror(errno));
+	_exit(127);
 }
 
 static volatile sig_atomic_t forwarded;
@@ -139,36 +173,14 @@ int wp_record(struct wp_opts *o, char *profile_path, size_t cap)
 		return -1;
 	}
 	int tty = isatty(2);
-	int wfd = high_fd();
 
 	child = fork();
 	if (child < 0) {
 		perror("wallprof: fork");
 		return -1;
 	}
-	if (child == 0) {
-		/* LD_PRELOAD: ours first, anything the user had after it */
-		const char *old = getenv("LD_PRELOAD");
-		char pre[PATH_MAX * 2];
-		snprintf(pre, sizeof(pre), "%s%s%s", agent, old && *old ? " " : "", old ? old : "");
-		setenv("LD_PRELOAD", pre, 1);
-		if (o->mode)
-			setenv("WALLPROF_MODE", o->mode, 1);
-		if (o->hz)
-			setenv_int("WALLPROF_HZ", o->hz);
-		if (o->threads >= 0)
-			setenv_int("WALLPROF_THREADS", o->threads);
-		setenv("WALLPROF_OUT", profile_path, 1);
-		/* This process keeps the pid through exec: it owns profile_path; any process it
-		 * starts writes <name>.<pid>.prof beside it instead of over it. */
-		setenv_int("WALLPROF_ROOT_PID", (long)getpid());
-		setenv("WALLPROF_QUIET", "1", 1);
-		if (dup2(pfd[1], wfd) == wfd)
-			setenv_int("WALLPROF_PROGRESS_FD", wfd);
-		execvp(o->cmd[0], o->cmd);
-		fprintf(stderr, "wallprof: cannot run %s: %s\n", o->cmd[0], strerror(errno));
-		_exit(127);
-	}
+	if (child == 0)
+		wp_exec_under_agent(o, agent, profile_path, pfd[1]);
 	close(pfd[1]);
 	/* While the program runs, Ctrl-C and friends are its business: pass them on and keep
 	 * waiting, so the profile is still reported. */

@@ -1,0 +1,1686 @@
+/* --live: a full-screen terminal view of where the program's threads are, refreshed as it
+ * runs, like top for stacks; then the usual final report.
+ *
+ * The program runs under the agent with WALLPROF_CHECKPOINT=1: once a second the agent
+ * replaces the profile file (atomically, by rename) with everything sampled so far. This
+ * process only watches that file (a stat every 200 ms), reads each new checkpoint, and
+ * counts every stack's leaf function. The difference from the previous checkpoint is the
+ * LAST INTERVAL column; the counts themselves are OVERALL. Addresses are symbolized once: a
+ * pc -> function cache and the symbolizer live across refreshes (rebuilt only when the module
+ * map changes), so a refresh costs a file read and a walk over the stacks.
+ *
+ * Keys: q closes the view (the program runs on; its report follows when it exits), t switches
+ * between functions and threads, s sorts by the last interval or the whole run, j/k or the
+ * arrows (PgUp/PgDn, Home/End, g/G) move the selection, Enter shows the selected function's
+ * threads (or, in the thread list, that thread's functions), Esc or a goes back to all
+ * threads, p or space pauses the numbers.
+ *
+ * The terminal: the alternate screen, no cursor, no line wrap, keys one at a time (no
+ * canonical mode, no echo; ISIG stays on, so Ctrl-C, Ctrl-\ and Ctrl-Z reach the program and
+ * us through the terminal as usual: Ctrl-C ends the program, and with it the view). It is
+ * given back on every way out: the program's exit, `q`, SIGTERM/SIGHUP/SIGQUIT, a crash of
+ * wallprof (fatal signal handlers), exit() (atexit), and Ctrl-Z (given back before stopping,
+ * taken again on `fg`).
+ *
+ * The program's own terminal output would scribble over the view: while the view is up, its
+ * standard output (and standard error, when that is the terminal too) go to a pseudo-terminal
+ * of ours, so it still sees a terminal (same settings, same size, line buffering). The last
+ * lines are shown at the bottom of the view, and everything is replayed on the real terminal
+ * when the view closes; after that its output passes straight through. Its standard input,
+ * when it was the terminal, is /dev/null: the keyboard belongs to the view. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+#include <uthash.h>
+
+#include "cli.h"
+
+/* record.c: the child's side of running a program under the agent. */
+void wp_exec_under_agent(const struct wp_opts *o, const char *agent, const char *profile_path,
+			 int progress_fd) __attribute__((noreturn));
+
+#define STAT_EVERY_NS 200000000ull /* how often to look for a new checkpoint */
+#define OUT_LINES 4                /* program output lines shown at the bottom */
+#define OUT_LINE_MAX 512
+#define BREAKDOWN_MAX 8            /* threads listed under an expanded function */
+#define MAX_INLINE 16
+#define KEEP_OUTPUT_MAX (64ull << 20) /* program output kept while the view is up */
+
+/* ---------------------------------------------------------------------------------------- */
+/* The terminal, and giving it back from anywhere (signal handlers included) */
+
+static int tty_fd = -1;  /* where the view is drawn: standard output */
+static int key_fd = -1;  /* where keys come from: standard input, or /dev/tty; -1 = none */
+static int key_fd_opened;
+static struct termios saved_tio;
+static int tio_saved;
+static volatile sig_atomic_t in_view;
+
+static const char enter_seq[] = "\033[?1049h\033[?25l\033[?7l\033[H\033[2J";
+static const char leave_seq[] = "\033[0m\033[?7h\033[?25h\033[?1049l";
+
+static void write_all(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+/* Async-signal-safe: termios back as it was, cursor and wrap on, main screen. */
+static void restore_terminal(void)
+{
+	if (!in_view)
+		return;
+	in_view = 0;
+	int e = errno;
+	if (tio_saved)
+		tcsetattr(key_fd, TCSANOW, &saved_tio);
+	write_all(tty_fd, leave_seq, sizeof(leave_seq) - 1);
+	errno = e;
+}
+
+static int enter_terminal(void)
+{
+	if (tio_saved) {
+		struct termios t = saved_tio;
+		t.c_lflag &= ~(tcflag_t)(ICANON | ECHO | IEXTEN);
+		t.c_iflag &= ~(tcflag_t)(IXON | ICRNL);
+		t.c_cc[VMIN] = 1;
+		t.c_cc[VTIME] = 0;
+		if (tcsetattr(key_fd, TCSANOW, &t) != 0)
+			return -1;
+	}
+	in_view = 1;
+	write_all(tty_fd, enter_seq, sizeof(enter_seq) - 1);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Signals: handlers note them and wake the loop through a pipe */
+
+static int wake_pipe[2] = { -1, -1 };
+static volatile sig_atomic_t pending[NSIG];
+static volatile pid_t child_pid;
+
+static void on_signal(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	int e = errno;
+	/* Termination requests are the program's business first, as in the record path. But
+	 * what the terminal sends (Ctrl-C, Ctrl-\, hangup: si_code SI_KERNEL) goes to its whole
+	 * foreground process group, the program included when it stayed in ours: passing those
+	 * on too would make one Ctrl-C two, and "press Ctrl-C again to force" programs exit. */
+	if ((sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT) && child_pid > 0 &&
+	    !(si && si->si_code == SI_KERNEL && getpgid(child_pid) == getpgrp()))
+		kill(child_pid, sig);
+	pending[sig] = 1;
+	char c = (char)sig;
+	if (wake_pipe[1] >= 0 && write(wake_pipe[1], &c, 1) < 0) {
+		/* full: the loop is awake already */
+	}
+	errno = e;
+}
+
+/* wallprof itself crashed: give the terminal back, then die of the same signal. */
+static void on_crash(int sig, siginfo_t *si, void *uc)
+{
+	(void)si;
+	(void)uc;
+	restore_terminal();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void handle(int sig, void (*fn)(int, siginfo_t *, void *), int flags)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = fn;
+	sa.sa_flags = flags | SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	sigaction(sig, &sa, NULL);
+}
+
+static int take(int sig)
+{
+	if (!pending[sig])
+		return 0;
+	pending[sig] = 0;
+	return 1;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Formatting */
+
+static const char *num(uint64_t v)
+{
+	static char bufs[16][32];
+	static int at;
+	char tmp[32], *b = bufs[at++ & 15];
+	int n = snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)v), j = 0;
+	for (int i = 0; i < n; i++) {
+		if (i && (n - i) % 3 == 0)
+			b[j++] = ',';
+		b[j++] = tmp[i];
+	}
+	b[j] = 0;
+	return b;
+}
+
+static double pct(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+static const char *clock_of(uint64_t ns)
+{
+	static char b[32];
+	unsigned long long s = ns / 1000000000ull;
+	if (s >= 3600)
+		snprintf(b, sizeof(b), "%llu:%02llu:%02llu", s / 3600, s / 60 % 60, s % 60);
+	else
+		snprintf(b, sizeof(b), "%llu:%02llu", s / 60, s % 60);
+	return b;
+}
+
+static uint64_t mono(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The model: functions, threads, counts now and at the previous checkpoint */
+
+struct lfunc {
+	const char *name, *module; /* point into the fkey */
+	uint64_t now, before, ivl;
+};
+
+struct fkey {
+	UT_hash_handle hh;
+	uint32_t id;
+	char key[]; /* name '\0' module '\0' */
+};
+
+struct pcmemo {
+	UT_hash_handle hh;
+	uint64_t key; /* pc, bit 63 set for a leaf */
+	int32_t func; /* -1: one of the agent's own frames, skipped as the reports do */
+};
+
+struct tfcount {
+	UT_hash_handle hh;
+	uint64_t key; /* tid << 32 | function */
+	uint64_t now, before, ivl;
+};
+
+struct lthread {
+	UT_hash_handle hh;
+	uint32_t tid;
+	char name[64];
+	int exited, seen;
+	uint64_t now, before, ivl;
+	uint64_t wait_now, wait_before, wait_ivl;
+	int32_t top_ivl; /* its hottest function in the last interval, -1 none */
+	uint64_t top_ivl_n;
+};
+
+enum { VIEW_FUNCS, VIEW_THREADS };
+
+struct row {
+	int kind;    /* 0 function, 1 thread, 2 breakdown line (thread under a function) */
+	uint32_t id; /* function id or tid */
+	uint64_t ivl, now;
+	uint64_t wait_ivl, wait_now;
+};
+
+struct live {
+	struct wp_opts *o;
+	char path[PATH_MAX];
+	pid_t pid;
+	uint64_t t0;
+	int master;     /* the program's terminal output, or -1 */
+	int slave;      /* its other end, the program's standard output and error */
+	FILE *captured; /* that output, kept to replay when the view closes */
+	uint64_t kept, dropped;
+	int passthrough;
+	/* the last lines of the program's output */
+	char outl[OUT_LINES][OUT_LINE_MAX];
+	int outn, outhead;
+	char cur[OUT_LINE_MAX];
+	size_t curlen;
+	int esc; /* 0 text, 1 after ESC, 2 in a CSI sequence, 3 in an OSC string */
+	int cr;  /* a carriage return: the line starts over unless a newline follows */
+
+	/* symbols */
+	struct wp_symbolizer *sym;
+	uint64_t modsig;
+	struct fkey *fkeys;
+	struct lfunc *funcs;
+	size_t nfuncs, capfuncs;
+	struct pcmemo *memo;
+	char warning[256];
+
+	/* counts */
+	struct tfcount *tf;
+	struct lthread *threads;
+	int loaded;
+	int st_valid;
+	struct stat st;
+	uint64_t total_now, total_before, total_ivl;
+	uint64_t dur_now, dur_before;
+	uint64_t start_unix;
+	char command[1024], mode[16];
+	long long hz, per_tick, threads_seen;
+	double sampler_pct, held_pct;
+	int nthreads_live;
+
+	/* the view */
+	int view, sort_overall, paused, expanded_on;
+	uint32_t expanded;      /* function whose per-thread breakdown is shown */
+	int filter_on;
+	uint32_t filter_tid;    /* functions of this thread only */
+	int sel;                /* selected row */
+	int sel_kind;
+	uint32_t sel_id;        /* what is selected, to follow it when rows move */
+	int scroll;
+	int rows, cols;
+	int ints;               /* Ctrl-Cs seen */
+	char status[256];
+	struct row *rowv;
+	size_t nrows, caprows;
+};
+
+static void oom(void)
+{
+	restore_terminal();
+	fprintf(stderr, "wallprof: out of memory\n");
+	exit(1);
+}
+
+static uint32_t intern(struct live *L, const char *name, const char *module)
+{
+	size_t ln = strlen(name), lm = strlen(module), kl = ln + lm + 2;
+	char stackbuf[512], *key = kl <= sizeof(stackbuf) ? stackbuf : malloc(kl);
+	if (!key)
+		oom();
+	memcpy(key, name, ln + 1);
+	memcpy(key + ln + 1, module, lm + 1);
+	struct fkey *fk;
+	HASH_FIND(hh, L->fkeys, key, kl, fk);
+	if (!fk) {
+		fk = malloc(sizeof(*fk) + kl);
+		if (!fk)
+			oom();
+		memcpy(fk->key, key, kl);
+		if (L->nfuncs == L->capfuncs) {
+			L->capfuncs = L->capfuncs ? L->capfuncs * 2 : 256;
+			L->funcs = realloc(L->funcs, L->capfuncs * sizeof(*L->funcs));
+			if (!L->funcs)
+				oom();
+		}
+		fk->id = (uint32_t)L->nfuncs++;
+		struct lfunc *f = &L->funcs[fk->id];
+		memset(f, 0, sizeof(*f));
+		f->name = fk->key;
+		f->module = fk->key + ln + 1;
+		HASH_ADD(hh, L->fkeys, key[0], kl, fk);
+	}
+	if (key != stackbuf)
+		free(key);
+	return fk->id;
+}
+
+static void drop_memo(struct live *L)
+{
+	struct pcmemo *m, *t;
+	HASH_ITER(hh, L->memo, m, t) {
+		HASH_DEL(L->memo, m);
+		free(m);
+	}
+}
+
+/* The function a pc stands for (its innermost inlined frame), or -1 for the agent's own. */
+static int32_t func_at(struct live *L, uint64_t pc, int leaf)
+{
+	uint64_t key = pc ^ (leaf ? 0x8000000000000000ull : 0);
+	struct pcmemo *m;
+	HASH_FIND(hh, L->memo, &key, sizeof(key), m);
+	if (m)
+		return m->func;
+	struct wp_frame fr[MAX_INLINE];
+	int n = wp_symbolize(L->sym, pc, !leaf, fr, MAX_INLINE);
+	int32_t f;
+	if (n < 1)
+		f = (int32_t)intern(L, "(unknown)", "(unknown)");
+	else if (!strcmp(fr[0].module, "libwallprof.so"))
+		f = -1;
+	else
+		f = (int32_t)intern(L, fr[0].function, fr[0].module);
+	m = malloc(sizeof(*m));
+	if (!m)
+		oom();
+	m->key = key;
+	m->func = f;
+	HASH_ADD(hh, L->memo, key, sizeof(m->key), m);
+	return f;
+}
+
+/* A fingerprint of the module map: the symbolizer is rebuilt when it changes (dlopen). */
+static uint64_t modules_sig(const struct wp_profile *p)
+{
+	uint64_t h = 1469598103934665603ull;
+#define MIX(v) (h = (h ^ (uint64_t)(v)) * 1099511628211ull)
+	for (size_t i = 0; i < p->nmodules; i++) {
+		const struct wp_module *m = &p->modules[i];
+		MIX(m->start);
+		MIX(m->end);
+		MIX(m->file_offset);
+		MIX(m->flags);
+		for (uint32_t j = 0; j < m->build_id_len && j < WP_MAX_BUILD_ID; j++)
+			MIX(m->build_id[j]);
+		for (const char *c = m->path ? m->path : ""; *c; c++)
+			MIX((unsigned char)*c);
+	}
+	MIX(p->nmodules);
+#undef MIX
+	return h;
+}
+
+static struct lthread *thread_of(struct live *L, uint32_t tid)
+{
+	struct lthread *t;
+	HASH_FIND(hh, L->threads, &tid, sizeof(tid), t);
+	if (!t) {
+		t = calloc(1, sizeof(*t));
+		if (!t)
+			oom();
+		t->tid = tid;
+		t->top_ivl = -1;
+		HASH_ADD(hh, L->threads, tid, sizeof(t->tid), t);
+	}
+	return t;
+}
+
+static void tf_add(struct live *L, uint32_t tid, uint32_t func, uint64_t n)
+{
+	uint64_t key = (uint64_t)tid << 32 | func;
+	struct tfcount *c;
+	HASH_FIND(hh, L->tf, &key, sizeof(key), c);
+	if (!c) {
+		c = calloc(1, sizeof(*c));
+		if (!c)
+			oom();
+		c->key = key;
+		HASH_ADD(hh, L->tf, key, sizeof(c->key), c);
+	}
+	c->now += n;
+}
+
+static uint64_t sub0(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : 0;
+}
+
+static uint64_t meta_u(const struct wp_profile *p, const char *k)
+{
+	long long v = wp_profile_meta_ll(p, k, 0);
+	return v > 0 ? (uint64_t)v : 0;
+}
+
+/* Header numbers from META: what text.c's report computes for the whole run. */
+static void read_meta(struct live *L, const struct wp_profile *p)
+{
+	const char *v = wp_profile_meta(p, "command");
+	if (v && *v)
+		snprintf(L->command, sizeof(L->command), "%s", v);
+	v = wp_profile_meta(p, "mode");
+	snprintf(L->mode, sizeof(L->mode), "%s", v && *v ? v : "wall");
+	L->hz = wp_profile_meta_ll(p, "hz", 0);
+	L->per_tick = wp_profile_meta_ll(p, "threads_per_tick", -1);
+	L->threads_seen = wp_profile_meta_ll(p, "threads_seen", (long long)p->nthreads);
+	uint64_t duration = meta_u(p, "duration_ns"), sampler = meta_u(p, "sampler_cpu_ns");
+	L->sampler_pct = pct(sampler, duration);
+	/* threads held by the sampler, over the threads' lifetimes */
+	uint64_t life = 0;
+	for (size_t i = 0; i < p->nthreads; i++) {
+		const struct wp_thread *t = &p->threads[i];
+		uint64_t end = (t->flags & WP_THREAD_EXITED) || !duration ? t->last_ns : duration;
+		if (end > t->first_ns)
+			life += end - t->first_ns;
+	}
+	L->held_pct = pct(meta_u(p, "window_sum_ns"), life);
+}
+
+/* Counts a new checkpoint. */
+static void absorb(struct live *L, const struct wp_profile *p)
+{
+	uint64_t start = meta_u(p, "start_unix_ns");
+	uint64_t total = wp_profile_total_samples(p);
+	/* A new program image (exec) starts counting afresh: no interval to take. */
+	int fresh = !L->loaded || start != L->start_unix || total < L->total_now;
+	uint64_t sig = modules_sig(p);
+	if (!L->sym || sig != L->modsig) {
+		if (L->sym)
+			wp_symbolizer_free(L->sym);
+		drop_memo(L);
+		L->sym = wp_symbolizer_new(p);
+		if (!L->sym)
+			oom();
+		L->modsig = sig;
+	}
+	for (size_t i = 0; i < L->nfuncs; i++) {
+		struct lfunc *f = &L->funcs[i];
+		f->before = fresh ? 0 : f->now;
+		f->now = 0;
+	}
+	struct tfcount *c, *ct;
+	HASH_ITER(hh, L->tf, c, ct) {
+		c->before = fresh ? 0 : c->now;
+		c->now = 0;
+	}
+	struct lthread *t, *tt;
+	HASH_ITER(hh, L->threads, t, tt) {
+		t->before = fresh ? 0 : t->now;
+		t->wait_before = fresh ? 0 : t->wait_now;
+		t->now = t->wait_now = 0;
+		t->seen = 0;
+	}
+
+	for (size_t i = 0; i < p->nstacks; i++) {
+		const struct wp_stack *s = &p->stacks[i];
+		if (!s->count)
+			continue;
+		int32_t f = -1;
+		for (uint32_t j = 0; j < s->nframes && f < 0; j++)
+			f = func_at(L, s->pcs[j], j == 0);
+		if (f < 0)
+			f = (int32_t)intern(L, "(no stack)", "");
+		L->funcs[f].now += s->count;
+		tf_add(L, s->tid, (uint32_t)f, s->count);
+		struct lthread *th = thread_of(L, s->tid);
+		th->now += s->count;
+		if (s->flags & WP_STACK_WAITING)
+			th->wait_now += s->count;
+	}
+	for (size_t i = 0; i < p->nthreads; i++) {
+		struct lthread *th = thread_of(L, p->threads[i].tid);
+		const char *name = p->threads[i].name;
+		snprintf(th->name, sizeof(th->name), "%s", name && *name ? name : "?");
+		th->exited = !!(p->threads[i].flags & WP_THREAD_EXITED);
+		th->seen = 1;
+	}
+
+	for (size_t i = 0; i < L->nfuncs; i++)
+		L->funcs[i].ivl = sub0(L->funcs[i].now, L->funcs[i].before);
+	L->nthreads_live = 0;
+	HASH_ITER(hh, L->threads, t, tt) {
+		t->ivl = sub0(t->now, t->before);
+		t->wait_ivl = sub0(t->wait_now, t->wait_before);
+		t->top_ivl = -1;
+		t->top_ivl_n = 0;
+		if (t->seen && !t->exited)
+			L->nthreads_live++;
+	}
+	HASH_ITER(hh, L->tf, c, ct) {
+		c->ivl = sub0(c->now, c->before);
+		uint32_t tid = (uint32_t)(c->key >> 32), f = (uint32_t)c->key;
+		struct lthread *th = thread_of(L, tid);
+		if (c->ivl > th->top_ivl_n || (c->ivl && c->ivl == th->top_ivl_n &&
+					       L->funcs[f].now > L->funcs[th->top_ivl].now)) {
+			th->top_ivl = (int32_t)f;
+			th->top_ivl_n = c->ivl;
+		}
+	}
+	L->total_before = fresh ? 0 : L->total_now;
+	L->total_now = total;
+	L->total_ivl = sub0(total, L->total_before);
+	uint64_t dur = meta_u(p, "duration_ns");
+	L->dur_before = fresh ? 0 : L->dur_now;
+	L->dur_now = dur;
+	L->start_unix = start;
+	read_meta(L, p);
+	const char *w = wp_symbolizer_warnings(L->sym);
+	if (w && *w) {
+		const char *nl = strchr(w, '\n');
+		snprintf(L->warning, sizeof(L->warning), "%.*s", nl ? (int)(nl - w) : (int)strlen(w),
+			 w);
+	}
+	L->loaded = 1;
+}
+
+/* Reads the profile file when the agent has replaced it since last time. Returns 1 when a
+ * new checkpoint was taken in. */
+static int poll_checkpoint(struct live *L)
+{
+	struct stat st;
+	if (stat(L->path, &st) != 0)
+		return 0;
+	if (L->st_valid && st.st_ino == L->st.st_ino && st.st_dev == L->st.st_dev &&
+	    st.st_size == L->st.st_size && st.st_mtim.tv_sec == L->st.st_mtim.tv_sec &&
+	    st.st_mtim.tv_nsec == L->st.st_mtim.tv_nsec)
+		return 0;
+	struct wp_profile *p;
+	char err[256];
+	if (wp_profile_read(L->path, &p, err, sizeof(err)) != 0)
+		return 0; /* mid-replacement or not ours yet: next time */
+	int ours = wp_profile_meta_ll(p, "pid", 0) == (long long)L->pid;
+	if (ours)
+		absorb(L, p);
+	wp_profile_free(p);
+	L->st = st; /* a stale file from an earlier run is not read again until replaced */
+	L->st_valid = 1;
+	return ours;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The program's output */
+
+static void out_commit(struct live *L)
+{
+	L->cur[L->curlen] = 0;
+	memcpy(L->outl[L->outhead], L->cur, L->curlen + 1);
+	L->outhead = (L->outhead + 1) % OUT_LINES;
+	if (L->outn < OUT_LINES)
+		L->outn++;
+	L->curlen = 0;
+}
+
+/* Keeps the printable text of the output's last lines (escape sequences dropped). */
+static void out_feed(struct live *L, const char *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)b[i];
+		if (L->esc == 1) {
+			L->esc = c == '[' ? 2 : c == ']' ? 3 : 0;
+			continue;
+		}
+		if (L->esc == 2) {
+			if (c >= 0x40 && c <= 0x7e)
+				L->esc = 0;
+			continue;
+		}
+		if (L->esc == 3) {
+			if (c == 7 || c == 0x1b)
+				L->esc = c == 0x1b ? 1 : 0;
+			continue;
+		}
+		if (c == '\n') {
+			out_commit(L);
+			L->cr = 0;
+			continue;
+		}
+		if (c == '\r') {
+			L->cr = 1;
+			continue;
+		}
+		if (L->cr) { /* a progress line rewriting itself */
+			L->curlen = 0;
+			L->cr = 0;
+		}
+		if (c == 0x1b)
+			L->esc = 1;
+		else if (c == '\t' && L->curlen < OUT_LINE_MAX - 1)
+			L->cur[L->curlen++] = ' ';
+		else if ((c >= 0x20 && c != 0x7f) && L->curlen < OUT_LINE_MAX - 1)
+			L->cur[L->curlen++] = (char)c;
+	}
+}
+
+static void drain_output(struct live *L)
+{
+	if (L->master < 0)
+		return;
+	char buf[8192];
+	for (int rounds = 0; rounds < 64; rounds++) { /* a chatty program does not hold us */
+		ssize_t n = read(L->master, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) { /* EIO: every writer is gone */
+			close(L->master);
+			L->master = -1;
+			return;
+		}
+		if (L->passthrough) {
+			write_all(STDOUT_FILENO, buf, (size_t)n);
+		} else {
+			if (L->captured && L->kept + (uint64_t)n <= KEEP_OUTPUT_MAX) {
+				fwrite(buf, 1, (size_t)n, L->captured);
+				L->kept += (uint64_t)n;
+			} else {
+				L->dropped += (uint64_t)n;
+			}
+			out_feed(L, buf, (size_t)n);
+		}
+	}
+}
+
+/* The view is gone: what the program wrote meanwhile goes to the terminal, then the rest as
+ * it comes. */
+static void replay_output(struct live *L)
+{
+	if (L->passthrough)
+		return;
+	L->passthrough = 1;
+	if (!L->captured)
+		return;
+	fflush(L->captured);
+	rewind(L->captured);
+	char buf[8192];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof(buf), L->captured)) > 0)
+		write_all(STDOUT_FILENO, buf, n);
+	fclose(L->captured);
+	L->captured = NULL;
+	if (L->dropped)
+		fprintf(stderr, "\nwallprof: the program wrote %llu more bytes while the view was up; "
+				"past the first %llu MiB they were not kept\n",
+			(unsigned long long)L->dropped, KEEP_OUTPUT_MAX >> 20);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Drawing: the whole screen into one buffer, one write */
+
+struct scr {
+	char *b;
+	size_t n, cap;
+	int col, width;
+};
+
+static void sraw(struct scr *s, const char *str, size_t len)
+{
+	if (s->n + len + 1 > s->cap) {
+		s->cap = (s->n + len + 1) * 2;
+		s->b = realloc(s->b, s->cap);
+		if (!s->b)
+			oom();
+	}
+	memcpy(s->b + s->n, str, len);
+	s->n += len;
+}
+
+static void sesc(struct scr *s, const char *seq)
+{
+	sraw(s, seq, strlen(seq));
+}
+
+/* Appends `str` within `maxcols` columns and the screen's width; control characters become
+ * '?'. Columns are counted per UTF-8 character. */
+static void sput(struct scr *s, const char *str, int maxcols)
+{
+	int room = s->width - s->col;
+	if (maxcols < room)
+		room = maxcols;
+	for (const unsigned char *c = (const unsigned char *)str; *c; c++) {
+		int lead = (*c & 0xc0) != 0x80;
+		if (lead && room <= 0)
+			break;
+		char ch = *c < 0x20 || *c == 0x7f ? '?' : (char)*c;
+		sraw(s, &ch, 1);
+		if (lead) {
+			room--;
+			s->col++;
+		}
+	}
+}
+
+static void sputf(struct scr *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sputf(struct scr *s, const char *fmt, ...)
+{
+	char b[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(b, sizeof(b), fmt, ap);
+	va_end(ap);
+	sput(s, b, INT_MAX);
+}
+
+/* `str` in exactly `w` columns: padded, or cut (keeping its end, which names a C++ method
+ * better than its start) with "..." in front. */
+static void sfield(struct scr *s, const char *str, int w, int keep_end)
+{
+	if (w <= 0)
+		return;
+	int len = 0;
+	for (const unsigned char *c = (const unsigned char *)str; *c; c++)
+		len += (*c & 0xc0) != 0x80;
+	if (len > w && keep_end && w > 6) {
+		/* a parameter list goes first: "f(int, char)" -> "f()" */
+		const char *paren = strchr(str, '(');
+		char shorter[1024];
+		if (paren && paren != str && (size_t)(paren - str) + 3 < sizeof(shorter)) {
+			snprintf(shorter, sizeof(shorter), "%.*s()", (int)(paren - str), str);
+			if ((int)strlen(shorter) <= w) {
+				sfield(s, shorter, w, 0);
+				return;
+			}
+			str = shorter;
+			len = (int)strlen(shorter);
+		}
+		const char *tail = str;
+		for (int skip = len - (w - 3); skip > 0 && *tail; tail++)
+			skip -= (*(const unsigned char *)tail & 0xc0) != 0x80;
+		while ((*(const unsigned char *)tail & 0xc0) == 0x80)
+			tail++;
+		sput(s, "...", 3);
+		sput(s, tail, w - 3);
+		len = w;
+	} else {
+		sput(s, str, w);
+		if (len > w)
+			len = w;
+	}
+	for (; len < w && s->col < s->width; len++) {
+		sraw(s, " ", 1);
+		s->col++;
+	}
+}
+
+static void srow(struct scr *s, int y)
+{
+	char b[32];
+	snprintf(b, sizeof(b), "\033[%d;1H", y + 1);
+	sesc(s, b);
+	s->col = 0;
+}
+
+/* Ends a row: attributes off, the rest of the line cleared. Not on a full row: without line
+ * wrap the cursor stays on the last column, and clearing would take its character. */
+static void send_row(struct scr *s)
+{
+	sesc(s, s->col < s->width ? "\033[0m\033[K" : "\033[0m");
+}
+
+/* A reverse-video bar across the screen. */
+static void sbar_end(struct scr *s)
+{
+	while (s->col < s->width) {
+		sraw(s, " ", 1);
+		s->col++;
+	}
+	sesc(s, "\033[0m");
+}
+
+static int cmp_rows(const void *a, const void *b, void *arg)
+{
+	const struct row *x = a, *y = b;
+	int overall = *(const int *)arg;
+	uint64_t x1 = overall ? x->now : x->ivl, y1 = overall ? y->now : y->ivl;
+	uint64_t x2 = overall ? x->ivl : x->now, y2 = overall ? y->ivl : y->now;
+	if (x1 != y1)
+		return x1 > y1 ? -1 : 1;
+	if (x2 != y2)
+		return x2 > y2 ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static void add_row(struct live *L, struct row r)
+{
+	if (L->nrows == L->caprows) {
+		L->caprows = L->caprows ? L->caprows * 2 : 256;
+		L->rowv = realloc(L->rowv, L->caprows * sizeof(*L->rowv));
+		if (!L->rowv)
+			oom();
+	}
+	L->rowv[L->nrows++] = r;
+}
+
+static int cmp_breakdown(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+	if (x->ivl != y->ivl)
+		return x->ivl > y->ivl ? -1 : 1;
+	if (x->now != y->now)
+		return x->now > y->now ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The rows of the current view, sorted; an expanded function followed by its threads. */
+static void build_rows(struct live *L)
+{
+	L->nrows = 0;
+	if (L->view == VIEW_THREADS) {
+		struct lthread *t, *tt;
+		HASH_ITER(hh, L->threads, t, tt) {
+			if (!t->now)
+				continue;
+			add_row(L, (struct row){ 1, t->tid, t->ivl, t->now, t->wait_ivl, t->wait_now });
+		}
+		qsort_r(L->rowv, L->nrows, sizeof(*L->rowv), cmp_rows, &L->sort_overall);
+		return;
+	}
+	if (L->filter_on) {
+		struct tfcount *c, *ct;
+		HASH_ITER(hh, L->tf, c, ct) {
+			if ((uint32_t)(c->key >> 32) == L->filter_tid && c->now)
+				add_row(L, (struct row){ 0, (uint32_t)c->key, c->ivl, c->now, 0, 0 });
+		}
+	} else {
+		for (size_t i = 0; i < L->nfuncs; i++)
+			if (L->funcs[i].now)
+				add_row(L, (struct row){ 0, (uint32_t)i, L->funcs[i].ivl,
+							 L->funcs[i].now, 0, 0 });
+	}
+	qsort_r(L->rowv, L->nrows, sizeof(*L->rowv), cmp_rows, &L->sort_overall);
+	if (!L->expanded_on || L->filter_on)
+		return;
+	size_t at = L->nrows;
+	for (size_t i = 0; i < L->nrows; i++)
+		if (L->rowv[i].id == L->expanded) {
+			at = i;
+			break;
+		}
+	if (at == L->nrows)
+		return;
+	struct row sub[64];
+	size_t nsub = 0;
+	struct tfcount *c, *ct;
+	HASH_ITER(hh, L->tf, c, ct) {
+		if ((uint32_t)c->key != L->expanded || !c->now)
+			continue;
+		struct row r = { 2, (uint32_t)(c->key >> 32), c->ivl, c->now, 0, 0 };
+		if (nsub < sizeof(sub) / sizeof(sub[0])) {
+			sub[nsub++] = r;
+		} else {
+			qsort(sub, nsub, sizeof(sub[0]), cmp_breakdown);
+			if (cmp_breakdown(&r, &sub[nsub - 1]) < 0)
+				sub[nsub - 1] = r;
+		}
+	}
+	qsort(sub, nsub, sizeof(sub[0]), cmp_breakdown);
+	if (nsub > BREAKDOWN_MAX)
+		nsub = BREAKDOWN_MAX;
+	for (size_t k = 0; k < nsub; k++)
+		add_row(L, sub[0]); /* room; moved into place below */
+	memmove(&L->rowv[at + 1 + nsub], &L->rowv[at + 1],
+		(L->nrows - nsub - at - 1) * sizeof(*L->rowv));
+	memcpy(&L->rowv[at + 1], sub, nsub * sizeof(sub[0]));
+}
+
+/* Keeps the selection on the same function or thread when the rows move. */
+static void follow_selection(struct live *L)
+{
+	for (size_t i = 0; i < L->nrows; i++)
+		if (L->rowv[i].kind == L->sel_kind && L->rowv[i].id == L->sel_id) {
+			L->sel = (int)i;
+			return;
+		}
+	if (L->sel >= (int)L->nrows)
+		L->sel = (int)L->nrows - 1;
+	if (L->sel < 0)
+		L->sel = 0;
+	if (L->nrows) {
+		L->sel_kind = L->rowv[L->sel].kind;
+		L->sel_id = L->rowv[L->sel].id;
+	}
+}
+
+static void select_row(struct live *L, int i)
+{
+	if (!L->nrows)
+		return;
+	if (i >= (int)L->nrows)
+		i = (int)L->nrows - 1;
+	if (i < 0)
+		i = 0;
+	L->sel = i;
+	L->sel_kind = L->rowv[i].kind;
+	L->sel_id = L->rowv[i].id;
+}
+
+static const char *thread_name(struct live *L, uint32_t tid)
+{
+	struct lthread *t;
+	HASH_FIND(hh, L->threads, &tid, sizeof(tid), t);
+	return t ? t->name : "?";
+}
+
+static void window_size(struct live *L)
+{
+	struct winsize ws;
+	if (ioctl(tty_fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col && ws.ws_row) {
+		L->cols = ws.ws_col;
+		L->rows = ws.ws_row;
+		if (L->master >= 0) /* the program's terminal follows ours */
+			ioctl(L->master, TIOCSWINSZ, &ws);
+	} else {
+		L->cols = 80;
+		L->rows = 24;
+	}
+}
+
+/* Pieces of text on rows from `y`, three spaces apart, a piece that does not fit starting
+ * the next row (at most `max_rows`). Returns the next free row. */
+static int sflow(struct scr *s, int y, char segs[][160], int n, int max_rows)
+{
+	int used = 1;
+	srow(s, y);
+	for (int i = 0; i < n; i++) {
+		int len = (int)strlen(segs[i]);
+		if (s->col && s->col + 3 + len > s->width && used < max_rows) {
+			send_row(s);
+			srow(s, y + used++);
+		}
+		if (s->col)
+			sput(s, "   ", 3);
+		sput(s, segs[i], INT_MAX);
+	}
+	send_row(s);
+	return y + used;
+}
+
+/* The title bar, what runs and how it is sampled, the status line. Returns the next row. */
+static int draw_header(struct live *L, struct scr *s, uint64_t now)
+{
+	srow(s, 0);
+	sesc(s, "\033[7;1m");
+	sput(s, " wallprof --live  ", INT_MAX);
+	sesc(s, "\033[22m");
+	char cmd[1024] = "";
+	if (L->command[0])
+		snprintf(cmd, sizeof(cmd), "%s", L->command);
+	else
+		for (char **a = L->o->cmd; *a; a++)
+			snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd), "%s%s", a == L->o->cmd ?
+				 "" : " ", *a);
+	sput(s, cmd, INT_MAX);
+	sbar_end(s);
+
+	char seg[4][160];
+	int n = 0, y = 1, two = L->rows >= 16 ? 2 : 1;
+	const char *mode = L->mode[0] ? L->mode : L->o->mode ? L->o->mode : "wall";
+	snprintf(seg[n++], sizeof(seg[0]), "pid %ld", (long)L->pid);
+	char per[64] = "";
+	if (!strcmp(mode, "wall") && L->loaded && L->per_tick > 0)
+		snprintf(per, sizeof(per), " (up to %lld threads a tick)", L->per_tick);
+	else if (!strcmp(mode, "wall") && L->loaded)
+		snprintf(per, sizeof(per), " (every thread every tick)");
+	snprintf(seg[n++], sizeof(seg[0]), "%s mode, %lld Hz%s", mode,
+		 L->hz ? L->hz : L->o->hz ? L->o->hz : 100, per);
+	snprintf(seg[n++], sizeof(seg[0]), "elapsed %s%s", clock_of(now - L->t0),
+		 L->paused ? "   [paused]" : "");
+	y = sflow(s, y, seg, n, two);
+
+	n = 0;
+	if (L->loaded) {
+		snprintf(seg[n++], sizeof(seg[0]), "samples %s (+%s in %.1f s)", num(L->total_now),
+			 num(L->total_ivl), (double)sub0(L->dur_now, L->dur_before) / 1e9);
+		snprintf(seg[n++], sizeof(seg[0]), "threads %lld (%d live)", L->threads_seen,
+			 L->nthreads_live);
+		snprintf(seg[n++], sizeof(seg[0]), "sampler %.1f%% of a core, threads held %.2f%%",
+			 L->sampler_pct, L->held_pct);
+	} else {
+		snprintf(seg[n++], sizeof(seg[0]), "waiting for the first checkpoint (the agent "
+			 "writes one a second)...");
+	}
+	y = sflow(s, y, seg, n, two);
+
+	srow(s, y++);
+	if (L->status[0]) {
+		sesc(s, "\033[1m");
+		sput(s, L->status, INT_MAX);
+	} else if (L->warning[0]) {
+		sput(s, "warning: ", INT_MAX);
+		sput(s, L->warning, INT_MAX);
+	} else {
+		sputf(s, "profile: %s", L->path);
+	}
+	send_row(s);
+	return y;
+}
+
+/* Columns: interval self% + samples, overall self% + samples, then the name. */
+static void draw_table(struct live *L, struct scr *s, int top, int height)
+{
+	int w = L->cols;
+	int modw = w >= 100 ? 22 : w >= 80 ? 14 : 0;
+	int y = top;
+	char title[128];
+	if (height < 3)
+		return;
+	srow(s, y++);
+	sesc(s, "\033[1m");
+	double secs = (double)sub0(L->dur_now, L->dur_before) / 1e9;
+	if (L->loaded)
+		snprintf(title, sizeof(title), "LAST %.1f s%s", secs, L->sort_overall ? "" : "*");
+	else
+		snprintf(title, sizeof(title), "LAST INTERVAL%s", L->sort_overall ? "" : "*");
+	const char *overall = L->sort_overall ? "OVERALL*" : "OVERALL";
+	if (L->view == VIEW_THREADS) {
+		sputf(s, "%-17s%-16s", title, overall);
+		send_row(s);
+		srow(s, y++);
+		sesc(s, "\033[1m");
+		sputf(s, "%7s %6s   %7s %6s  %-7s %-16s ", "samples", "wait", "samples", "wait", "tid",
+		      "thread");
+		sfield(s, "hottest function in the last interval", w - s->col, 0);
+		send_row(s);
+	} else {
+		sputf(s, "%-19s%-18s", title, overall);
+		if (L->filter_on)
+			sputf(s, " thread %s (tid %u): Esc for all threads",
+			      thread_name(L, L->filter_tid), L->filter_tid);
+		send_row(s);
+		srow(s, y++);
+		sesc(s, "\033[1m");
+		sputf(s, "%6s %9s   %6s %9s  ", "self", "samples", "self", "samples");
+		int namew = w - s->col - (modw ? modw + 1 : 0);
+		sfield(s, "function", namew, 0);
+		if (modw) {
+			sput(s, " ", 1);
+			sfield(s, "module", modw, 0);
+		}
+		send_row(s);
+	}
+	int avail = height - 2;
+	if (!L->loaded || !L->nrows) {
+		srow(s, y++);
+		sput(s, L->loaded ? "  (no samples yet)" : "", INT_MAX);
+		send_row(s);
+		return;
+	}
+	if (L->sel < L->scroll)
+		L->scroll = L->sel;
+	if (L->sel >= L->scroll + avail)
+		L->scroll = L->sel - avail + 1;
+	if (L->scroll > (int)L->nrows - avail)
+		L->scroll = (int)L->nrows - avail;
+	if (L->scroll < 0)
+		L->scroll = 0;
+	uint64_t ivl_whole = L->total_ivl, now_whole = L->total_now;
+	if (L->filter_on && L->view == VIEW_FUNCS) {
+		struct lthread *t;
+		HASH_FIND(hh, L->threads, &L->filter_tid, sizeof(L->filter_tid), t);
+		ivl_whole = t ? t->ivl : 0;
+		now_whole = t ? t->now : 0;
+	}
+	for (int i = L->scroll; i < (int)L->nrows && y < top + height; i++) {
+		const struct row *r = &L->rowv[i];
+		srow(s, y++);
+		if (i == L->sel)
+			sesc(s, "\033[7m");
+		if (r->kind == 1) {
+			struct lthread *t;
+			HASH_FIND(hh, L->threads, &r->id, sizeof(r->id), t);
+			sputf(s, "%7s %5.1f%%   %7s %5.1f%%  %-7u ", num(r->ivl),
+			      pct(r->wait_ivl, r->ivl), num(r->now), pct(r->wait_now, r->now), r->id);
+			char b[128];
+			snprintf(b, sizeof(b), "%s%s", t ? t->name : "?", t && t->exited ? " (exited)" : "");
+			sfield(s, b, 16, 0);
+			sput(s, " ", 1);
+			sfield(s, t && t->top_ivl >= 0 ? L->funcs[t->top_ivl].name : "-", w - s->col, 1);
+		} else if (r->kind == 2) {
+			sputf(s, "%5.1f%% %9s   %5.1f%% %9s  ", pct(r->ivl, L->funcs[L->expanded].ivl),
+			      num(r->ivl), pct(r->now, L->funcs[L->expanded].now), num(r->now));
+			char b[128];
+			snprintf(b, sizeof(b), "  `- %s (tid %u)", thread_name(L, r->id), r->id);
+			sfield(s, b, w - s->col, 0);
+		} else {
+			const struct lfunc *f = &L->funcs[r->id];
+			sputf(s, "%5.1f%% %9s   %5.1f%% %9s  ", pct(r->ivl, ivl_whole), num(r->ivl),
+			      pct(r->now, now_whole), num(r->now));
+			int namew = w - s->col - (modw ? modw + 1 : 0);
+			sfield(s, f->name, namew, 1);
+			if (modw) {
+				sput(s, " ", 1);
+				sfield(s, f->module, modw, 0);
+			}
+		}
+		if (i == L->sel)
+			sbar_end(s);
+		send_row(s);
+	}
+}
+
+static void draw(struct live *L, int full)
+{
+	struct scr s = { 0 };
+	s.width = L->cols;
+	if (full)
+		sesc(&s, "\033[2J");
+	if (L->cols < 30 || L->rows < 8) {
+		srow(&s, 0);
+		sput(&s, "wallprof: terminal too small", INT_MAX);
+		send_row(&s);
+		sesc(&s, "\033[J");
+		write_all(tty_fd, s.b, s.n);
+		free(s.b);
+		return;
+	}
+	uint64_t now = mono();
+	int top = draw_header(L, &s, now);
+	build_rows(L);
+	follow_selection(L);
+	int lines = L->outn + (L->curlen > 0 && L->outn < OUT_LINES);
+	int out = lines && lines + 1 < L->rows - 12 ? lines + 1 : 0;
+	int bottom = L->rows - 1 - out; /* the help bar takes the last row */
+	srow(&s, top++);
+	send_row(&s);
+	sesc(&s, "\033[J"); /* clear below the header; the rest is drawn again */
+	draw_table(L, &s, top, bottom - top);
+	if (out) {
+		int y = bottom;
+		srow(&s, y++);
+		sesc(&s, "\033[2m");
+		sput(&s, "-- program output ", INT_MAX);
+		while (s.col < s.width) {
+			sraw(&s, "-", 1);
+			s.col++;
+		}
+		send_row(&s);
+		/* the last complete lines, then the one being written (a prompt, a progress bar) */
+		int partial = L->curlen > 0, whole = lines - partial;
+		for (int i = 0; i < whole; i++) {
+			int at = (L->outhead - whole + i + OUT_LINES) % OUT_LINES;
+			srow(&s, y++);
+			sput(&s, L->outl[at], INT_MAX);
+			send_row(&s);
+		}
+		if (partial) {
+			L->cur[L->curlen] = 0;
+			srow(&s, y++);
+			sput(&s, L->cur, INT_MAX);
+			send_row(&s);
+		}
+	}
+	srow(&s, L->rows - 1);
+	sesc(&s, "\033[7m");
+	if (L->view == VIEW_THREADS)
+		sput(&s, " q close view  t functions  s sort (*)  j/k move  Enter its functions  "
+			 "p pause", INT_MAX);
+	else
+		sput(&s, " q close view  t threads  s sort (*)  j/k move  Enter by thread  Esc all  "
+			 "p pause", INT_MAX);
+	sbar_end(&s);
+	write_all(tty_fd, s.b, s.n);
+	free(s.b);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Keys */
+
+enum { K_NONE, K_UP, K_DOWN, K_PGUP, K_PGDN, K_HOME, K_END, K_ESC };
+
+/* Returns 1 when the view should close (q). */
+static int on_key(struct live *L, int c, int special)
+{
+	int page = L->rows > 12 ? L->rows - 10 : 1;
+	if (special) {
+		switch (special) {
+		case K_UP: select_row(L, L->sel - 1); break;
+		case K_DOWN: select_row(L, L->sel + 1); break;
+		case K_PGUP: select_row(L, L->sel - page); break;
+		case K_PGDN: select_row(L, L->sel + page); break;
+		case K_HOME: select_row(L, 0); break;
+		case K_END: select_row(L, (int)L->nrows - 1); break;
+		case K_ESC:
+			L->filter_on = 0;
+			L->expanded_on = 0;
+			break;
+		}
+		return 0;
+	}
+	switch (c) {
+	case 'q':
+	case 'Q':
+		return 1;
+	case 't':
+	case 'T':
+		L->view = L->view == VIEW_FUNCS ? VIEW_THREADS : VIEW_FUNCS;
+		L->sel = L->scroll = 0;
+		L->sel_kind = -1;
+		break;
+	case 's':
+	case 'S':
+		L->sort_overall = !L->sort_overall;
+		break;
+	case 'p':
+	case 'P':
+	case ' ':
+		L->paused = !L->paused;
+		break;
+	case 'j': select_row(L, L->sel + 1); break;
+	case 'k': select_row(L, L->sel - 1); break;
+	case 'g': select_row(L, 0); break;
+	case 'G': select_row(L, (int)L->nrows - 1); break;
+	case 'a':
+		L->filter_on = 0;
+		L->expanded_on = 0;
+		break;
+	case '\r':
+	case '\n':
+		if (!L->nrows || L->sel >= (int)L->nrows)
+			break;
+		if (L->view == VIEW_THREADS) {
+			L->filter_on = 1;
+			L->filter_tid = L->rowv[L->sel].id;
+			L->expanded_on = 0;
+			L->view = VIEW_FUNCS;
+			L->sel = L->scroll = 0;
+			L->sel_kind = -1;
+		} else if (!L->filter_on) {
+			const struct row *r = &L->rowv[L->sel];
+			uint32_t f = r->kind == 2 ? L->expanded : r->id;
+			if (L->expanded_on && L->expanded == f) {
+				L->expanded_on = 0;
+			} else {
+				L->expanded_on = 1;
+				L->expanded = f;
+			}
+			L->sel_kind = 0;
+			L->sel_id = f;
+		}
+		break;
+	}
+	return 0;
+}
+
+/* Reads what the keyboard has; returns 1 when the view should close. */
+static int read_keys(struct live *L)
+{
+	unsigned char b[64];
+	ssize_t n = read(key_fd, b, sizeof(b));
+	if (n <= 0)
+		return 0;
+	for (ssize_t i = 0; i < n; i++) {
+		if (b[i] != 0x1b) {
+			if (on_key(L, b[i], 0))
+				return 1;
+			continue;
+		}
+		/* ESC [ A, ESC O A, ESC [ 5 ~ ...; a lone ESC is the Esc key */
+		if (i + 2 < n + 0 && (b[i + 1] == '[' || b[i + 1] == 'O')) {
+			unsigned char k = b[i + 2];
+			int sp = k == 'A' ? K_UP : k == 'B' ? K_DOWN : k == 'H' ? K_HOME :
+				 k == 'F' ? K_END : K_NONE;
+			i += 2;
+			if (k >= '0' && k <= '9') {
+				while (i + 1 < n && b[i] != '~')
+					i++;
+				sp = k == '5' ? K_PGUP : k == '6' ? K_PGDN : k == '1' || k == '7' ? K_HOME :
+				     k == '4' || k == '8' ? K_END : K_NONE;
+			}
+			if (sp)
+				on_key(L, 0, sp);
+		} else if (i + 1 == n) {
+			on_key(L, 0, K_ESC);
+		}
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Running the program */
+
+static int spawn(struct live *L, const char *agent)
+{
+	int out_tty = isatty(STDOUT_FILENO), err_tty = isatty(STDERR_FILENO);
+	int in_tty = isatty(STDIN_FILENO);
+	char name[128];
+	L->master = L->slave = -1;
+	if (out_tty || err_tty) {
+		/* We keep the slave open too: the master never reads EIO (no writer yet, or the
+		 * program gone), and we stop reading once the program has exited. */
+		L->master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+		if (L->master < 0 || grantpt(L->master) != 0 || unlockpt(L->master) != 0 ||
+		    ptsname_r(L->master, name, sizeof(name)) != 0 ||
+		    (L->slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
+			fprintf(stderr, "wallprof: cannot open a pseudo-terminal for the program's "
+					"output (%s); it will draw over the view\n", strerror(errno));
+			if (L->master >= 0)
+				close(L->master);
+			L->master = -1;
+		} else {
+			struct winsize ws;
+			struct termios tio;
+			if (tcgetattr(tty_fd, &tio) == 0)
+				tcsetattr(L->slave, TCSANOW, &tio);
+			if (ioctl(tty_fd, TIOCGWINSZ, &ws) == 0)
+				ioctl(L->slave, TIOCSWINSZ, &ws);
+			fcntl(L->master, F_SETFL, fcntl(L->master, F_GETFL) | O_NONBLOCK);
+		}
+	}
+
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		perror("wallprof: fork");
+		return -1;
+	}
+	if (pid == 0) {
+		if (L->slave >= 0) {
+			if (out_tty)
+				dup2(L->slave, STDOUT_FILENO);
+			if (err_tty)
+				dup2(L->slave, STDERR_FILENO);
+		}
+		if (in_tty) {
+			int nul = open("/dev/null", O_RDONLY);
+			if (nul >= 0 && nul != STDIN_FILENO) {
+				dup2(nul, STDIN_FILENO);
+				close(nul);
+			}
+		}
+		setenv("WALLPROF_CHECKPOINT", "1", 1);
+		wp_exec_under_agent(L->o, agent, L->path, -1);
+	}
+	L->pid = pid;
+	child_pid = pid;
+	return 0;
+}
+
+/* Exit the way the shell expects from the program's status (as main.c does for a record). */
+static int pass_status(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status)) {
+		int sig = WTERMSIG(status);
+		fflush(NULL);
+		signal(sig, SIG_DFL);
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, sig);
+		sigprocmask(SIG_UNBLOCK, &set, NULL);
+		raise(sig);
+		return 128 + sig;
+	}
+	return 1;
+}
+
+static void close_view(struct live *L, const char *why)
+{
+	if (in_view) {
+		restore_terminal();
+		replay_output(L);
+		if (why)
+			fprintf(stderr, "wallprof: %s\n", why);
+	}
+	replay_output(L);
+}
+
+/* Ctrl-Z: the terminal back to the shell, stop; on fg, take it again. */
+static void suspend(struct live *L)
+{
+	int was = in_view;
+	restore_terminal();
+	signal(SIGTSTP, SIG_DFL);
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTSTP);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	raise(SIGTSTP);
+	/* continued */
+	handle(SIGTSTP, on_signal, 0);
+	if (was && enter_terminal() == 0) {
+		window_size(L);
+		draw(L, 1);
+	}
+}
+
+static int live_loop(struct live *L)
+{
+	uint64_t next_stat = 0, next_tick = 0;
+	int status = 0;
+	for (;;) {
+		char drain[64];
+		while (read(wake_pipe[0], drain, sizeof(drain)) > 0)
+			;
+		int redraw = 0, full = 0;
+		if (take(SIGWINCH) && in_view) {
+			window_size(L);
+			redraw = full = 1;
+		}
+		if (take(SIGTSTP))
+			suspend(L);
+		if (take(SIGCONT) && in_view) {
+			redraw = full = 1;
+		}
+		if (take(SIGINT)) {
+			/* forwarded by the handler; the program decides */
+			if (++L->ints > 1)
+				close_view(L, "Ctrl-C again: view closed; the report follows when the "
+					      "program exits");
+			snprintf(L->status, sizeof(L->status), "SIGINT: waiting for the program (pid %ld) "
+				 "to exit; Ctrl-C again closes the view", (long)L->pid);
+			redraw = 1;
+		}
+		static const int leave[] = { SIGTERM, SIGHUP, SIGQUIT };
+		for (size_t i = 0; i < sizeof(leave) / sizeof(leave[0]); i++) {
+			if (take(leave[i])) {
+				char why[160];
+				snprintf(why, sizeof(why), "SIG%s: the view is closed; waiting for the "
+					 "program (pid %ld) to exit", sigabbrev_np(leave[i]), (long)L->pid);
+				close_view(L, why);
+			}
+		}
+		take(SIGCHLD);
+		pid_t w = waitpid(L->pid, &status, WNOHANG);
+		if (w == L->pid)
+			break;
+		if (w < 0 && errno != EINTR) {
+			perror("wallprof: waitpid");
+			status = 1 << 8;
+			break;
+		}
+
+		uint64_t now = mono();
+		if (now >= next_stat) {
+			next_stat = now + STAT_EVERY_NS;
+			if (!L->paused && poll_checkpoint(L))
+				redraw = 1;
+		}
+		if (now >= next_tick) {
+			/* the clock in the header, on the second */
+			next_tick = now + 1000000000ull - (now - L->t0) % 1000000000ull;
+			redraw = 1;
+		}
+		if (in_view && redraw)
+			draw(L, full);
+
+		struct pollfd pf[3];
+		int n = 0;
+		pf[n++] = (struct pollfd){ wake_pipe[0], POLLIN, 0 };
+		int key_at = -1, out_at = -1;
+		if (in_view && key_fd >= 0) {
+			key_at = n;
+			pf[n++] = (struct pollfd){ key_fd, POLLIN, 0 };
+		}
+		if (L->master >= 0) {
+			out_at = n;
+			pf[n++] = (struct pollfd){ L->master, POLLIN, 0 };
+		}
+		now = mono();
+		uint64_t until = next_stat < next_tick ? next_stat : next_tick;
+		int timeout = until > now ? (int)((until - now) / 1000000) + 1 : 0;
+		if (poll(pf, (nfds_t)n, timeout) <= 0)
+			continue;
+		if (out_at >= 0 && pf[out_at].revents) {
+			drain_output(L);
+			/* new output lines at the bottom, at most ten times a second */
+			if (in_view && (L->outn || L->curlen) && next_tick > mono() + 100000000ull)
+				next_tick = mono() + 100000000ull;
+		}
+		if (key_at >= 0 && (pf[key_at].revents & POLLIN)) {
+			if (read_keys(L)) {
+				char why[256];
+				snprintf(why, sizeof(why), "view closed; the program (pid %ld) runs on, the "
+					 "report follows when it exits (Ctrl-C stops it)", (long)L->pid);
+				close_view(L, why);
+			} else if (in_view) {
+				draw(L, 0);
+			}
+		} else if (key_at >= 0 && (pf[key_at].revents & (POLLHUP | POLLERR | POLLNVAL))) {
+			close_view(L, NULL); /* the terminal went away */
+		}
+	}
+	drain_output(L);
+	return status;
+}
+
+static FILE *open_report(const struct wp_opts *o)
+{
+	if (!o->report_out)
+		return stdout;
+	FILE *f = fopen(o->report_out, "w");
+	if (!f)
+		fprintf(stderr, "wallprof: cannot write %s: %s\n", o->report_out, strerror(errno));
+	return f;
+}
+
+static void free_model(struct live *L)
+{
+	drop_memo(L);
+	struct fkey *fk, *f2;
+	HASH_ITER(hh, L->fkeys, fk, f2) {
+		HASH_DEL(L->fkeys, fk);
+		free(fk);
+	}
+	struct tfcount *c, *c2;
+	HASH_ITER(hh, L->tf, c, c2) {
+		HASH_DEL(L->tf, c);
+		free(c);
+	}
+	struct lthread *t, *t2;
+	HASH_ITER(hh, L->threads, t, t2) {
+		HASH_DEL(L->threads, t);
+		free(t);
+	}
+	free(L->funcs);
+	free(L->rowv);
+	if (L->sym)
+		wp_symbolizer_free(L->sym);
+}
+
+int wp_live(struct wp_opts *o)
+{
+	if (!isatty(STDOUT_FILENO)) {
+		fprintf(stderr, "wallprof: --live needs a terminal on standard output; to record "
+				"without one, use `wallprof -o FILE -- COMMAND` and then "
+				"`wallprof --report FILE`\n");
+		return 2;
+	}
+	const char *term = getenv("TERM");
+	if (!term || !*term || !strcmp(term, "dumb")) {
+		fprintf(stderr, "wallprof: --live needs a terminal that can draw a full-screen view "
+				"(TERM is %s); use `wallprof -- COMMAND` instead\n",
+			term && *term ? term : "not set");
+		return 2;
+	}
+	if (!o->report_out && (o->format == WP_FMT_SVG || o->format == WP_FMT_PPROF ||
+			       o->flame_graph)) {
+		fprintf(stderr, "wallprof: the final report of --live goes to the terminal; write "
+				"an SVG or pprof file with --report-output=FILE\n");
+		return 2;
+	}
+	if (o->flame_graph && !o->format_set)
+		o->format = WP_FMT_SVG;
+	const char *agent = wp_find_agent();
+	if (!agent)
+		return 1;
+
+	static struct live L; /* some 10 KB of line buffers: not on the stack */
+	memset(&L, 0, sizeof(L));
+	L.o = o;
+	L.sel_kind = -1;
+	if (o->out)
+		snprintf(L.path, sizeof(L.path), "%s", o->out);
+	else
+		snprintf(L.path, sizeof(L.path), "wallprof.%ld.prof", (long)getpid());
+
+	tty_fd = STDOUT_FILENO;
+	if (isatty(STDIN_FILENO)) {
+		key_fd = STDIN_FILENO;
+	} else {
+		key_fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+		key_fd_opened = key_fd >= 0;
+	}
+	if (key_fd >= 0 && tcgetattr(key_fd, &saved_tio) == 0)
+		tio_saved = 1;
+	if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+		perror("wallprof: pipe");
+		return 1;
+	}
+	L.captured = tmpfile();
+	if (spawn(&L, agent) != 0)
+		return 1;
+	L.t0 = mono();
+
+	atexit(restore_terminal);
+	static const int crash[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS };
+	for (size_t i = 0; i < sizeof(crash) / sizeof(crash[0]); i++)
+		handle(crash[i], on_crash, SA_RESETHAND | SA_NODEFER);
+	static const int noted[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGCHLD,
+				     SIGTSTP, SIGCONT };
+	for (size_t i = 0; i < sizeof(noted) / sizeof(noted[0]); i++)
+		handle(noted[i], on_signal, 0);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (enter_terminal() != 0) {
+		fprintf(stderr, "wallprof: cannot set up the terminal: %s\n", strerror(errno));
+		L.passthrough = 1;
+	} else {
+		window_size(&L);
+		draw(&L, 1);
+	}
+
+	int status = live_loop(&L);
+	close_view(&L, NULL);
+	child_pid = 0;
+	static const int back[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGCHLD, SIGTSTP,
+				    SIGCONT, SIGPIPE };
+	for (size_t i = 0; i < sizeof(back) / sizeof(back[0]); i++)
+		signal(back[i], SIG_DFL);
+	if (key_fd_opened)
+		close(key_fd);
+	if (L.master >= 0)
+		close(L.master);
+	if (L.slave >= 0)
+		close(L.slave);
+	close(wake_pipe[0]);
+	close(wake_pipe[1]);
+	wake_pipe[0] = wake_pipe[1] = -1;
+	free_model(&L);
+
+	o->exit_status = status;
+	o->have_exit_status = 1;
+	if (access(L.path, R_OK) != 0) {
+		fprintf(stderr, "wallprof: the program left no profile at %s (it may have replaced its "
+				"environment or called _exit before the agent could write)\n", L.path);
+	} else {
+		FILE *out = open_report(o);
+		if (out) {
+			int rc = wp_report_file(o, L.path, out);
+			if (out != stdout && fclose(out) != 0 && !rc)
+				fprintf(stderr, "wallprof: cannot write %s: %s\n", o->report_out,
+					strerror(errno));
+			if (!o->quiet)
+				fprintf(stderr, "wallprof: profile saved to %s (wallprof --report %s)\n",
+					L.path, L.path);
+		}
+	}
+	return pass_status(status);
+}

@@ -1,0 +1,411 @@
+"""--live: the full-screen view, driven in a real terminal (tmux, on a private server).
+
+Each run starts `wallprof --live ... -- live_target` in a tmux pane through a small wrapper
+(this script with --wrap), which records wallprof's pid, its exit status and the terminal
+settings it left (`stty -a`), then keeps the pane open so the screen can still be read.
+
+  * a terminal is required: with standard output on a pipe, --live refuses with a message;
+  * the view: a header (command, pid, mode, rate, elapsed, samples, threads, sampler
+    overhead), the hot function within a few refreshes, numbers that change between
+    captures, an interval column that follows the program (live_hot_first stops gaining
+    samples once live_target moves on to live_hot_second), `t` for the thread list, Enter for a
+    function's per-thread breakdown, a resize re-lays the screen out;
+  * the view costs little: wallprof's own CPU use while it runs;
+  * at the end: the main screen is back (alternate_on 0, cursor shown, termios canonical with
+    echo), the program's output and the final report are there, and wallprof exits with the
+    program's status;
+  * `q` closes the view and the program runs on to its report;
+  * Ctrl-C stops the program (SIGINT) and wallprof dies of SIGINT too, terminal restored;
+    SIGTERM sent to wallprof likewise;
+  * slowdown: a fixed CPU workload's wall and CPU time plain, under `wallprof` and under
+    `wallprof --live` (notes only: timing on a shared machine is too noisy for a check; the
+    view's own CPU use above is the checked part).
+"""
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import wplib as wp  # noqa: E402
+
+WIDTH, HEIGHT = 120, 40
+
+
+# --------------------------------------------------------------------------------------------
+# The wrapper, run inside the pane: `test_live.py --wrap STATUS_FILE -- CMD...`
+
+def wrap(argv):
+    status_file = argv[0]
+    cmd = argv[2:]
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("WALLPROF_") and k != "LD_PRELOAD"}
+    proc = subprocess.Popen(cmd, env=env)
+    # Only now: the child must not inherit SIG_IGN. Ctrl-C is for wallprof and its program.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGQUIT, signal.SIG_IGN)
+    with open(status_file, "a") as f:
+        f.write("pid %d\n" % proc.pid)
+    rc = proc.wait()
+    stty = subprocess.run(["stty", "-a"], capture_output=True, text=True).stdout
+    with open(status_file, "a") as f:
+        f.write("stty %s\n" % " ".join(stty.split()))
+        f.write("status %d\n" % rc)
+    print("[wrapper] wallprof returned %d" % rc, flush=True)
+    time.sleep(300)
+
+
+# --------------------------------------------------------------------------------------------
+# tmux
+
+class Pane:
+    """One tmux session on a private server, running `cmd` through the wrapper."""
+    count = 0
+
+    def __init__(self, cmd, width=WIDTH, height=HEIGHT):
+        Pane.count += 1
+        self.sock = wp.tmp_path("tmux.sock")
+        self.name = "live%d" % Pane.count
+        self.status_file = wp.tmp_path("%s.status" % self.name)
+        wrapper = [sys.executable, os.path.abspath(__file__), "--wrap", self.status_file, "--"]
+        line = " ".join(shlex.quote(a) for a in wrapper + list(cmd))
+        self.tmux("new-session", "-d", "-x", str(width), "-y", str(height), "-s", self.name,
+                  "cd %s && exec %s" % (shlex.quote(wp.tmp_dir()), line))
+        self.t0 = time.monotonic()
+
+    def tmux(self, *args):
+        r = subprocess.run(["tmux", "-f", "/dev/null", "-S", self.sock] + list(args),
+                           capture_output=True, text=True, timeout=20)
+        if r.returncode != 0:
+            raise RuntimeError("tmux %s: %s" % (" ".join(args), r.stderr.strip()))
+        return r.stdout
+
+    def screen(self):
+        return self.tmux("capture-pane", "-p", "-t", self.name)
+
+    def display(self, fmt):
+        return self.tmux("display-message", "-p", "-t", self.name, fmt).strip()
+
+    def keys(self, *keys):
+        self.tmux("send-keys", "-t", self.name, *keys)
+
+    def status(self):
+        """{'pid': int, 'stty': str, 'status': int} as far as the wrapper got."""
+        out = {}
+        try:
+            with open(self.status_file) as f:
+                for line in f:
+                    k, _, v = line.rstrip("\n").partition(" ")
+                    out[k] = int(v) if k in ("pid", "status") else v
+        except OSError:
+            pass
+        return out
+
+    def wait(self, pred, timeout, step=0.2):
+        """Polls the screen until pred(screen) is true; returns the last screen, or None."""
+        end = time.monotonic() + timeout * wp.timeout_mult()
+        while True:
+            s = self.screen()
+            if pred(s):
+                return s
+            if time.monotonic() > end:
+                self.last = s
+                return None
+            time.sleep(step)
+
+    def wait_exit(self, timeout):
+        end = time.monotonic() + timeout * wp.timeout_mult()
+        while time.monotonic() < end:
+            st = self.status()
+            if "status" in st:
+                return st
+            time.sleep(0.2)
+        return None
+
+    def close(self):
+        try:
+            self.tmux("kill-session", "-t", self.name)
+        except Exception:
+            pass
+
+
+def kill_server(sock):
+    subprocess.run(["tmux", "-S", sock, "kill-server"], capture_output=True)
+
+
+# --------------------------------------------------------------------------------------------
+# The screen
+
+ROW = re.compile(r"^\s*(\d+\.\d)%\s+([\d,]+)\s+(\d+\.\d)%\s+([\d,]+)\s+(\S.*?)\s*$")
+
+
+def num(s):
+    return int(s.replace(",", ""))
+
+
+def func_rows(screen):
+    """{function: (interval samples, overall samples)} from the functions table."""
+    rows = {}
+    for line in screen.splitlines():
+        m = ROW.match(line)
+        if m and not m.group(5).startswith("`-"):
+            name = m.group(5).split()[0]
+            rows[name] = (num(m.group(2)), num(m.group(4)))
+    return rows
+
+
+def header_samples(screen):
+    m = re.search(r"^samples ([\d,]+) \(\+([\d,]+) in ", screen, re.M)
+    return num(m.group(1)) if m else None
+
+
+def restored(t, pane, st, what):
+    """The terminal is as it was: main screen, cursor shown, canonical mode with echo."""
+    t.eq(pane.display("#{alternate_on}"), "0", "%s: the main screen is back" % what)
+    t.eq(pane.display("#{cursor_flag}"), "1", "%s: the cursor is shown" % what)
+    flags = (st or {}).get("stty", "").split()
+    t.check("icanon" in flags and "echo" in flags and "isig" in flags and "icrnl" in flags
+            and "ixon" in flags,
+            "%s: the terminal is in canonical mode with echo again (stty)" % what,
+            (st or {}).get("stty", "(no stty output)"))
+
+
+def live_cmd(prof, *target_args, extra=()):
+    return ([wp.cli(), "--live", "-o", prof] + list(extra) +
+            ["--", wp.target("live_target")] + list(target_args))
+
+
+def proc_cpu_s(pid):
+    """utime + stime of a process, in seconds (None when it is gone)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+# --------------------------------------------------------------------------------------------
+# The tests
+
+def not_a_terminal(t):
+    r = wp.wallprof(["--live", "--", wp.target("live_target"), "1"], timeout=30)
+    t.check(r.returncode == 2 and "--live needs a terminal" in r.stderr and "--report" in r.stderr,
+            "with standard output on a pipe, --live refuses and says what to use instead",
+            r.describe())
+    t.check("live_target: start" not in r.stdout, "... without running the program", r.stdout)
+
+
+def full_run(t):
+    prof = wp.tmp_path("full.prof")
+    pane = Pane(live_cmd(prof, "6", "5"))
+    try:
+        s = pane.wait(lambda s: "wallprof --live" in s and re.search(r"^pid \d+", s, re.M), 8)
+        if not t.check(s is not None, "the view comes up with its header",
+                       lambda: getattr(pane, "last", "")):
+            return
+        t.eq(pane.display("#{alternate_on}"), "1", "the view is on the alternate screen")
+        pid = pane.status().get("pid")
+        s = pane.wait(lambda s: "live_hot_first" in func_rows(s), 5)
+        if not t.check(s is not None, "the hot function live_hot_first shows within a few "
+                       "refreshes", lambda: getattr(pane, "last", "")):
+            return
+        head = "\n".join(s.splitlines()[:6])
+        t.check("live_target 6 5" in head, "header: the command", head)
+        m = re.search(r"^pid (\d+)\s+wall mode, 100 Hz", s, re.M)
+        t.check(m is not None and "elapsed 0:0" in head, "header: pid, mode, rate, elapsed", head)
+        t.check(re.search(r"samples [\d,]+ \(\+[\d,]+ in \d+\.\d s\)\s+threads \d+ \(\d+ live\)"
+                          r"\s+sampler \d+\.\d% of a core, threads held \d+\.\d+%", head)
+                is not None, "header: samples (and the interval's), threads, sampler overhead",
+                head)
+        t.check(re.search(r"^LAST \d+\.\d s\*?\s+OVERALL", s, re.M) is not None,
+                "the table has the last interval and the whole run side by side", s)
+
+        # live: the numbers move between captures
+        n1 = header_samples(s)
+        s2 = pane.wait(lambda x: (header_samples(x) or 0) > (n1 or 0), 3)
+        t.check(s2 is not None, "the sample count grows between captures (%s, then %s)" % (
+            n1, header_samples(s2 or "")), lambda: getattr(pane, "last", ""))
+        if s2:
+            a, b = func_rows(s).get("live_hot_first"), func_rows(s2).get("live_hot_first")
+            t.check(a and b and b[1] > a[1], "live_hot_first's overall count grows (%s -> %s)"
+                    % (a, b))
+
+        # `t`: the thread list; `t` again: the functions
+        pane.keys("t")
+        s = pane.wait(lambda x: "live-worker" in x and "live-sleeper" in x, 3)
+        t.check(s is not None and re.search(r"\btid\s+thread\b", s) is not None,
+                "`t` shows the thread list (live-worker, live-sleeper, tid, thread)",
+                lambda: s or getattr(pane, "last", ""))
+        if s:
+            line = [x for x in s.splitlines() if "live-worker" in x]
+            t.check(bool(line) and ("live_worker_loop" in line[0] or
+                                    "clock_nanosleep" in line[0]),
+                    "the thread list names each thread's hottest function", s)
+        pane.keys("t")
+        s = pane.wait(lambda x: re.search(r"self\s+samples\s+self\s+samples\s+function", x), 3)
+        t.check(s is not None, "`t` again: back to the functions",
+                lambda: getattr(pane, "last", ""))
+
+        # Enter: the selected (top) function's per-thread breakdown
+        pane.keys("Enter")
+        s = pane.wait(lambda x: re.search(r"`- \S+ \(tid \d+\)", x), 3)
+        t.check(s is not None, "Enter shows the selected function's threads",
+                lambda: getattr(pane, "last", ""))
+        pane.keys("Escape")
+
+        # the CPU the view costs (wallprof itself, not the program)
+        cpu0, w0 = proc_cpu_s(pid) if pid else None, time.monotonic()
+
+        # the interval follows the program: after 3 s it runs live_hot_second only
+        def moved_on(x):
+            r = func_rows(x)
+            return (r.get("live_hot_first", (1, 0))[0] == 0 and
+                    r.get("live_hot_first", (0, 0))[1] > 0 and
+                    r.get("live_hot_second", (0, 0))[0] > 0)
+        s = pane.wait(moved_on, 5)
+        t.check(s is not None, "once the program moved on, live_hot_first has no samples in "
+                "the last interval but keeps its overall count, live_hot_second has some",
+                lambda: getattr(pane, "last", ""))
+
+        # resize: the screen is laid out again for the new size
+        pane.tmux("resize-window", "-t", pane.name, "-x", "72", "-y", "18")
+        s = pane.wait(lambda x: len(x.splitlines()) <= 18 and "q close view" in x and
+                      "wallprof --live" in x, 3)
+        t.check(s is not None, "after a resize to 72x18 the header and the help line are "
+                "still on screen", lambda: getattr(pane, "last", ""))
+        cpu1, w1 = proc_cpu_s(pid) if pid else None, time.monotonic()
+        if cpu0 is not None and cpu1 is not None:
+            share = (cpu1 - cpu0) / (w1 - w0)
+            t.check(share < 0.10, "the view used %.1f%% of a core while the program ran (< 10%%)"
+                    % (100 * share))
+        pane.tmux("resize-window", "-t", pane.name, "-x", str(WIDTH), "-y", str(HEIGHT))
+
+        st = pane.wait_exit(15)
+        if not t.check(st is not None, "wallprof exits when the program does",
+                       lambda: pane.screen()):
+            return
+        t.eq(st["status"], 5, "wallprof exits with the program's status (5)")
+        restored(t, pane, st, "at the end")
+        s = pane.screen()
+        full = pane.tmux("capture-pane", "-p", "-t", pane.name, "-S", "-400")
+        t.check("WALLPROF PROFILE" in full and "FLAT PROFILE" in full and
+                "live_hot_first" in full, "the final text report follows", s)
+        t.check("live_target: start" in full and "live_target: done" in full,
+                "the program's own output is shown once the view is gone", full[-3000:])
+        t.check("profile saved to" in full and os.path.exists(prof),
+                "the profile is saved where -o said", s)
+    finally:
+        pane.close()
+
+
+def quit_key(t):
+    prof = wp.tmp_path("quit.prof")
+    pane = Pane(live_cmd(prof, "4", "0"))
+    try:
+        s = pane.wait(lambda s: "live_hot_first" in func_rows(s), 8)
+        if not t.check(s is not None, "[q] the view is up", lambda: getattr(pane, "last", "")):
+            return
+        pane.keys("q")
+        s = pane.wait(lambda x: "view closed" in x, 3)
+        t.check(s is not None, "[q] the view closes and says the program runs on",
+                lambda: getattr(pane, "last", ""))
+        t.eq(pane.display("#{alternate_on}"), "0", "[q] the main screen is back at once")
+        t.check(s is not None and "live_target: start" in s,
+                "[q] what the program wrote under the view is shown", s)
+        t.check("status" not in pane.status(), "[q] the program is still running")
+        st = pane.wait_exit(15)
+        if not t.check(st is not None, "[q] wallprof waits for the program, then exits"):
+            return
+        t.eq(st["status"], 0, "[q] exit status 0, the program's")
+        restored(t, pane, st, "[q]")
+        full = pane.tmux("capture-pane", "-p", "-t", pane.name, "-S", "-400")
+        t.check("live_target: done" in full and "WALLPROF PROFILE" in full,
+                "[q] the program's later output and the final report follow", full[-3000:])
+    finally:
+        pane.close()
+
+
+def interrupted(t, how):
+    prof = wp.tmp_path("%s.prof" % how)
+    pane = Pane(live_cmd(prof, "30", "0"))
+    sig = signal.SIGINT if how == "ctrl-c" else signal.SIGTERM
+    try:
+        s = pane.wait(lambda s: "live_hot_first" in func_rows(s), 8)
+        if not t.check(s is not None, "[%s] the view is up" % how,
+                       lambda: getattr(pane, "last", "")):
+            return
+        t0 = time.monotonic()
+        if how == "ctrl-c":
+            pane.keys("C-c")
+        else:
+            os.kill(pane.status()["pid"], signal.SIGTERM)
+        st = pane.wait_exit(10)
+        if not t.check(st is not None, "[%s] the program stops (%.1f s after the signal)" % (
+                how, time.monotonic() - t0), lambda: pane.screen()):
+            return
+        t.eq(st["status"], -sig, "[%s] wallprof dies of %s, as the program did" % (
+            how, signal.Signals(sig).name))
+        restored(t, pane, st, "[%s]" % how)
+        full = pane.tmux("capture-pane", "-p", "-t", pane.name, "-S", "-400")
+        t.check("killed by %s" % signal.Signals(sig).name in full,
+                "[%s] the final report says the program was killed by %s" % (
+                    how, signal.Signals(sig).name), full[-3000:])
+    finally:
+        pane.close()
+
+
+def slowdown(t):
+    rounds = os.environ.get("LIVE_WORK_ROUNDS", "1500")
+    work = [wp.target("live_target"), "--work", rounds]
+
+    def secs(text):
+        m = re.search(r"work: (\d+\.\d+) s wall, (\d+\.\d+) s cpu", text)
+        return (float(m.group(1)), float(m.group(2))) if m else None
+    plain = wp.run(work, timeout=120)
+    rec = wp.wallprof(["-q", "-o", wp.tmp_path("work.prof"), "--"] + work, timeout=120)
+    pane = Pane(live_cmd(wp.tmp_path("work-live.prof"), "--work", rounds))
+    try:
+        st = pane.wait_exit(120)
+        full = pane.tmux("capture-pane", "-p", "-t", pane.name, "-S", "-400")
+    finally:
+        pane.close()
+    a, b, c = secs(plain.stdout), secs(rec.stdout), secs(full)
+    if not t.check(None not in (a, b, c) and st and st.get("status") == 0,
+                   "the fixed workload ran plain, under wallprof and under wallprof --live",
+                   "plain %r, record %r, live %r\n%s" % (a, b, c, full[-2000:])):
+        return
+    for i, what in enumerate(("wall time", "its thread's CPU time")):
+        wp.note("CPU-bound workload (%s rounds of live_work), %s: plain %.3f s; wallprof "
+                "%.3f s (%+.1f%%); wallprof --live %.3f s (%+.1f%%, %+.1f%% against wallprof)"
+                % (rounds, what, a[i], b[i], 100 * (b[i] / a[i] - 1), c[i],
+                   100 * (c[i] / a[i] - 1), 100 * (c[i] / b[i] - 1)))
+
+
+def main(t):
+    if not shutil.which("tmux"):
+        t.fail("tmux is missing: run ./scripts/deps")
+        return
+    if not wp.require_built(wp.target("live_target")):
+        return
+    sock = wp.tmp_path("tmux.sock")
+    try:
+        not_a_terminal(t)
+        full_run(t)
+        quit_key(t)
+        interrupted(t, "ctrl-c")
+        interrupted(t, "sigterm")
+        slowdown(t)
+    finally:
+        kill_server(sock)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--wrap":
+        wrap(sys.argv[2:])
+    else:
+        wp.main(main)

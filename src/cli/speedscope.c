@@ -17,8 +17,8 @@
  *   empty sample, which speedscope treats as idle, so every thread spans the run and the
  *   threads line up in the time-order view. Consecutive samples with the same frames are
  *   merged (speedscope would merge them anyway).
- * - A thread whose timeline is missing or incomplete (fewer entries than samples: the agent
- *   drops timeline entries past its memory budget, META timeline_truncated) falls back to its
+ * - A thread whose timeline is missing, or any thread when the agent stopped recording the
+ *   timeline at its memory budget (META timeline_truncated=1), falls back to its
  *   stacks, one sample per distinct stack weighing its weight_ns (count x interval), not in
  *   time order; the profile name and the "exporter" field say so.
  * Strings are escaped for JSON; invalid UTF-8 becomes U+FFFD. The --thread filter applies. */
@@ -221,6 +221,14 @@ static uint64_t duration_of(int cpu, uint64_t start, uint64_t next, uint64_t w)
 	return gap <= limit ? gap : w;
 }
 
+/* The timeline has one entry per sample taken; a thread's sample count can be larger (a
+ * sample of a late tick counts for the intervals it covers), so the two are not compared.
+ * Only a thread with no entries, or a timeline the agent stopped recording, falls back. */
+static int no_timeline(const struct wp_profile *p, const struct tid_ent *te)
+{
+	return te->tl_n == 0 || te->split || wp_profile_meta_ll(p, "timeline_truncated", 0) != 0;
+}
+
 static void timeline_samples(struct emitter *em, const struct wp_profile *p,
 			     const struct tid_ent *te, uint64_t interval, int cpu, uint64_t *cursor)
 {
@@ -305,7 +313,7 @@ int wp_report_speedscope(const struct wp_opts *o, const struct wp_profile *p,
 			active = nprof;
 		}
 		nprof++;
-		if (te->tl_n != te->samples)
+		if (no_timeline(p, te))
 			nfallback++;
 	}
 
@@ -351,7 +359,7 @@ int wp_report_speedscope(const struct wp_opts *o, const struct wp_profile *p,
 			continue;
 		te->done = 1;
 		const struct wp_thread *last = wp_profile_thread(p, t->tid);
-		int fallback = te->tl_n != te->samples;
+		int fallback = no_timeline(p, te);
 		char pname[4200];
 		snprintf(pname, sizeof(pname), "%s (tid %u)%s",
 			 last->name && *last->name ? last->name : "?", t->tid,

@@ -49,6 +49,14 @@ def one_mode(t, mode):
     dump = lambda: "top self:\n%s\nheaviest stacks:\n%s" % (p.top(12), p.sample_lines(12))
 
     # --- self shares against the truth --------------------------------------------------
+    # Shares of the WORK: the target's own accounting (clock_gettime in thread_cpu_ns) is left
+    # out on both sides. Its true CPU cost is tiny, but on a busy machine a thread is often
+    # preempted on the way out of that system call, and wall mode rightly shows it waiting
+    # there; the truth, which is CPU time, cannot see that.
+    instrument = p.through("thread_cpu_ns").total()
+    total = total - instrument
+    total_ns = sum(v for k, v in truth.items() if k.startswith("self."))
+    t.note("[%s] samples in the target's own clock_gettime: %d" % (mode, instrument))
     selfc = p.self_counts()
     callers = p.callers_of("leaf_mul")
     measured = {

@@ -68,7 +68,8 @@ class Pane:
 
     def __init__(self, cmd, width=WIDTH, height=HEIGHT):
         Pane.count += 1
-        self.sock = wp.tmp_path("tmux.sock")
+        # a socket of its own: a server still shutting down must not be reused
+        self.sock = wp.tmp_path("tmux%d.sock" % Pane.count)
         self.name = "live%d" % Pane.count
         self.status_file = wp.tmp_path("%s.status" % self.name)
         wrapper = [sys.executable, os.path.abspath(__file__), "--wrap", self.status_file, "--"]

@@ -1,0 +1,152 @@
+/* White-box tests of the agent's pieces that have logic of their own: settings parsing, the
+ * output path, the async-signal-safe formatter, the suspension-window histogram, the
+ * signal-name parser. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/config.h"
+#include "agent/log.h"
+#include "agent/signals.h"
+#include "agent/stats.h"
+
+static int passed, failed;
+
+#define CHECK(cond, ...)                                   \
+	do {                                               \
+		if (cond) {                                \
+			passed++;                          \
+		} else {                                   \
+			failed++;                          \
+			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
+			printf(__VA_ARGS__);               \
+			printf("\n");                      \
+		}                                          \
+	} while (0)
+
+/* A fake environment for wp_config_load. */
+static const char *env_keys[16], *env_vals[16];
+static int env_n;
+
+static char *fake_getenv(const char *k)
+{
+	for (int i = 0; i < env_n; i++)
+		if (!strcmp(env_keys[i], k))
+			return (char *)env_vals[i];
+	return NULL;
+}
+
+static int load(struct wp_config *c, const char *k, const char *v)
+{
+	env_n = 0;
+	if (k) {
+		env_keys[0] = k;
+		env_vals[0] = v;
+		env_n = 1;
+	}
+	return wp_config_load(c, fake_getenv);
+}
+
+static void test_config(void)
+{
+	struct wp_config c;
+	CHECK(load(&c, NULL, NULL) == 0 && c.mode == WP_MODE_WALL && c.hz == WP_DEFAULT_HZ &&
+		      c.threads == WP_DEFAULT_THREADS && !strcmp(c.out, WP_DEFAULT_OUT) &&
+		      c.checkpoint_s == WP_DEFAULT_CHECKPOINT_S && c.autostart == -1,
+	      "defaults");
+	CHECK(load(&c, "WALLPROF_MODE", "cpu") == 0 && c.mode == WP_MODE_CPU, "mode cpu");
+	CHECK(load(&c, "WALLPROF_HZ", "10000") == 0 && c.hz == 10000, "hz 10000");
+	CHECK(load(&c, "WALLPROF_HZ", "1") == 0 && c.hz == 1, "hz 1");
+	CHECK(load(&c, "WALLPROF_THREADS", "0") == 0 && c.threads == 0, "threads 0 = all");
+	static const char *const bad[][2] = {
+		{ "WALLPROF_MODE", "Wall" },   { "WALLPROF_MODE", "" },      { "WALLPROF_HZ", "0" },
+		{ "WALLPROF_HZ", "10001" },    { "WALLPROF_HZ", "+5" },      { "WALLPROF_HZ", "5x" },
+		{ "WALLPROF_HZ", " 5" },       { "WALLPROF_HZ", "-5" },      { "WALLPROF_THREADS", "-1" },
+		{ "WALLPROF_THREADS", "1e3" }, { "WALLPROF_OUT", "" },       { "WALLPROF_QUIET", "yes" },
+		{ "WALLPROF_CHECKPOINT", "-1" }, { "WALLPROF_AUTOSTART", "2" },
+		{ "WALLPROF_SIGNAL", "KILL" }, { "WALLPROF_SIGNAL", "RTMIN+99" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK(load(&c, bad[i][0], bad[i][1]) == -1, "%s='%s' is refused", bad[i][0], bad[i][1]);
+}
+
+static void test_out_path(void)
+{
+	struct wp_config c;
+	char buf[256];
+	load(&c, "WALLPROF_OUT", "/tmp/x.%p.prof");
+	CHECK(wp_config_out_path(&c, 42, buf, sizeof(buf)) == 0 && !strcmp(buf, "/tmp/x.42.prof"),
+	      "%%p: %s", buf);
+	load(&c, "WALLPROF_OUT", "a%%b%p");
+	CHECK(wp_config_out_path(&c, 7, buf, sizeof(buf)) == 0 && !strcmp(buf, "a%b7"), "%%%%: %s", buf);
+	load(&c, "WALLPROF_OUT", "/tmp/run.prof");
+	c.root_pid = 10;
+	CHECK(wp_config_out_path(&c, 10, buf, sizeof(buf)) == 0 && !strcmp(buf, "/tmp/run.prof"),
+	      "the root process keeps the name: %s", buf);
+	CHECK(wp_config_out_path(&c, 11, buf, sizeof(buf)) == 0 && !strcmp(buf, "/tmp/run.11.prof"),
+	      "another process gets .PID before the extension: %s", buf);
+	load(&c, "WALLPROF_OUT", "/tmp/dir.d/noext");
+	c.root_pid = 10;
+	CHECK(wp_config_out_path(&c, 12, buf, sizeof(buf)) == 0 && !strcmp(buf, "/tmp/dir.d/noext.12"),
+	      "a dot in a directory name is not an extension: %s", buf);
+	CHECK(wp_config_out_path(&c, 12, buf, 8) == -ENAMETOOLONG, "too long is refused");
+}
+
+static void test_format(void)
+{
+	char b[128];
+	wp_format(b, sizeof(b), "%s=%d %u %5u|%x %lld %llu %%", "k", -12, 7u, 42u, 255u, -5LL, 18446744073709551615ULL);
+	CHECK(!strcmp(b, "k=-12 7    42|ff -5 18446744073709551615 %"), "format: '%s'", b);
+	wp_format(b, 6, "%s", "truncate me");
+	CHECK(!strcmp(b, "trunc"), "truncation keeps the NUL: '%s'", b);
+	const char *volatile nothing = NULL; /* volatile: the compiler must not see it is NULL */
+	wp_format(b, sizeof(b), "%s", nothing);
+	CHECK(!strcmp(b, "(null)"), "NULL string");
+}
+
+static void test_window_stats(void)
+{
+	memset(&wp_stats, 0, sizeof(wp_stats));
+	CHECK(wp_stats_window_quantile(0.5) == 0, "empty histogram");
+	/* 1..1000 us: p50 ~ 500 us, p99 ~ 990 us, within the histogram's ~3% resolution */
+	for (int i = 1; i <= 1000; i++)
+		wp_stats_window((uint64_t)i * 1000);
+	double p50 = (double)wp_stats_window_quantile(0.5), p99 = (double)wp_stats_window_quantile(0.99);
+	CHECK(p50 > 500e3 * 0.96 && p50 < 500e3 * 1.04, "p50 %.0f ns", p50);
+	CHECK(p99 > 990e3 * 0.96 && p99 < 990e3 * 1.04, "p99 %.0f ns", p99);
+	CHECK(wp_stats_window_quantile(1.0) <= wp_stats.window_max_ns, "quantiles never pass the max");
+	CHECK(wp_stats.window_max_ns == 1000000 && wp_stats.window_n == 1000, "max and count");
+	wp_stats_window(5);           /* below the first bucket */
+	wp_stats_window(1ull << 40);  /* above the last */
+	CHECK(wp_stats.window_max_ns == (1ull << 40), "extremes are kept");
+}
+
+static void test_signal_names(void)
+{
+	CHECK(wp_signals_parse_env("PROF") == SIGPROF && wp_signals_parse_env("SIGPROF") == SIGPROF,
+	      "PROF");
+	CHECK(wp_signals_parse_env("RTMIN+3") == SIGRTMIN + 3, "RTMIN+3");
+	CHECK(wp_signals_parse_env("RTMAX-1") == SIGRTMAX - 1, "RTMAX-1");
+	CHECK(wp_signals_parse_env("RTMAX") == SIGRTMAX, "RTMAX");
+	char num[16];
+	snprintf(num, sizeof(num), "%d", SIGRTMIN + 5);
+	CHECK(wp_signals_parse_env(num) == SIGRTMIN + 5, "a number");
+	CHECK(wp_signals_parse_env("9") == -1 && wp_signals_parse_env("RTMIN+x") == -1 &&
+		      wp_signals_parse_env("RTMAX+1") == -1,
+	      "SIGKILL, junk and out-of-range are refused");
+	CHECK(wp_signals_parse_env("") == 0, "empty = choose");
+}
+
+int main(void)
+{
+	/* complaints go to stderr, the results to stdout */
+	test_config();
+	test_out_path();
+	test_format();
+	test_window_stats();
+	test_signal_names();
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}

@@ -15,6 +15,7 @@
 #define EXPORT __attribute__((visibility("default")))
 
 __thread unsigned wp_our_signals __attribute__((tls_model("initial-exec")));
+__thread unsigned wp_program_signals __attribute__((tls_model("initial-exec")));
 
 /* One pointer per interposed function, resolved with RTLD_NEXT (the definition the program
  * would have called without us). */
@@ -77,8 +78,13 @@ void wp_eintr_disable_retry(void)
 	no_retry = 1;
 }
 
-/* The retry rule: the call failed with EINTR and our handler ran on this thread meanwhile. */
-#define OURS(before) (errno == EINTR && wp_our_signals != (before) && !no_retry)
+/* A snapshot of both counters before a call. */
+#define SNAP() (((unsigned long long)wp_program_signals << 32) | wp_our_signals)
+/* The retry rule: the call failed with EINTR, our handler ran on this thread meanwhile, and
+ * none of the program's handlers did. */
+#define OURS(before)                                                                       \
+	(errno == EINTR && (unsigned)(before) != wp_our_signals &&                          \
+	 (unsigned)((before) >> 32) == wp_program_signals && !no_retry)
 
 static uint64_t mono_ns(void)
 {
@@ -111,7 +117,7 @@ EXPORT int nanosleep(const struct timespec *req, struct timespec *rem)
 	REAL(nanosleep);
 	struct timespec ask = *req, left;
 	for (;;) {
-		unsigned before = wp_our_signals;
+		unsigned long long before = SNAP();
 		int r = real_nanosleep(&ask, &left);
 		if (r == 0 || !OURS(before)) {
 			if (r != 0 && rem)
@@ -129,10 +135,11 @@ EXPORT int clock_nanosleep(clockid_t clk, int flags, const struct timespec *req,
 		return ENOSYS;
 	struct timespec ask = *req, left;
 	for (;;) {
-		unsigned before = wp_our_signals;
+		unsigned long long before = SNAP();
 		int r = real_clock_nanosleep(clk, flags, &ask, &left);
 		/* returns the error number rather than setting errno */
-		if (r != EINTR || wp_our_signals == before || no_retry) {
+		if (r != EINTR || (unsigned)before == wp_our_signals ||
+		    (unsigned)(before >> 32) != wp_program_signals || no_retry) {
 			if (r == EINTR && rem && !(flags & TIMER_ABSTIME))
 				*rem = left;
 			return r;
@@ -167,7 +174,7 @@ EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 	uint64_t start = mono_ns(), total = timeout > 0 ? (uint64_t)timeout * 1000000ull : 0;
 	int t = timeout;
 	for (;;) {
-		unsigned before = wp_our_signals;
+		unsigned long long before = SNAP();
 		int r = real_poll(fds, n, t);
 		if (r >= 0 || !OURS(before))
 			return r;
@@ -182,7 +189,7 @@ EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const
 	uint64_t start = mono_ns(), total = tmo ? ts_to_ns(tmo) : 0;
 	struct timespec t;
 	for (const struct timespec *pt = tmo;;) {
-		unsigned before = wp_our_signals;
+		unsigned long long before = SNAP();
 		int r = real_ppoll(fds, n, pt, mask);
 		if (r >= 0 || !OURS(before))
 			return r;
@@ -199,7 +206,7 @@ EXPORT int select(int nfds, fd_set *r_, fd_set *w, fd_set *e, struct timeval *tv
 	/* Linux leaves the sets untouched on EINTR and updates *tv to the time left, so the same
 	 * arguments resume the wait. */
 	for (;;) {
-		unsigned before = wp_our_signals;
+		unsigned long long before = SNAP();
 		int r = real_select(nfds, r_, w, e, tv);
 		if (r >= 0 || !OURS(before))
 			return r;
@@ -213,7 +220,7 @@ EXPORT int pselect(int nfds, fd_set *r_, fd_set *w, fd_set *e, const struct time
 	uint64_t start = mono_ns(), total = tmo ? ts_to_ns(tmo) : 0;
 	struct timespec t;
 	for (const struct timespec *pt = tmo;;) {
-		unsigned before = wp_our_signals;
+		unsigned long long before = SNAP();
 		int r = real_pselect(nfds, r_, w, e, pt, mask);
 		if (r >= 0 || !OURS(before))
 			return r;
@@ -230,7 +237,7 @@ EXPORT int epoll_wait(int fd, struct epoll_event *ev, int max, int timeout)
 	uint64_t start = mono_ns(), total = timeout > 0 ? (uint64_t)timeout * 1000000ull : 0;
 	int t = timeout;
 	for (;;) {
-		unsigned before = wp_our_signals;
+		unsigned long long before = SNAP();
 		int r = real_epoll_wait(fd, ev, max, t);
 		if (r >= 0 || !OURS(before))
 			return r;
@@ -245,7 +252,7 @@ EXPORT int epoll_pwait(int fd, struct epoll_event *ev, int max, int timeout, con
 	uint64_t start = mono_ns(), total = timeout > 0 ? (uint64_t)timeout * 1000000ull : 0;
 	int t = timeout;
 	for (;;) {
-		unsigned before = wp_our_signals;
+		unsigned long long before = SNAP();
 		int r = real_epoll_pwait(fd, ev, max, t, m);
 		if (r >= 0 || !OURS(before))
 			return r;
@@ -260,7 +267,7 @@ EXPORT int sem_timedwait(sem_t *sem, const struct timespec *abs)
 {
 	REAL(sem_timedwait);
 	for (;;) {
-		unsigned before = wp_our_signals;
+		unsigned long long before = SNAP();
 		int r = real_sem_timedwait(sem, abs);
 		if (r == 0 || !OURS(before))
 			return r;
@@ -271,7 +278,7 @@ EXPORT int sem_clockwait(sem_t *sem, clockid_t clk, const struct timespec *abs)
 {
 	REAL(sem_clockwait);
 	for (;;) {
-		unsigned before = wp_our_signals;
+		unsigned long long before = SNAP();
 		int r = real_sem_clockwait(sem, clk, abs);
 		if (r == 0 || !OURS(before))
 			return r;
@@ -284,7 +291,7 @@ EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct times
 	uint64_t start = mono_ns(), total = tmo ? ts_to_ns(tmo) : 0;
 	struct timespec t;
 	for (const struct timespec *pt = tmo;;) {
-		unsigned before = wp_our_signals;
+		unsigned long long before = SNAP();
 		int r = real_sigtimedwait(set, info, pt);
 		if (r >= 0 || !OURS(before))
 			return r;
@@ -299,7 +306,7 @@ EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info)
 {
 	REAL(sigwaitinfo);
 	for (;;) {
-		unsigned before = wp_our_signals;
+		unsigned long long before = SNAP();
 		int r = real_sigwaitinfo(set, info);
 		if (r >= 0 || !OURS(before))
 			return r;
@@ -310,7 +317,7 @@ EXPORT int sigsuspend(const sigset_t *mask)
 {
 	REAL(sigsuspend);
 	for (;;) {
-		unsigned before = wp_our_signals;
+		unsigned long long before = SNAP();
 		int r = real_sigsuspend(mask);
 		if (!OURS(before))
 			return r;
@@ -321,7 +328,7 @@ EXPORT int pause(void)
 {
 	REAL(pause);
 	for (;;) {
-		unsigned before = wp_our_signals;
+		unsigned long long before = SNAP();
 		int r = real_pause();
 		if (!OURS(before))
 			return r;
@@ -332,7 +339,7 @@ EXPORT int pause(void)
 
 #define RETRY_IO(call)                                   \
 	for (;;) {                                       \
-		unsigned before = wp_our_signals;        \
+		unsigned long long before = SNAP();        \
 		__typeof__(call) r = call;               \
 		if (r >= 0 || !OURS(before))             \
 			return r;                        \

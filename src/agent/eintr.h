@@ -13,6 +13,10 @@
 /* Incremented by the agent's signal handler on the thread it runs on (initial-exec TLS:
  * async-signal-safe, no allocation). */
 extern __thread unsigned wp_our_signals __attribute__((tls_model("initial-exec")));
+/* Incremented on the thread that runs any of the PROGRAM's signal handlers (signals.c wraps
+ * them): a call that failed with EINTR while one of them ran is the program's business and is
+ * never retried, even if our signal arrived at the same moment. */
+extern __thread unsigned wp_program_signals __attribute__((tls_model("initial-exec")));
 
 /* Resolves the real libc functions; called from the constructor (interposers also resolve
  * lazily if the program calls them before that). */

@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "eintr.h"
 #include "handshake.h"
 #include "log.h"
 
@@ -136,6 +137,8 @@ static void fatal_handler(int sig, siginfo_t *info, void *uc)
 	(void)uc;
 }
 
+static void wrap_existing(void);
+
 static int install_flush(int sig)
 {
 	struct sigaction sa;
@@ -157,6 +160,7 @@ void wp_signals_install_fatal(void (*flush)(int))
 		if (s != wp_handshake_signal() && is_default(s))
 			install_flush(s);
 	}
+	wrap_existing();
 }
 
 static int is_handler(const struct sigaction *a)
@@ -165,9 +169,62 @@ static int is_handler(const struct sigaction *a)
 	       (a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN);
 }
 
+/* ---- the program's handlers, counted ----
+ * Each handler the program installs runs through a trampoline that bumps a thread-local
+ * counter first (eintr.h): a call that fails with EINTR while the program's handler ran is
+ * the program's to see, even when our signal arrived at the same moment (a thread woken by
+ * the program's signal shows as running in /proc before it leaves the kernel, and may get
+ * ours too). The program sees its own handler when it asks. */
+static void *_Atomic prog_handler[65];
+static _Atomic int prog_siginfo[65];
+
+static void trampoline(int sig, siginfo_t *info, void *uc)
+{
+	wp_program_signals++;
+	void *h = atomic_load(&prog_handler[sig]);
+	if (!h)
+		return;
+	if (atomic_load(&prog_siginfo[sig]))
+		((void (*)(int, siginfo_t *, void *))h)(sig, info, uc);
+	else
+		((void (*)(int))h)(sig);
+}
+
+static int wrappable(int sig)
+{
+	return sig > 0 && sig < 65 && sig != SIGKILL && sig != SIGSTOP &&
+	       sig != wp_handshake_signal();
+}
+
+/* Installs the program's `act` for `sig`, through the trampoline when it is a handler. */
+static int install_program(int sig, const struct sigaction *act, struct sigaction *kold)
+{
+	if (!act || !is_handler(act) || !wrappable(sig))
+		return wp_real_sigaction(sig, act, kold);
+	struct sigaction w = *act;
+	int si = !!(act->sa_flags & SA_SIGINFO);
+	atomic_store(&prog_siginfo[sig], si);
+	atomic_store(&prog_handler[sig], si ? (void *)act->sa_sigaction : (void *)act->sa_handler);
+	w.sa_sigaction = trampoline;
+	w.sa_flags |= SA_SIGINFO;
+	return wp_real_sigaction(sig, &w, kold);
+}
+
+/* Handlers the program installed before the agent started (another library's constructor):
+ * counted from now on, too. */
+static void wrap_existing(void)
+{
+	for (int sig = 1; sig < 65; sig++) {
+		struct sigaction cur;
+		if (!wrappable(sig) || fatal_ours[sig] || wp_real_sigaction(sig, NULL, &cur) != 0 ||
+		    !is_handler(&cur) || cur.sa_sigaction == trampoline || wp_handshake_is_ours(&cur))
+			continue;
+		install_program(sig, &cur, NULL);
+	}
+}
+
 EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	struct sigaction prev;
 	int ours_fatal = sig > 0 && sig < 65 && fatal_ours[sig];
 
 	if (act && sig == wp_handshake_signal()) {
@@ -177,34 +234,47 @@ EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old
 			if (!atomic_exchange(&moved_once, 1))
 				wp_log("the program installs its own handler for signal %d; wallprof "
 				       "now samples with signal %d (WALLPROF_SIGNAL chooses)", sig, to);
-		} else if (!atomic_exchange(&moved_once, 1)) {
-			wp_log("the program takes signal %d and no free signal is left; wallprof "
-			       "stops sampling", sig);
+		} else {
+			if (!atomic_exchange(&moved_once, 1))
+				wp_log("the program takes signal %d and no free signal is left; "
+				       "wallprof stops sampling", sig);
 			wp_handshake_migrate(0);
 		}
-		return wp_real_sigaction(sig, act, old);
+		/* now an ordinary signal of the program's: installed (and counted) as such */
 	}
 	if (act && ours_fatal && !is_handler(act) && act->sa_handler == SIG_DFL) {
 		/* SIG_DFL asked: keep our stand-in, which dies exactly as SIG_DFL would. */
-		if (old && wp_real_sigaction(sig, NULL, old) == 0) {
+		if (old) {
 			memset(old, 0, sizeof(*old));
 			old->sa_handler = SIG_DFL;
 		}
 		return 0;
 	}
-	int r = wp_real_sigaction(sig, act, old ? old : &prev);
-	if (r == 0 && act && ours_fatal)
-		fatal_ours[sig] = 0; /* the program's handler (or SIG_IGN) replaced ours */
-	if (r == 0 && old && ours_fatal) {
+	void *prev_h = sig > 0 && sig < 65 ? atomic_load(&prog_handler[sig]) : NULL;
+	int prev_si = sig > 0 && sig < 65 ? atomic_load(&prog_siginfo[sig]) : 0;
+	struct sigaction kold;
+	int r = install_program(sig, act, &kold);
+	if (r != 0)
+		return r;
+	if (act && ours_fatal)
+		fatal_ours[sig] = 0; /* the program's handler (or SIG_IGN) replaced our stand-in */
+	if (!old)
+		return 0;
+	*old = kold;
+	if (ours_fatal || wp_handshake_is_ours(&kold)) {
 		/* What the program sees: the default it never changed. */
 		memset(old, 0, sizeof(*old));
 		old->sa_handler = SIG_DFL;
+	} else if ((kold.sa_flags & SA_SIGINFO) && kold.sa_sigaction == trampoline) {
+		/* its own handler, as it installed it */
+		if (prev_si) {
+			old->sa_sigaction = (void (*)(int, siginfo_t *, void *))prev_h;
+		} else {
+			old->sa_flags &= ~SA_SIGINFO;
+			old->sa_handler = (void (*)(int))prev_h;
+		}
 	}
-	if (r == 0 && old && sig == wp_handshake_signal() && wp_handshake_is_ours(old)) {
-		memset(old, 0, sizeof(*old));
-		old->sa_handler = SIG_DFL;
-	}
-	return r;
+	return 0;
 }
 
 EXPORT __sighandler_t signal(int sig, __sighandler_t handler)

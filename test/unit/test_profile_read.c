@@ -1310,17 +1310,8 @@ static void test_performance(void)
 	unlink(path);
 	fprintf(stderr, "performance: %d samples (%zu MB file) read in %.0f ms\n",
 		NTHREADS * NFLUSH * PER, file_len >> 20, best * 1000);
-#if defined(__SANITIZE_ADDRESS__)
-	fprintf(stderr, "(sanitized build: no time limit)\n");
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-	fprintf(stderr, "(sanitized build: no time limit)\n");
-#else
-	CHECK(best < 1.0);
-#endif
-#else
-	CHECK(best < 1.0);
-#endif
+	/* Speed is measured (printed above) and benchmarked (scripts/bench), never asserted in a
+	 * test: a loaded or instrumented machine would make it fail for no fault of the code. */
 }
 
 static int write_corpus(const char *dir)

@@ -1,0 +1,1568 @@
+#!/usr/bin/python3
+"""wallprof's benchmark driver: scripts/bench builds everything and runs this.
+
+Sections (each run alternates the settings it compares, round after round, and reports
+medians of ratios to the baseline of the same round, never a single absolute time):
+
+  1. overhead   wall and CPU time of bench/spin (1 and 4 busy threads) under wallprof (cpu and
+                wall mode), gperftools' libprofiler and perf record (-g, --call-graph dwarf) at
+                100 and 1000 Hz, against an unprofiled run; the sample rate each delivered
+  2. accuracy   self shares in cpu_split (test/targets) against its own CLOCK_THREAD_CPUTIME_ID
+                truth; wallprof cpu mode's delivered rate at 997 and 1000 Hz; wallprof against
+                perf's flat profile (top 10 functions) on CPython, xz and sqlite3
+  3. window     how long wallprof holds a sampled thread (META window_p50/p99) against the
+                floor measured by bench/floor (tgkill + three semaphores, no work)
+  4. scale      bench/idle_threads with 10..10,000 idle threads in wall mode at 100 Hz:
+                sampler CPU per tick, sampler share of a core, the busy thread's slowdown;
+                the agent's memory after a long run; `wallprof --report` on 10M samples
+
+Standard library only. Progress lines go to stderr; the markdown report to stdout and to
+docs/bench.md (--out, --no-write).
+"""
+import argparse
+import bisect
+import collections
+import datetime
+import os
+import pickle
+import random
+import re
+import shutil
+import signal
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LIBPROFILER = "/usr/lib/x86_64-linux-gnu/libprofiler.so"
+PYTHON = "/usr/bin/python3"
+
+# ------------------------------------------------------------------------------------------
+# Settings
+
+
+class Plan:
+    """How much to run: the full benchmark or --quick."""
+
+    def __init__(self, quick):
+        self.quick = quick
+        if quick:
+            self.overhead_rounds = 3
+            self.overhead_ms = 400          # CPU per busy thread (1-thread workload)
+            self.accuracy_runs = 1
+            self.cpu_split_s = 1.5
+            self.rate_runs = 2
+            self.real_runs = 1
+            self.real_s = 1.0
+            self.window_rounds = 2
+            self.window_samples = 1000      # per floor run, at 1000 Hz
+            self.scale_rounds = 1
+            self.scale_ms = 1000
+            self.scale_counts = [10, 100, 1000, 10000]
+            self.memory_s = 10
+            self.report_runs = 2
+        else:
+            self.overhead_rounds = 5
+            self.overhead_ms = 1000
+            self.accuracy_runs = 3
+            self.cpu_split_s = 3.0
+            self.rate_runs = 5
+            self.real_runs = 2
+            self.real_s = 2.0
+            self.window_rounds = 3
+            self.window_samples = 1500
+            self.scale_rounds = 3
+            self.scale_ms = 3000
+            self.scale_counts = [10, 100, 1000, 10000]
+            self.memory_s = 60
+            self.report_runs = 3
+        self.report_samples = 10_000_000
+
+
+# ------------------------------------------------------------------------------------------
+# Running things
+
+
+def log(msg):
+    sys.stderr.write("bench: %s\n" % msg)
+    sys.stderr.flush()
+
+
+class Run:
+    def __init__(self, argv, rc, wall, cpu, maxrss_kb, out, err):
+        self.argv, self.rc, self.wall, self.cpu = argv, rc, wall, cpu
+        self.maxrss_kb, self.out, self.err = maxrss_kb, out, err
+
+    def check(self):
+        if self.rc != 0:
+            raise RuntimeError("%s exited %s\n%s" % (" ".join(self.argv), self.rc,
+                                                     self.err[-2000:]))
+        return self
+
+
+def clean_env(extra=None):
+    env = {k: v for k, v in os.environ.items()
+           if not (k.startswith("WALLPROF_") or k.startswith("CPUPROFILE")
+                   or k in ("LD_PRELOAD", "PYTHONPATH"))}
+    env.update(extra or {})
+    return env
+
+
+def run(argv, env=None, timeout=600, cwd=None, poll_hwm=False):
+    """Runs argv; wall time from fork to reaping, CPU (user+sys) from wait4 (so it includes
+    every descendant the child waited for: perf's workload, for instance). With poll_hwm, the
+    peak RSS is VmHWM of the program's own address space, polled every 50 ms (wait4's
+    ru_maxrss would include this driver's RSS, which the child inherits across fork+exec)."""
+    hwm = [0]
+    with tempfile.TemporaryFile() as fo, tempfile.TemporaryFile() as fe:
+        t0 = time.monotonic()
+        p = subprocess.Popen(argv, env=env if env is not None else clean_env(), stdout=fo,
+                             stderr=fe, stdin=subprocess.DEVNULL, cwd=cwd,
+                             start_new_session=True)
+        timer = threading.Timer(timeout, lambda: os.killpg(p.pid, signal.SIGKILL))
+        timer.start()
+        stop = threading.Event()
+
+        def poll():
+            path = "/proc/%d/status" % p.pid
+            while not stop.wait(0.05):
+                try:
+                    with open(path) as f:
+                        for line in f:
+                            if line.startswith("VmHWM:"):
+                                hwm[0] = max(hwm[0], int(line.split()[1]))
+                except (OSError, ValueError):
+                    pass
+        poller = threading.Thread(target=poll, daemon=True) if poll_hwm else None
+        if poller:
+            poller.start()
+        try:
+            _, status, ru = os.wait4(p.pid, 0)
+        finally:
+            timer.cancel()
+            stop.set()
+        wall = time.monotonic() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        fo.seek(0)
+        fe.seek(0)
+        out = fo.read().decode("utf-8", "replace")
+        err = fe.read().decode("utf-8", "replace")
+    return Run(argv, p.returncode, wall, ru.ru_utime + ru.ru_stime,
+               hwm[0] if poll_hwm else ru.ru_maxrss, out, err)
+
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def iqr_half(xs):
+    xs = sorted(x for x in xs if x is not None)
+    if len(xs) < 3:
+        return None
+    q = statistics.quantiles(xs, n=4, method="inclusive")
+    return (q[2] - q[0]) / 2
+
+
+# ------------------------------------------------------------------------------------------
+# Profilers: how to run a command under each, and what they delivered
+
+
+class Profiler:
+    """One profiler setting. wrap() gives (argv, env) to run `cmd` writing to `out`."""
+
+    def __init__(self, kind, hz=0, mode=None, cg=None, label=None):
+        self.kind, self.hz, self.mode, self.cg = kind, hz, mode, cg
+        self.label = label or self._label()
+
+    def _label(self):
+        if self.kind == "base":
+            return "unprofiled"
+        if self.kind == "wp":
+            return "wallprof %s %d Hz" % (self.mode, self.hz)
+        if self.kind == "gperf":
+            return "gperftools %d Hz" % self.hz
+        return "perf %s %d Hz" % ("-g" if self.cg == "fp" else "--call-graph " + self.cg,
+                                  self.hz)
+
+    def wrap(self, ctx, cmd, out, extra_env=None):
+        env = clean_env(extra_env)
+        if self.kind == "wp":
+            env.update(LD_PRELOAD=ctx.agent, WALLPROF_MODE=self.mode, WALLPROF_HZ=str(self.hz),
+                       WALLPROF_OUT=out, WALLPROF_QUIET="1")
+        elif self.kind == "gperf":
+            env.update(LD_PRELOAD=LIBPROFILER, CPUPROFILE=out,
+                       CPUPROFILE_FREQUENCY=str(self.hz))
+        elif self.kind == "perf":
+            cg = ["-g"] if self.cg == "fp" else ["--call-graph", self.cg]
+            cmd = ["perf", "record", "-F", str(self.hz)] + cg + ["-q", "-o", out, "--"] + cmd
+        return cmd, env
+
+
+def read_wp(path):
+    """wallprof profile -> dict(meta, modules, stacks, threads). See docs/profile-format.md."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != b"WALLPROF":
+        raise ValueError("%s: not a wallprof profile" % path)
+    meta, modules, stacks, threads = {}, [], [], {}
+    timeline_bytes = 0
+    off = 16
+    while off + 16 <= len(data):
+        rtype, _, length = struct.unpack_from("<IIQ", data, off)
+        pl = data[off + 16:off + 16 + length]
+        off += 16 + length
+        if rtype == 1:
+            for line in pl.decode("utf-8", "replace").splitlines():
+                k, sep, v = line.partition("=")
+                if sep:
+                    meta[k] = v
+        elif rtype == 2:
+            mid, flags, start, end, foff, bl, pln = struct.unpack_from("<IIQQQII", pl, 0)
+            modules.append(dict(start=start, end=end, offset=foff, flags=flags,
+                                path=pl[40 + bl:40 + bl + pln].decode("utf-8", "replace")))
+        elif rtype == 3:
+            tid, flags, samples = struct.unpack_from("<IIQ", pl, 0)
+            threads[tid] = samples
+        elif rtype == 4:
+            sid, tid, flags, n, count, weight = struct.unpack_from("<IIIIQQ", pl, 0)
+            pcs = struct.unpack_from("<%dQ" % n, pl, 32)
+            stacks.append(dict(id=sid, tid=tid, flags=flags, count=count, pcs=pcs))
+        elif rtype == 5:
+            timeline_bytes += length - 16
+        elif rtype == 6:
+            break
+    modules.sort(key=lambda m: m["start"])
+    return dict(meta=meta, modules=modules, stacks=stacks, threads=threads,
+                timeline_bytes=timeline_bytes)
+
+
+def meta_int(p, key):
+    try:
+        return int(p["meta"].get(key, ""))
+    except ValueError:
+        return None
+
+
+def read_gperf(path):
+    """gperftools CPU profile (legacy binary format, 64-bit words) -> (samples, period_us,
+    [(count, [pcs])])."""
+    with open(path, "rb") as f:
+        data = f.read()
+    nwords = len(data) // 8
+    w = struct.unpack_from("<%dQ" % nwords, data)
+    if len(w) < 5 or w[0] != 0:
+        raise ValueError("%s: not a gperftools CPU profile" % path)
+    hdr = w[1]
+    period = w[3]
+    i = 2 + hdr
+    total, recs = 0, []
+    while i + 2 <= len(w):
+        count, depth = w[i], w[i + 1]
+        if count == 0 and depth == 1:
+            break
+        recs.append((count, list(w[i + 2:i + 2 + depth])))
+        total += count
+        i += 2 + depth
+    return total, period, recs
+
+
+def perf_samples(path):
+    r = run(["perf", "script", "-i", path, "-F", "period"], timeout=300)
+    return sum(1 for line in r.out.splitlines() if line.strip())
+
+
+# ------------------------------------------------------------------------------------------
+# A small symbolizer shared by every profiler when their profiles are compared, so that only
+# the sampling differs: an address maps to the ELF symbol containing it (symtab of the file or
+# of its build-id debug file, else dynsym), else to the .eh_frame FDE range containing it
+# (named module@0xSTART), the same function boundaries for everyone.
+
+
+class ElfInfo:
+    def __init__(self, path):
+        self.path = path
+        self.base = os.path.basename(path)
+        self.segments = []  # (offset, vaddr, filesz)
+        self.syms = []      # sorted (start, end, name)
+        self.fdes = []      # sorted (start, end)
+        if not os.path.exists(path):
+            return
+        out = subprocess.run(["readelf", "-lnW", path], capture_output=True, text=True).stdout
+        bid = None
+        for line in out.splitlines():
+            f = line.split()
+            if f[:1] == ["LOAD"]:
+                self.segments.append((int(f[1], 16), int(f[2], 16), int(f[4], 16)))
+            m = re.search(r"Build ID: ([0-9a-f]+)", line)
+            if m:
+                bid = m.group(1)
+        sources = []
+        if bid:
+            dbg = "/usr/lib/debug/.build-id/%s/%s.debug" % (bid[:2], bid[2:])
+            if os.path.exists(dbg):
+                sources.append([dbg])
+        sources += [[path], ["-D", path]]
+        for src in sources:
+            syms = self._nm(src)
+            if syms:
+                self.syms = syms
+                break
+        self.starts = [s[0] for s in self.syms]
+        fr = subprocess.run(["readelf", "-wf", "-W", path], capture_output=True,
+                            text=True).stdout
+        for m in re.finditer(r" FDE cie=\S+ pc=([0-9a-f]+)\.\.([0-9a-f]+)", fr):
+            self.fdes.append((int(m.group(1), 16), int(m.group(2), 16)))
+        self.fdes.sort()
+        self.fde_starts = [s for s, _ in self.fdes]
+
+    @staticmethod
+    def _nm(args):
+        r = subprocess.run(["nm", "-n", "-S", "--defined-only"] + args, capture_output=True,
+                           text=True)
+        syms = []
+        for line in r.stdout.splitlines():
+            f = line.split()
+            if len(f) == 4 and f[2] in "TtWwi":
+                start, size = int(f[0], 16), int(f[1], 16)
+                if size:
+                    syms.append((start, start + size, f[3]))
+        syms.sort()
+        return syms
+
+    def name_at_offset(self, foff):
+        vaddr = None
+        for off, va, sz in self.segments:
+            if off <= foff < off + sz:
+                vaddr = foff - off + va
+                break
+        if vaddr is None:
+            return "%s@?" % self.base
+        i = bisect.bisect_right(self.starts, vaddr) - 1
+        # symbols may nest or alias: look back a little for one that contains vaddr
+        for j in range(i, max(-1, i - 8), -1):
+            s, e, n = self.syms[j]
+            if s <= vaddr < e:
+                return n
+        i = bisect.bisect_right(self.fde_starts, vaddr) - 1
+        if i >= 0 and self.fdes[i][0] <= vaddr < self.fdes[i][1]:
+            return "%s@0x%x" % (self.base, self.fdes[i][0])
+        return "%s@?" % self.base
+
+
+_elf_cache = {}
+
+
+def elf(path):
+    """By real path: the agent names a library as the loader opened it (liblzma.so.5), perf
+    by its real path (liblzma.so.5.4.1)."""
+    real = os.path.realpath(path)
+    if real not in _elf_cache:
+        _elf_cache[real] = ElfInfo(real)
+    return _elf_cache[real]
+
+
+def symbolize_offset(path, foff):
+    if path.startswith("[") or not path.startswith("/"):
+        return path
+    return elf(path).name_at_offset(foff)
+
+
+def wp_leaf_shares(prof):
+    """Self shares by leaf function (the interrupted pc), with the common symbolizer."""
+    mods = prof["modules"]
+    starts = [m["start"] for m in mods]
+    c = collections.Counter()
+    total = 0
+    for s in prof["stacks"]:
+        if not s["count"] or not s["pcs"]:
+            continue
+        pc = s["pcs"][0]
+        i = bisect.bisect_right(starts, pc) - 1
+        name = "?"
+        while i >= 0:
+            m = mods[i]
+            if m["start"] <= pc < m["end"]:
+                name = symbolize_offset(m["path"], pc - m["start"] + m["offset"])
+                break
+            i -= 1
+        c[name] += s["count"]
+        total += s["count"]
+    return {k: v / total for k, v in c.items()} if total else {}
+
+
+_MMAP = re.compile(r"PERF_RECORD_MMAP2? .*?\[0x([0-9a-f]+)\(0x([0-9a-f]+)\) @ (0x[0-9a-f]+|0) "
+                   r".*\]: [r-][w-]x\S* (.*)$")
+
+
+def perf_leaf_shares(path):
+    """perf data -> self shares by leaf function: the first user-space frame of each sample
+    (a sample taken in the kernel counts for the user code that entered it, as in wallprof).
+    perf script prints user addresses as file offsets in their DSO."""
+    r = run(["perf", "script", "-i", path, "-F", "ip,dso", "--show-mmap-events"], timeout=600)
+    c = collections.Counter()
+    total = 0
+    in_sample, taken = False, False
+    for line in r.out.splitlines():
+        if not line.strip():
+            in_sample, taken = False, False
+            continue
+        if "PERF_RECORD_" in line:
+            continue
+        m = re.match(r"\s*([0-9a-f]+) \((.*)\)$", line)
+        if not m:
+            continue
+        if not in_sample:
+            in_sample = True
+            total += 1
+        if taken:
+            continue
+        dso = m.group(2)
+        if dso.startswith("[kernel") or dso == "[unknown]" and int(m.group(1), 16) >= 1 << 47:
+            continue
+        taken = True
+        c[symbolize_offset(dso, int(m.group(1), 16))] += 1
+    return {k: v / total for k, v in c.items()} if total else {}
+
+
+def perf_folded(path):
+    """perf data recorded with call graphs -> {root-first frames tuple: count}, user frames
+    only, names as perf symbolizes them."""
+    r = run(["perf", "script", "-i", path, "-F", "ip,sym,dso"], timeout=900)
+    stacks = collections.Counter()
+    cur = []
+    for line in r.out.splitlines() + [""]:
+        if not line.strip():
+            if cur:
+                stacks[tuple(reversed(cur))] += 1
+            cur = []
+            continue
+        m = re.match(r"\s*[0-9a-f]+ (.*) \((.*)\)$", line)
+        if not m:
+            continue
+        sym, dso = m.group(1), m.group(2)
+        if dso.startswith("[kernel"):
+            continue
+        sym = re.sub(r"\+0x[0-9a-f]+$", "", sym)
+        cur.append(sym)
+    # drop the [unknown] frames at the root of stacks perf could not finish
+    return stacks
+
+
+def parse_folded(text):
+    stacks = collections.Counter()
+    for line in text.splitlines():
+        head, sep, count = line.rpartition(" ")
+        if sep and count.isdigit():
+            stacks[tuple(head.split(";"))] += int(count)
+    return stacks
+
+
+# ------------------------------------------------------------------------------------------
+# The context: paths, and the machine
+
+
+class Ctx:
+    def __init__(self, build, plan):
+        self.build = os.path.abspath(build)
+        self.plan = plan
+        self.agent = os.path.join(self.build, "src", "agent", "libwallprof.so")
+        self.cli = os.path.join(self.build, "src", "cli", "wallprof")
+        self.bin = os.path.join(self.build, "bench")
+        self.targets = os.path.join(self.build, "test", "targets")
+        self.tmp = tempfile.mkdtemp(prefix="wp-bench.", dir=self.build)
+        self.notes = []       # what could not run, and why
+        self.perf_ok = False
+        self.gperf_ok = os.path.exists(LIBPROFILER)
+
+    def path(self, name):
+        return os.path.join(self.tmp, name)
+
+    def exe(self, name):
+        return os.path.join(self.bin, name)
+
+
+def sh(cmd):
+    try:
+        return subprocess.run(cmd, shell=True, capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return ""
+
+
+def machine_info(ctx):
+    cpu = sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-").strip()
+    info = collections.OrderedDict()
+    info["date"] = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    info["machine"] = "%s CPUs (nproc), %s, %s GiB RAM" % (
+        sh("nproc"), cpu or "?", sh("free -g | awk '/Mem:/{print $2}'"))
+    info["kernel"] = sh("uname -sr")
+    info["distribution"] = sh(". /etc/os-release; echo $PRETTY_NAME")
+    info["wallprof"] = "%s (git %s%s), release build" % (
+        sh("%s --version" % ctx.cli).split()[-1] if sh("%s --version" % ctx.cli) else "?",
+        sh("git -C %s rev-parse --short HEAD" % ROOT),
+        "+dirty tree" if sh("git -C %s status --porcelain -- src" % ROOT) else "")
+    info["compiler"] = sh("cc --version | head -1")
+    info["perf"] = sh("perf --version")
+    info["gperftools"] = sh("dpkg-query -W -f='${Version}' libgoogle-perftools-dev")
+    info["CPython"] = sh("%s --version" % PYTHON)
+    info["xz"] = sh("xz --version | head -1")
+    info["sqlite3"] = sh("sqlite3 --version | cut -d' ' -f1")
+    info["perf_event_paranoid"] = sh("cat /proc/sys/kernel/perf_event_paranoid")
+    return info
+
+
+def check_perf(ctx):
+    out = ctx.path("perf-check.data")
+    r = run(["perf", "record", "-F", "1000", "-g", "-q", "-o", out, "--", "true"], timeout=60)
+    if r.rc != 0:
+        ctx.notes.append("perf record cannot run here (perf_event_paranoid=%s): %s" % (
+            sh("cat /proc/sys/kernel/perf_event_paranoid"), r.err.strip()[-300:]))
+        return False
+    ev = sh("perf evlist -i %s" % out)
+    ctx.perf_event = ev
+    if "cycles" not in ev:
+        ctx.notes.append("perf has no hardware PMU here (a VM): perf record samples the "
+                         "`%s` software event (an hrtimer per task)." % ev)
+    return True
+
+
+# ------------------------------------------------------------------------------------------
+# 1. Overhead
+
+
+def spin_cmd(ctx, threads, units):
+    return [ctx.exe("spin"), str(threads), str(units)]
+
+
+def parse_kv(text, prefix):
+    for line in text.splitlines():
+        if line.startswith(prefix):
+            return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line)}
+    return {}
+
+
+def delivered(ctx, prof, out, run_, prog_cpu_ns, threads):
+    """Samples per CPU-second of the program (wall mode: per thread per wall-second)."""
+    try:
+        if prof.kind == "wp":
+            p = read_wp(out)
+            samples = meta_int(p, "samples")
+            extra = dict(p50=meta_int(p, "window_p50_ns"), p99=meta_int(p, "window_p99_ns"),
+                         sampler=meta_int(p, "sampler_cpu_ns"), ticks=meta_int(p, "ticks"),
+                         held=meta_int(p, "window_sum_ns") / meta_int(p, "duration_ns"),
+                         per_tick=meta_int(p, "sampler_cpu_ns") / max(1, meta_int(p, "ticks")),
+                         ticks_rate=meta_int(p, "ticks") / (meta_int(p, "duration_ns") / 1e9))
+            if prof.mode == "wall":
+                dur = meta_int(p, "duration_ns") / 1e9
+                return samples / (threads * dur), extra
+            cpu = (meta_int(p, "cpu_user_ns") + meta_int(p, "cpu_sys_ns") -
+                   meta_int(p, "sampler_cpu_ns")) / 1e9
+            return samples / cpu, extra
+        if prof.kind == "gperf":
+            samples, _, _ = read_gperf(out)
+            return samples / (prog_cpu_ns / 1e9), {}
+        if prof.kind == "perf":
+            return perf_samples(out) / (prog_cpu_ns / 1e9), {}
+    except (OSError, ValueError, TypeError, ZeroDivisionError) as e:
+        log("could not read %s's output: %s" % (prof.label, e))
+    return None, {}
+
+
+def overhead(ctx):
+    plan = ctx.plan
+    units = int(run([ctx.exe("spin"), "--calibrate", str(plan.overhead_ms)]).check()
+                .out.strip())
+    workloads = [("1 thread", 1, units), ("4 threads", 4, max(1, units // 2))]
+    profs = [Profiler("base")]
+    for mode in ("cpu", "wall"):
+        for hz in (100, 1000):
+            profs.append(Profiler("wp", hz, mode=mode))
+    if ctx.gperf_ok:
+        profs += [Profiler("gperf", 100), Profiler("gperf", 1000)]
+    if ctx.perf_ok:
+        for cg in ("fp", "dwarf"):
+            for hz in (100, 1000):
+                profs.append(Profiler("perf", hz, cg=cg))
+    res = {}  # (workload, label) -> list of dict per round
+    for rnd in range(plan.overhead_rounds):
+        log("overhead: round %d of %d" % (rnd + 1, plan.overhead_rounds))
+        for wname, threads, u in workloads:
+            order = profs[:]
+            # the baseline first half of the time, last the other half; the others rotate
+            k = rnd % (len(order) - 1)
+            others = order[1:][k:] + order[1:][:k]
+            order = [order[0]] + others if rnd % 2 == 0 else others + [order[0]]
+            for prof in order:
+                out = ctx.path("ovh.out")
+                cmd, env = prof.wrap(ctx, spin_cmd(ctx, threads, u), out)
+                r = run(cmd, env=env).check()
+                inner = parse_kv(r.out, "spin:")
+                rate, extra = delivered(ctx, prof, out, r, inner.get("cpu_ns", 0), threads)
+                res.setdefault((wname, prof.label), []).append(dict(
+                    wall=r.wall, cpu=r.cpu, inner_wall=inner.get("wall_ns", 0) / 1e9,
+                    rate=rate, **extra))
+                for f in (out,):
+                    if os.path.exists(f):
+                        os.unlink(f)
+    # paired ratios
+    table = []
+    for prof in profs:
+        row = dict(label=prof.label, kind=prof.kind, hz=prof.hz, mode=prof.mode)
+        for wname, _, _ in workloads:
+            runs = res[(wname, prof.label)]
+            base = res[(wname, "unprofiled")]
+            for key in ("wall", "inner_wall", "cpu"):
+                ratios = [r[key] / b[key] - 1 for r, b in zip(runs, base)]
+                row[(wname, key)] = (median(ratios), iqr_half(ratios))
+            row[(wname, "rate")] = median([r.get("rate") for r in runs])
+            row[(wname, "p50")] = median([r.get("p50") for r in runs])
+            row[(wname, "p99")] = median([r.get("p99") for r in runs])
+            for key in ("held", "per_tick", "ticks_rate"):
+                row[(wname, key)] = median([r.get(key) for r in runs])
+        table.append(row)
+    return dict(units=units, workloads=[w[0] for w in workloads], table=table,
+                rounds=plan.overhead_rounds)
+
+
+# ------------------------------------------------------------------------------------------
+# 2. Accuracy
+
+TRUTH_KEYS = ["leaf_mul<-work_a", "leaf_mul<-work_b", "hash_loop", "lib_leaf_mul"]
+
+
+def truth_shares(path):
+    t = {}
+    with open(path) as f:
+        for line in f:
+            k, _, v = line.strip().partition(" ")
+            t[k] = float(v)
+    tot = t["total_ns"]
+    return {"leaf_mul<-work_a": t["self.leaf_mul.work_a"] / tot,
+            "leaf_mul<-work_b": t["self.leaf_mul.work_b"] / tot,
+            "hash_loop": t["self.hash_loop"] / tot,
+            "lib_leaf_mul": t["self.lib_leaf_mul"] / tot}
+
+
+def folded_shares(stacks):
+    total = sum(stacks.values())
+    got = collections.Counter()
+    for frames, n in stacks.items():
+        if not frames:
+            continue
+        leaf = frames[-1]
+        caller = frames[-2] if len(frames) > 1 else None
+        if leaf == "leaf_mul" and caller in ("work_a", "work_b"):
+            got["leaf_mul<-" + caller] += n
+        elif leaf in ("hash_loop", "lib_leaf_mul"):
+            got[leaf] += n
+    return {k: got[k] / total for k in TRUTH_KEYS} if total else None
+
+
+def accuracy(ctx):
+    plan = ctx.plan
+    profs = [Profiler("wp", 1000, mode="cpu"), Profiler("wp", 1000, mode="wall")]
+    if ctx.perf_ok:
+        profs.append(Profiler("perf", 1000, cg="dwarf"))
+    if ctx.gperf_ok:
+        profs.append(Profiler("gperf", 1000))
+    exe = os.path.join(ctx.targets, "cpu_split")
+    errs = collections.defaultdict(list)   # label -> list of {key: err pp}
+    rates = collections.defaultdict(list)
+    for rnd in range(plan.accuracy_runs):
+        log("accuracy: cpu_split round %d of %d" % (rnd + 1, plan.accuracy_runs))
+        order = profs[rnd % len(profs):] + profs[:rnd % len(profs)]
+        for prof in order:
+            out = ctx.path("acc.out")
+            truth = ctx.path("acc.truth")
+            cmd, env = prof.wrap(ctx, [exe, str(plan.cpu_split_s)], out,
+                                 extra_env={"WP_TRUTH": truth})
+            run(cmd, env=env).check()
+            tr = truth_shares(truth)
+            with open(truth) as f:
+                total_ns = float(dict(l.split() for l in f)["total_ns"])
+            if prof.kind == "wp":
+                r = run([ctx.cli, "--report", out, "--format=folded"]).check()
+                stacks = parse_folded(r.out)
+                p = read_wp(out)
+                rates[prof.label].append(meta_int(p, "samples") / (total_ns / 1e9))
+            elif prof.kind == "perf":
+                stacks = perf_folded(out)
+                rates[prof.label].append(sum(stacks.values()) / (total_ns / 1e9))
+            else:
+                r = run(["google-pprof", "--collapsed", exe, out]).check()
+                # names come as "leaf_mul<0000000000001710>"
+                stacks = parse_folded(re.sub(r"<[0-9a-f]+>", "", r.out))
+                rates[prof.label].append(read_gperf(out)[0] / (total_ns / 1e9))
+            got = folded_shares(stacks)
+            if got:
+                errs[prof.label].append({k: 100 * (got[k] - tr[k]) for k in TRUTH_KEYS})
+            os.unlink(out)
+    rows = []
+    for prof in profs:
+        e = errs[prof.label]
+        row = dict(label=prof.label, runs=len(e), rate=median(rates[prof.label]))
+        for k in TRUTH_KEYS:
+            row[k] = median([x[k] for x in e])
+        row["mean_abs"] = median([sum(abs(x[k]) for k in TRUTH_KEYS) / len(TRUTH_KEYS)
+                                  for x in e])
+        row["max_abs"] = median([max(abs(x[k]) for k in TRUTH_KEYS) for x in e])
+        rows.append(row)
+    return rows
+
+
+def rate_delivered(ctx):
+    """wallprof cpu mode at 997 and 1000 Hz on one busy thread: samples per CPU-second."""
+    plan = ctx.plan
+    units = int(run([ctx.exe("spin"), "--calibrate", "1000"]).check().out.strip())
+    out = collections.defaultdict(list)
+    for rnd in range(plan.rate_runs):
+        log("rate: round %d of %d" % (rnd + 1, plan.rate_runs))
+        for hz in ((997, 1000) if rnd % 2 == 0 else (1000, 997)):
+            prof = Profiler("wp", hz, mode="cpu")
+            path = ctx.path("rate.prof")
+            cmd, env = prof.wrap(ctx, spin_cmd(ctx, 1, units), path)
+            run(cmd, env=env).check()
+            p = read_wp(path)
+            cpu = (meta_int(p, "cpu_user_ns") + meta_int(p, "cpu_sys_ns") -
+                   meta_int(p, "sampler_cpu_ns")) / 1e9
+            out[hz].append(dict(rate=meta_int(p, "samples") / cpu,
+                                ticks_rate=meta_int(p, "ticks") /
+                                (meta_int(p, "duration_ns") / 1e9),
+                                late=meta_int(p, "ticks_late") / max(1, meta_int(p, "ticks")),
+                                missed=sum(int(v) for k, v in p["meta"].items()
+                                           if k.startswith("missed_"))))
+            os.unlink(path)
+    return {hz: dict(rate=median([x["rate"] for x in v]),
+                     lo=min(x["rate"] for x in v), hi=max(x["rate"] for x in v),
+                     ticks_rate=median([x["ticks_rate"] for x in v]),
+                     late=median([x["late"] for x in v]),
+                     missed=median([x["missed"] for x in v]))
+            for hz, v in out.items()}
+
+
+def xz_input(ctx, mb):
+    path = os.path.join(ctx.bin, "xz-input-%dmb.txt" % mb)
+    if not os.path.exists(path):
+        rng = random.Random(42)
+        vocab = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9)))
+                 for _ in range(5000)]
+        with open(path + ".tmp", "w") as f:
+            size = 0
+            while size < mb << 20:
+                line = " ".join(rng.choice(vocab) for _ in range(12)) + " %d\n" % rng.randint(0, 99999)
+                f.write(line)
+                size += len(line)
+        os.rename(path + ".tmp", path)
+    return path
+
+
+SQL = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<%d) "
+       "SELECT x%%997 AS k, count(*), sum(length(printf('%%x-%%d', x*x, x))), "
+       "max(substr(hex(x*31),2)) FROM c GROUP BY k ORDER BY 3 DESC LIMIT 3;")
+
+
+def real_programs(ctx):
+    """Each program sized to about real_s seconds, then wallprof (cpu mode, 1000 Hz) and perf
+    (-F 1000 -g) alternately; shares of the top-10 functions by perf compared."""
+    plan = ctx.plan
+    # size each program from one unprofiled run
+    progs = []
+    r = run([PYTHON, os.path.join(ROOT, "bench", "pywork.py"), "20"]).check()
+    rounds = max(5, int(20 * plan.real_s / max(r.wall, 0.01)))
+    progs.append(("CPython (bench/pywork.py)", [PYTHON, os.path.join(ROOT, "bench", "pywork.py"),
+                                                str(rounds)]))
+    inp = xz_input(ctx, 4)
+    r = run(["xz", "-6", "-T1", "-c", inp]).check()
+    mb = max(1, min(64, int(4 * plan.real_s / max(r.wall, 0.01))))
+    inp = xz_input(ctx, mb)
+    progs.append(("xz -6 -T1 (%d MB of text)" % mb,
+                  ["sh", "-c", "exec xz -6 -T1 -c %s > /dev/null" % inp]))
+    r = run(["sqlite3", ":memory:", SQL % 300000]).check()
+    rows = max(100000, int(300000 * plan.real_s / max(r.wall, 0.01)))
+    progs.append(("sqlite3 (recursive CTE, %dk rows, GROUP BY)" % (rows // 1000),
+                  ["sqlite3", ":memory:", SQL % rows]))
+    results = []
+    for name, cmd in progs:
+        shares = collections.defaultdict(list)   # kind -> [leaf shares]
+        times = collections.defaultdict(list)    # kind -> [(wall, cpu)]
+        kinds = [("base", Profiler("base")), ("wp", Profiler("wp", 1000, mode="cpu"))]
+        if ctx.perf_ok:
+            kinds += [("perf", Profiler("perf", 1000, cg="fp")),
+                      ("perf+agent", Profiler("perf", 1000, cg="fp"))]
+        for rnd in range(plan.real_runs):
+            log("real programs: %s, round %d of %d" % (name.split()[0], rnd + 1, plan.real_runs))
+            k = rnd % len(kinds)
+            for kind, prof in kinds[k:] + kinds[:k]:
+                out = ctx.path("real.out")
+                argv = cmd
+                if kind == "perf+agent":
+                    # the agent loaded but idle (1 Hz): the program as it runs under wallprof
+                    argv = ["env", "LD_PRELOAD=" + ctx.agent, "WALLPROF_HZ=1", "WALLPROF_QUIET=1",
+                            "WALLPROF_OUT=" + ctx.path("idle-agent.prof")] + cmd
+                c, env = prof.wrap(ctx, argv, out)
+                r = run(c, env=env).check()
+                times[kind].append((r.wall, r.cpu))
+                if kind == "wp":
+                    shares[kind].append(wp_leaf_shares(read_wp(out)))
+                elif kind.startswith("perf"):
+                    shares[kind].append(perf_leaf_shares(out))
+                for f in (out, ctx.path("idle-agent.prof")):
+                    if os.path.exists(f):
+                        os.unlink(f)
+        res = compare_flat(name, shares["wp"], shares["perf"], shares["perf+agent"])
+        for kind in ("wp", "perf"):
+            if times[kind]:
+                res[kind + "_cost"] = tuple(
+                    median([t[i] / b[i] - 1 for t, b in zip(times[kind], times["base"])])
+                    for i in (0, 1))
+        results.append(res)
+    return results
+
+
+def compare_flat(name, wp_runs, perf_runs, perf_agent_runs=()):
+    if not perf_runs:
+        top = collections.Counter()
+        for s in wp_runs:
+            top.update(s)
+        return dict(name=name, top=[k for k, _ in top.most_common(3)], wp_perf=None,
+                    perf_perf=None, wp_wp=None)
+    pooled = collections.Counter()
+    for s in perf_runs:
+        for k, v in s.items():
+            pooled[k] += v / len(perf_runs)
+    top10 = [k for k, _ in pooled.most_common(10)]
+
+    def diff(a, b):
+        d = [abs(a.get(k, 0) - b.get(k, 0)) * 100 for k in top10]
+        return sum(d) / len(d), max(d)
+
+    def pairs(xs, ys, same=False):
+        out = []
+        for i, a in enumerate(xs):
+            for j, b in enumerate(ys):
+                if same and j <= i:
+                    continue
+                out.append(diff(a, b))
+        return (median([m for m, _ in out]), median([x for _, x in out])) if out else None
+
+    def mean_of(runs):
+        return {k: sum(s.get(k, 0) for s in runs) / len(runs) for k in top10} if runs else {}
+    wp_mean, pa_mean = mean_of(wp_runs), mean_of(perf_agent_runs)
+    return dict(name=name, top=top10[:3], top10=top10,
+                top_shares=[(k, 100 * pooled[k], 100 * wp_mean.get(k, 0),
+                             100 * pa_mean[k] if pa_mean else None) for k in top10],
+                top10_share=100 * sum(pooled[k] for k in top10),
+                wp_perf=pairs(wp_runs, perf_runs), perf_perf=pairs(perf_runs, perf_runs, True),
+                wp_wp=pairs(wp_runs, wp_runs, True),
+                wp_perf_agent=pairs(wp_runs, perf_agent_runs) if perf_agent_runs else None,
+                perf_agent_perf=pairs(perf_agent_runs, perf_runs) if perf_agent_runs else None)
+
+
+# ------------------------------------------------------------------------------------------
+# 3. Suspension window
+
+
+PLACEMENTS = [
+    ("unpinned", "unpinned (the scheduler decides)"),
+    ("split", "separate CPUs (program on CPU 0, sampler on CPU 1)"),
+    ("same", "one CPU (the whole process on CPU 0)"),
+]
+
+
+def window(ctx):
+    """The floor and wallprof's window, alternately, for each placement of the sampler and the
+    sampled thread: on a 2-CPU machine the scheduler puts them on the same CPU or not, and
+    the two cases differ by an order of magnitude, so each is also measured pinned."""
+    plan = ctx.plan
+    units = int(run([ctx.exe("spin"), "--calibrate",
+                     str(plan.window_samples)]).check().out.strip())
+    res = {}
+    for place, _ in PLACEMENTS:
+        floors, wps = [], collections.defaultdict(list)
+        for rnd in range(plan.window_rounds):
+            log("window: %s, round %d of %d" % (place, rnd + 1, plan.window_rounds))
+            steps = ["floor", "cpu", "wall"]
+            k = rnd % 3
+            for step in steps[k:] + steps[:k]:
+                if step == "floor":
+                    argv = [ctx.exe("floor"), str(plan.window_samples), "1000"]
+                    if place != "unpinned":
+                        argv.append("--" + place)
+                    floors.append(parse_kv(run(argv).check().out, "floor:"))
+                    continue
+                prof = Profiler("wp", 1000, mode=step)
+                path = ctx.path("win.prof")
+                argv = spin_cmd(ctx, 1, units) + (["--split"] if place == "split" else [])
+                cmd, env = prof.wrap(ctx, argv, path)
+                if place == "same":
+                    cmd = ["taskset", "-c", "0"] + cmd
+                run(cmd, env=env).check()
+                p = read_wp(path)
+                wps[step].append(dict(p50=meta_int(p, "window_p50_ns"),
+                                      p99=meta_int(p, "window_p99_ns"),
+                                      mean=meta_int(p, "window_sum_ns") /
+                                      max(1, meta_int(p, "window_n")),
+                                      per_tick=meta_int(p, "sampler_cpu_ns") /
+                                      max(1, meta_int(p, "ticks")),
+                                      n=meta_int(p, "window_n")))
+                os.unlink(path)
+        r = dict(floor_p50=median([f["p50_ns"] for f in floors]),
+                 floor_p99=median([f["p99_ns"] for f in floors]),
+                 floor_mean=median([f["mean_ns"] for f in floors]),
+                 floor_n=sum(f["n"] for f in floors))
+        for mode, v in wps.items():
+            r[mode] = {k: median([x[k] for x in v]) for k in ("p50", "p99", "mean", "per_tick")}
+            r[mode]["n"] = sum(x["n"] for x in v)
+        res[place] = r
+    return res
+
+
+# ------------------------------------------------------------------------------------------
+# 4. Scale
+
+
+def scale(ctx):
+    plan = ctx.plan
+    units = int(run([ctx.exe("spin"), "--calibrate", str(plan.scale_ms)]).check().out.strip())
+    res = {}
+    for n in plan.scale_counts:
+        slow, per_tick, core, late, base_start, wp_start = [], [], [], [], [], []
+        work_core, work_tick = [], []
+        for rnd in range(plan.scale_rounds):
+            log("scale: %d idle threads, round %d of %d" % (n, rnd + 1, plan.scale_rounds))
+            runs = {}
+            for kind in (("base", "wp") if rnd % 2 == 0 else ("wp", "base")):
+                prof = Profiler(kind, 100, mode="wall")
+                path = ctx.path("scale.prof")
+                cmd, env = prof.wrap(ctx, [ctx.exe("idle_threads"), str(n), str(units)], path)
+                r = run(cmd, env=env, timeout=900).check()
+                kv = parse_kv(r.out, "idle_threads:")
+                runs[kind] = kv
+                if kind == "wp":
+                    p = read_wp(path)
+                    ticks = meta_int(p, "ticks")
+                    per_tick.append(meta_int(p, "sampler_cpu_ns") / max(1, ticks))
+                    core.append(meta_int(p, "sampler_cpu_ns") / meta_int(p, "duration_ns"))
+                    late.append(meta_int(p, "ticks_late") / max(1, ticks))
+                    if "sampler_ns" in kv:
+                        # while the busy thread worked (thread start-up left out)
+                        ticks_per_s = ticks / (meta_int(p, "duration_ns") / 1e9)
+                        work_core.append(kv["sampler_ns"] / kv["work_ns"])
+                        work_tick.append(kv["sampler_ns"] /
+                                         max(1, ticks_per_s * kv["work_ns"] / 1e9))
+                    os.unlink(path)
+            slow.append(runs["wp"]["work_ns"] / runs["base"]["work_ns"] - 1)
+            base_start.append(runs["base"]["start_ns"])
+            wp_start.append(runs["wp"]["start_ns"])
+        res[n] = dict(slow=median(slow), slow_iqr=iqr_half(slow), per_tick=median(per_tick),
+                      core=median(core), late=median(late), work_core=median(work_core),
+                      work_tick=median(work_tick),
+                      start_ratio=median([w / b - 1 for w, b in zip(wp_start, base_start)]))
+    return res
+
+
+def memory(ctx):
+    """CPython in wall mode at 1000 Hz for memory_s seconds, and for a quarter of that: the
+    agent's memory at the end of each (agent_bytes, and the program's peak RSS against an
+    unprofiled run), and its growth between the two, for an honest extrapolation."""
+    plan = ctx.plan
+    script = os.path.join(ROOT, "bench", "pywork.py")
+    prof = Profiler("wp", 1000, mode="wall")
+    runs = {}
+    for secs in (plan.memory_s // 4, plan.memory_s):
+        log("memory: CPython for %d s at 1000 Hz (wall mode), and unprofiled" % secs)
+        path = ctx.path("memory.%d.prof" % secs)
+        cmd, env = prof.wrap(ctx, [PYTHON, script, "--seconds", str(secs)], path)
+        rw = run(cmd, env=env, timeout=secs * 5 + 120, poll_hwm=True).check()
+        rb = run([PYTHON, script, "--seconds", str(secs)], poll_hwm=True).check()
+        p = read_wp(path)
+        runs[secs] = dict(seconds=secs, samples=meta_int(p, "samples"),
+                          agent_bytes=meta_int(p, "agent_bytes"), stacks=meta_int(p, "stacks"),
+                          unwind_table_bytes=meta_int(p, "unwind_table_bytes"),
+                          rss_wp_kb=rw.maxrss_kb, rss_base_kb=rb.maxrss_kb, profile=path,
+                          timeline_bytes=p["timeline_bytes"],
+                          file_bytes=os.path.getsize(path))
+    short, long_ = runs[plan.memory_s // 4], runs[plan.memory_s]
+    res = dict(long_)
+    res["short"] = short
+    dt = long_["seconds"] - short["seconds"]
+    res["growth_per_s"] = (long_["agent_bytes"] - short["agent_bytes"]) / dt
+    res["rss_growth_per_s"] = ((long_["rss_wp_kb"] - long_["rss_base_kb"]) -
+                               (short["rss_wp_kb"] - short["rss_base_kb"])) * 1024 / dt
+    return res
+
+
+def varint(v):
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def synthesize(src_path, dst_path, total):
+    """A valid profile of `total` samples made from a recorded one (docs/profile-format.md):
+    its META, MODULE and THREAD records and its distinct stacks (real addresses, so the report
+    symbolizes real code), with counts scaled up, and a timeline of `total` entries 1 ms
+    apart drawn in proportion to the recorded counts."""
+    data = open(src_path, "rb").read()
+    recs = []
+    off = 16
+    while off + 16 <= len(data):
+        rtype, _, length = struct.unpack_from("<IIQ", data, off)
+        recs.append((rtype, data[off + 16:off + 16 + length]))
+        off += 16 + length
+        if rtype == 6:
+            break
+    stacks = []
+    for rtype, pl in recs:
+        if rtype == 4:
+            sid, tid, flags, n, count, weight = struct.unpack_from("<IIIIQQ", pl, 0)
+            stacks.append([sid, tid, flags, n, count, pl[32:32 + 8 * n]])
+    by_tid = collections.defaultdict(list)
+    for s in stacks:
+        by_tid[s[1]].append(s)
+    grand = sum(s[4] for s in stacks)
+    rng = random.Random(7)
+    timelines = []  # (tid, [record payloads])
+    new_count = {}
+    per_thread_total = {}
+    for tid, ss in by_tid.items():
+        share = sum(s[4] for s in ss) / grand
+        want = max(len(ss), int(total * share))
+        chunk_n = min(100_000, want)
+        nrec = max(1, want // chunk_n)
+        ids = [s[0] for s in ss]
+        ids += rng.choices([s[0] for s in ss], weights=[max(1, s[4]) for s in ss],
+                           k=chunk_n - len(ss))
+        rng.shuffle(ids)
+        occ = collections.Counter(ids)
+        body = b"".join(varint(1000) + varint(i) for i in ids[1:])
+        recs_t = []
+        for k in range(nrec):
+            first = varint(1000 * (k * chunk_n + 1)) + varint(ids[0])
+            pl = struct.pack("<IIQ", tid, 0, chunk_n) + first + body
+            recs_t.append(pl)
+        timelines.append((tid, recs_t))
+        for sid, c in occ.items():
+            new_count[sid] = c * nrec
+        per_thread_total[tid] = chunk_n * nrec
+    out = bytearray(data[:16])
+
+    def rec(t, pl):
+        out.extend(struct.pack("<IIQ", t, 0, len(pl)))
+        out.extend(pl)
+
+    for rtype, pl in recs:
+        if rtype == 1 or rtype == 2:
+            rec(rtype, pl)
+        elif rtype == 3:
+            tid = struct.unpack_from("<I", pl, 0)[0]
+            if tid in per_thread_total:
+                n = per_thread_total[tid]
+                waiting = sum(new_count.get(s[0], 0) for s in by_tid[tid] if s[2] & 1)
+                pl = (pl[:8] + struct.pack("<QQQ", n, n - waiting, waiting) + pl[32:])
+            rec(3, pl)
+    for s in stacks:
+        c = new_count.get(s[0], 0)
+        rec(4, struct.pack("<IIIIQQ", s[0], s[1], s[2], s[3], c, c * 1000000) + s[5])
+    for tid, rs in timelines:
+        for pl in rs:
+            rec(5, pl)
+    rec(6, b"")
+    with open(dst_path, "wb") as f:
+        f.write(out)
+    return sum(per_thread_total.values()), len(stacks)
+
+
+def report_speed(ctx, mem):
+    plan = ctx.plan
+    big = ctx.path("big.prof")
+    log("report: synthesizing a %d-sample profile" % plan.report_samples)
+    n, nstacks = synthesize(mem["profile"], big, plan.report_samples)
+    times, rss = [], []
+    for i in range(plan.report_runs):
+        log("report: run %d of %d" % (i + 1, plan.report_runs))
+        r = run([ctx.cli, "--report", big, "--format=folded"]).check()
+        times.append(r.wall)
+        rss.append(r.maxrss_kb)
+    # the same report of the recorded profile, for scale
+    small = run([ctx.cli, "--report", mem["profile"], "--format=folded"]).check()
+    return dict(samples=n, stacks=nstacks, bytes=os.path.getsize(big), time=median(times),
+                tmin=min(times), tmax=max(times), rss_kb=median(rss), small_time=small.wall,
+                small_samples=mem["samples"])
+
+
+# ------------------------------------------------------------------------------------------
+# The report
+
+
+def pct(x, iqr=None, digits=1):
+    if x is None:
+        return "n/a"
+    s = "%+.*f%%" % (digits, 100 * x)
+    if iqr is not None:
+        s += " ±%.*f" % (digits, 100 * iqr)
+    return s
+
+
+def us(ns):
+    return "n/a" if ns is None else "%.1f µs" % (ns / 1000)
+
+
+def fmt_rate(x):
+    return "n/a" if x is None else "%.0f" % x
+
+
+def render(ctx, info, res, elapsed, load0, load1):
+    plan = ctx.plan
+    L = []
+    a = L.append
+    a("# wallprof benchmark")
+    a("")
+    a("Generated by `scripts/bench%s` (%s of runs). Every overhead figure is the median, over "
+      "alternating rounds, of a ratio to the unprofiled run of the same round (± half the "
+      "interquartile range); never a single absolute time. The machine was shared with other "
+      "work while this ran (load average %s at the start, %s at the end): small differences "
+      "are within the noise." % (" --quick" if plan.quick else "", "%.0f s" % elapsed,
+                                  load0, load1))
+    a("")
+    a("| | |")
+    a("| --- | --- |")
+    for k, v in info.items():
+        a("| %s | %s |" % (k, v))
+    a("")
+    for n in ctx.notes:
+        a("* " + n)
+    if ctx.notes:
+        a("")
+
+    # 1 ---------------------------------------------------------------------------------
+    ov = res.get("overhead")
+    if ov:
+        a("## 1. Overhead")
+        a("")
+        a("`bench/spin`: a fixed amount of CPU work (about %d ms of CPU per thread on its "
+          "own) in 1 thread, and in 4 threads with half as much each (on 2 vCPUs: "
+          "oversubscribed); -O2 -fomit-frame-pointer. *program wall*: the program's own clock "
+          "around its work; *run wall*: fork to exit, start-up and writing the profile "
+          "included; *CPU*: user+sys of the whole process tree (the sampler thread, perf's own "
+          "process). %d rounds. *delivered*: samples per CPU-second of the program (wall "
+          "mode: per thread per wall-second)." % (ctx.plan.overhead_ms, ov["rounds"]))
+        a("")
+        for w in ov["workloads"]:
+            a("**%s**" % w)
+            a("")
+            a("| profiler | program wall | run wall | CPU | delivered /s | wallprof: ticks/s, "
+              "sampler CPU per tick, time held, window p50 / p99 |")
+            a("| --- | ---: | ---: | ---: | ---: | ---: |")
+            for row in ov["table"]:
+                if row["kind"] == "base":
+                    continue
+                win = ("%.0f, %s, %.2f%%, %s / %s" % (
+                    row[(w, "ticks_rate")], us(row[(w, "per_tick")]), 100 * row[(w, "held")],
+                    us(row[(w, "p50")]), us(row[(w, "p99")])) if row["kind"] == "wp" else "")
+                a("| %s | %s | %s | %s | %s | %s |" % (
+                    row["label"], pct(*row[(w, "inner_wall")]), pct(*row[(w, "wall")]),
+                    pct(*row[(w, "cpu")]), fmt_rate(row[(w, "rate")]), win))
+            a("")
+
+    # 2 ---------------------------------------------------------------------------------
+    acc = res.get("accuracy")
+    if acc:
+        a("## 2. Accuracy")
+        a("")
+        a("`cpu_split` (test/targets, %.1f s of CPU, %d run(s) each, alternating) measures its "
+          "own self time per function with CLOCK_THREAD_CPUTIME_ID; error = profile share − "
+          "true share, in percentage points (median over runs). leaf_mul is split by caller "
+          "(work_a / work_b), which needs whole stacks: perf uses --call-graph dwarf here (the "
+          "target has no frame pointers)." % (plan.cpu_split_s, plan.accuracy_runs))
+        a("")
+        a("| profiler | mean abs error | max abs error | " +
+          " | ".join(TRUTH_KEYS) + " | samples per CPU-s |")
+        a("| --- | ---: | ---: | " + " | ".join("---:" for _ in TRUTH_KEYS) + " | ---: |")
+        for row in acc:
+            if not row["runs"]:
+                a("| %s | no data | | %s | |" % (row["label"], " | ".join("" for _ in TRUTH_KEYS)))
+                continue
+            a("| %s | %.2f | %.2f | %s | %s |" % (
+                row["label"], row["mean_abs"], row["max_abs"],
+                " | ".join("%+.2f" % row[k] for k in TRUTH_KEYS), fmt_rate(row["rate"])))
+        a("")
+    rate = res.get("rate")
+    if rate:
+        a("**Rate delivered**, wallprof cpu mode, one busy thread (~1 s of CPU), %d runs each: "
+          "samples per CPU-second of the program (median, [min, max]); ticks per wall-second; "
+          "ticks late (> 1 interval behind); samples missed per run." % plan.rate_runs)
+        a("")
+        a("| asked | delivered per CPU-s | ticks per s | ticks late | missed |")
+        a("| ---: | ---: | ---: | ---: | ---: |")
+        for hz in sorted(rate):
+            v = rate[hz]
+            a("| %d Hz | %.0f [%.0f, %.0f] (%.1f%%) | %.0f | %.1f%% | %.0f |" % (
+                hz, v["rate"], v["lo"], v["hi"], 100 * v["rate"] / hz, v["ticks_rate"],
+                100 * v["late"], v["missed"]))
+        a("")
+    real = res.get("real")
+    if real:
+        a("**Real programs**: wallprof (cpu mode, 1000 Hz) against perf record (-F 1000 -g), "
+          "%d run(s) each, alternating. Both profiles' leaf addresses (perf: the first "
+          "user-space frame, so time in the kernel counts for the code that called it, as "
+          "in wallprof) go through the same symbolizer (ELF symbol containing the address, "
+          "CPython's from python3-dbg; stripped code by .eh_frame function range, shown as "
+          "module@0xSTART), so only the sampling differs. Top 10 = perf's ten hottest "
+          "functions; the difference is |wallprof share − perf share| in points, mean and max "
+          "over those ten (median over run pairs); perf vs perf (two perf runs) is the "
+          "sampling noise for comparison." % plan.real_runs)
+        a("")
+        a("| program | top 3 (perf) | top-10 share | wallprof vs perf: mean / max | "
+          "perf vs perf | wallprof vs wallprof | perf with the agent idle vs perf | wallprof vs "
+          "perf with the agent idle | cost: wallprof / perf (wall, CPU) |")
+        a("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+
+        def mm(x):
+            return "n/a" if not x else "%.2f / %.2f" % x
+
+        def cost(x):
+            return "n/a" if not x else "%s, %s" % (pct(x[0]), pct(x[1]))
+        for r in real:
+            a("| %s | %s | %s | %s | %s | %s | %s | %s | %s / %s |" % (
+                r["name"], ", ".join("`%s`" % t for t in r["top"]),
+                "%.0f%%" % r["top10_share"] if r.get("top10_share") else "n/a",
+                mm(r["wp_perf"]), mm(r["perf_perf"]), mm(r["wp_wp"]),
+                mm(r.get("perf_agent_perf")), mm(r.get("wp_perf_agent")),
+                cost(r.get("wp_cost")), cost(r.get("perf_cost"))))
+        a("")
+        a("*perf with the agent idle*: perf record of the program with libwallprof.so loaded at "
+          "1 Hz, i.e. the program as it runs under wallprof (its sampler thread makes the "
+          "process multi-threaded, which turns off glibc's single-thread fast paths in "
+          "pthread_mutex_lock/unlock and malloc). *cost*: the run's wall and CPU time against "
+          "an unprofiled run of the same round (median).")
+        a("")
+        for r in real:
+            if r.get("top_shares"):
+                a("<details><summary>%s: top 10 shares</summary>" % r["name"])
+                a("")
+                a("| function | perf | wallprof | perf, agent idle |")
+                a("| --- | ---: | ---: | ---: |")
+                for k, ps, ws, pa in r["top_shares"]:
+                    a("| `%s` | %.2f%% | %.2f%% | %s |" % (
+                        k, ps, ws, "n/a" if pa is None else "%.2f%%" % pa))
+                a("")
+                a("</details>")
+                a("")
+
+    # 3 ---------------------------------------------------------------------------------
+    win = res.get("window")
+    if win:
+        a("## 3. Suspension window")
+        a("")
+        a("How long a sampled thread is held: from its signal handler's entry to just before "
+          "it posts its last message. wallprof: META window_p50/p99 (and window_sum/n, the "
+          "mean) of one busy thread (`bench/spin`) at 1000 Hz. Floor: `bench/floor`, the bare "
+          "protocol (tgkill, then three POSIX semaphores msg2/msg3/msg4, no copying), the same "
+          "interval over %d samples of a busy thread at 1000 Hz. %d alternating rounds per "
+          "placement, medians. Where the sampler runs matters: on 2 vCPUs the scheduler "
+          "sometimes puts it on the sampled thread's CPU, so each placement is also measured "
+          "pinned." % (plan.window_samples, plan.window_rounds))
+        a("")
+        a("| placement | | p50 | p99 | mean | p50 / floor | p99 / floor | sampler CPU per tick |")
+        a("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for place, title in PLACEMENTS:
+            w = win.get(place)
+            if not w:
+                continue
+            a("| %s | floor (tgkill + 3 semaphores) | %s | %s | %s | 1 | 1 | |" % (
+                title, us(w["floor_p50"]), us(w["floor_p99"]), us(w["floor_mean"])))
+            for mode in ("cpu", "wall"):
+                if mode in w:
+                    v = w[mode]
+                    a("| | wallprof %s mode | %s | %s | %s | %.2f | %.2f | %s |" % (
+                        mode, us(v["p50"]), us(v["p99"]), us(v["mean"]),
+                        v["p50"] / w["floor_p50"], v["p99"] / w["floor_p99"],
+                        us(v["per_tick"])))
+        a("")
+
+    # 4 ---------------------------------------------------------------------------------
+    sc = res.get("scale")
+    if sc:
+        a("## 4. Scale")
+        a("")
+        a("`bench/idle_threads N`: N threads blocked on a condition variable plus one busy "
+          "thread doing ~%d ms of fixed work, wall mode at 100 Hz (16 threads per tick, the "
+          "default), %d alternating round(s) against an unprofiled run. *slowdown*: the busy "
+          "thread's own work time; *sampler*: META sampler_cpu_ns per tick and over the run's "
+          "duration (creating the threads included), and the sampler thread's schedstat CPU "
+          "while the busy thread worked, read by the program itself." % (
+              plan.scale_ms, plan.scale_rounds))
+        a("")
+        a("| idle threads | sampler CPU per tick: whole run / while the busy thread worked | "
+          "sampler, % of a core: whole run / while it worked | busy thread slowdown | "
+          "ticks late | creating the threads: slowdown |")
+        a("| ---: | ---: | ---: | ---: | ---: | ---: |")
+        for n in sorted(sc):
+            v = sc[n]
+            a("| %s | %.0f µs / %s | %.2f%% / %s | %s | %.1f%% | %s |" % (
+                "{:,}".format(n), v["per_tick"] / 1000,
+                "n/a" if v.get("work_tick") is None else "%.0f µs" % (v["work_tick"] / 1000),
+                100 * v["core"],
+                "n/a" if v.get("work_core") is None else "%.2f%%" % (100 * v["work_core"]),
+                pct(v["slow"], v["slow_iqr"]), 100 * v["late"], pct(v["start_ratio"])))
+        a("")
+    mem = res.get("memory")
+    if mem:
+        sh_ = mem["short"]
+        hour = mem["agent_bytes"] + mem["growth_per_s"] * (3600 - mem["seconds"])
+        a("**Memory**: CPython (bench/pywork.py), one thread, wall mode at 1000 Hz, for %d s "
+          "and for %d s; peak RSS (VmHWM) against an unprofiled run of the same length." % (
+              mem["seconds"], sh_["seconds"]))
+        a("")
+        a("| run | samples | distinct stacks | agent_bytes | unwind tables | peak RSS, "
+          "profiled − unprofiled | profile file |")
+        a("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for m in (sh_, mem):
+            a("| %d s | %s | %s | %.2f MB | %.2f MB | %+.1f MB (%.1f vs %.1f) | %.2f MB |" % (
+                m["seconds"], "{:,}".format(m["samples"]), "{:,}".format(m["stacks"]),
+                m["agent_bytes"] / 1e6, m["unwind_table_bytes"] / 1e6,
+                (m["rss_wp_kb"] - m["rss_base_kb"]) / 1024, m["rss_wp_kb"] / 1024,
+                m["rss_base_kb"] / 1024, m["file_bytes"] / 1e6))
+        a("")
+        per_sample = ((mem["agent_bytes"] - sh_["agent_bytes"]) /
+                      max(1, mem["samples"] - sh_["samples"]))
+        tl = mem["timeline_bytes"] / max(1, mem["samples"])
+        hour_samples = 3600 * mem["samples"] / mem["seconds"]
+        a("Between the two runs agent_bytes (the stack table and the per-thread timelines) "
+          "grew %.1f kB/s, %.1f bytes per sample. The timeline costs %.1f bytes per sample "
+          "(encoded; its buffers double, so up to twice that in memory) and grows without end; "
+          "the stack table grows with each new distinct stack (a stack's key includes the "
+          "exact interrupted address, so new ones keep coming, ever more slowly). One hour at "
+          "this rate (%s samples): between **%.0f MB** (timeline only, at most twice its "
+          "encoded size, plus today's stacks) and **%.0f MB** (the late-run slope held for the "
+          "whole hour, an overestimate)." % (
+              mem["growth_per_s"] / 1e3, per_sample, tl, "{:,}".format(int(hour_samples)),
+              (mem["agent_bytes"] + 2 * tl * (hour_samples - mem["samples"])) / 1e6,
+              hour / 1e6))
+        a("")
+    rep = res.get("report")
+    if rep:
+        a("**Reporting 10M samples**: a profile synthesized from the one recorded above "
+          "(bench.py's `synthesize`, following docs/profile-format.md: the run's META, "
+          "modules, thread and its %s distinct real stacks, counts scaled up, and a "
+          "%s-entry timeline drawn in proportion), %.0f MB. `wallprof --report F "
+          "--format=folded`: **%.2f s** (median of %d, [%.2f, %.2f]), peak RSS %.0f MB; the "
+          "recorded profile (%s samples) itself takes %.2f s." % (
+              "{:,}".format(rep["stacks"]), "{:,}".format(rep["samples"]), rep["bytes"] / 1e6,
+              rep["time"], plan.report_runs, rep["tmin"], rep["tmax"], rep["rss_kb"] / 1024,
+              "{:,}".format(rep["small_samples"]), rep["small_time"]))
+        a("")
+
+    # targets ---------------------------------------------------------------------------
+    a("## Targets")
+    a("")
+    a("| target | measured | met |")
+    a("| --- | --- | --- |")
+    for t, m, ok in targets(res):
+        a("| %s | %s | %s |" % (t, m, {True: "met", False: "**not met**", None: "n/a"}[ok]))
+    a("")
+    return "\n".join(L) + "\n"
+
+
+def targets(res):
+    out = []
+    ov = res.get("overhead")
+
+    def row(label):
+        for r in ov["table"]:
+            if r["label"] == label:
+                return r
+        return None
+    if ov:
+        w = "1 thread"
+        for mode in ("cpu", "wall"):
+            r = row("wallprof %s 1000 Hz" % mode)
+            x = r[(w, "inner_wall")][0]
+            out.append(("1000 Hz, CPU-bound single thread: ≤ 1%% wall (%s mode)" % mode,
+                        "%s program wall, %s run wall, %s CPU" % (
+                            pct(x), pct(r[(w, "wall")][0]), pct(r[(w, "cpu")][0])),
+                        x <= 0.01))
+        g = row("gperftools 1000 Hz")
+        for mode in ("cpu", "wall"):
+            r = row("wallprof %s 1000 Hz" % mode)
+            if g:
+                for wl in ov["workloads"]:
+                    out.append(("≤ gperftools' overhead at 1000 Hz asked (%s mode, %s)" % (
+                        mode, wl), "CPU %s vs %s; program wall %s vs %s (gperftools delivers "
+                        "%s/s)" % (pct(r[(wl, "cpu")][0]), pct(g[(wl, "cpu")][0]),
+                                   pct(r[(wl, "inner_wall")][0]), pct(g[(wl, "inner_wall")][0]),
+                                   fmt_rate(g[(wl, "rate")])),
+                        r[(wl, "cpu")][0] <= g[(wl, "cpu")][0]))
+        p = row("perf -g 1000 Hz")
+        for mode in ("cpu", "wall"):
+            r = row("wallprof %s 1000 Hz" % mode)
+            if p:
+                for wl in ov["workloads"]:
+                    out.append(("< perf record's overhead at 1000 Hz (-g; %s mode, %s)" % (
+                        mode, wl), "CPU %s vs %s; run wall %s vs %s" % (
+                        pct(r[(wl, "cpu")][0]), pct(p[(wl, "cpu")][0]),
+                        pct(r[(wl, "wall")][0]), pct(p[(wl, "wall")][0])),
+                        r[(wl, "cpu")][0] < p[(wl, "cpu")][0]))
+    acc = res.get("accuracy")
+    if acc:
+        perf = [r for r in acc if r["label"].startswith("perf") and r["runs"]]
+        for r in acc:
+            if r["label"].startswith("wallprof") and r["runs"] and perf:
+                out.append(("cpu_split: error within 0.5 points of perf's (%s)" % r["label"],
+                            "mean abs %.2f vs perf %.2f; max %.2f vs %.2f" % (
+                                r["mean_abs"], perf[0]["mean_abs"], r["max_abs"],
+                                perf[0]["max_abs"]),
+                            r["mean_abs"] <= perf[0]["mean_abs"] + 0.5))
+    for r in res.get("real") or []:
+        if r.get("wp_perf") and r.get("perf_perf"):
+            out.append(("%s: top-10 shares within 0.5 points of perf's run-to-run difference"
+                        % r["name"].split()[0],
+                        "mean |wallprof − perf| %.2f, perf vs perf %.2f%s" % (
+                            r["wp_perf"][0], r["perf_perf"][0],
+                            "; wallprof vs perf with the agent idle %.2f" % r["wp_perf_agent"][0]
+                            if r.get("wp_perf_agent") else ""),
+                        r["wp_perf"][0] <= r["perf_perf"][0] + 0.5))
+    if ov:
+        for mode in ("cpu", "wall"):
+            r = row("wallprof %s 1000 Hz" % mode)
+            for wl in ov["workloads"]:
+                x = r[(wl, "rate")]
+                out.append(("%s mode 1000 Hz delivered as ~1000 Hz (%s; within 5%%)" % (mode, wl),
+                            "%s per %s" % (fmt_rate(x), "CPU-s" if mode == "cpu"
+                                           else "thread per wall-s"),
+                            x is not None and abs(x / 1000 - 1) <= 0.05))
+    rate = res.get("rate")
+    if rate:
+        for hz in sorted(rate):
+            out.append(("cpu mode %d Hz delivered as ~%d Hz (within 5%%)" % (hz, hz),
+                        "%.0f per CPU-s" % rate[hz]["rate"],
+                        abs(rate[hz]["rate"] / hz - 1) <= 0.05))
+    win = res.get("window")
+    if win:
+        for place, title in PLACEMENTS:
+            w = win.get(place)
+            for mode in ("cpu", "wall"):
+                if not w or mode not in w:
+                    continue
+                v = w[mode]
+                out.append(("window p50 ≤ 1.2× floor (%s mode, %s)" % (mode, place),
+                            "%s vs %s (%.2f×)" % (us(v["p50"]), us(w["floor_p50"]),
+                                                  v["p50"] / w["floor_p50"]),
+                            v["p50"] <= 1.2 * w["floor_p50"]))
+                out.append(("window p99 ≤ 1.5× floor (%s mode, %s)" % (mode, place),
+                            "%s vs %s (%.2f×)" % (us(v["p99"]), us(w["floor_p99"]),
+                                                  v["p99"] / w["floor_p99"]),
+                            v["p99"] <= 1.5 * w["floor_p99"]))
+    sc = res.get("scale")
+    if sc and 10000 in sc:
+        v = sc[10000]
+        out.append(("10,000 idle threads, 100 Hz: sampler < 2% of a core",
+                    "%.2f%% over the run, %s while the busy thread worked" % (
+                        100 * v["core"], "n/a" if v.get("work_core") is None
+                        else "%.2f%%" % (100 * v["work_core"])),
+                    v["core"] < 0.02 and (v.get("work_core") or 0) < 0.02))
+        out.append(("10,000 idle threads, 100 Hz: program < 1% slower", pct(v["slow"]),
+                    v["slow"] < 0.01))
+        lo = sc[min(sc)]
+        grow = v["per_tick"] / lo["per_tick"]
+        out.append(("per-tick work not growing with idle threads",
+                    "%.1f µs at %d threads, %.1f µs at 10,000 (%.1f×)" % (
+                        lo["per_tick"] / 1000, min(sc), v["per_tick"] / 1000, grow),
+                    grow <= 1.5))
+    rep = res.get("report")
+    if rep:
+        out.append(("report of 10M samples < 2 s", "%.2f s" % rep["time"], rep["time"] < 2))
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build-bench"))
+    ap.add_argument("--quick", action="store_true", help="fewer, shorter runs (~3 min)")
+    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "bench.md"))
+    ap.add_argument("--no-write", action="store_true", help="print only")
+    ap.add_argument("--only", default="",
+                    help="comma-separated sections: overhead,accuracy,rate,real,window,scale,"
+                         "memory,report (default: all)")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    ap.add_argument("--render", metavar="PICKLE",
+                    help="only render results saved by an earlier run (build-bench/bench/"
+                         "last-results.pickle)")
+    args = ap.parse_args()
+    plan = Plan(args.quick)
+    ctx = Ctx(args.build, plan)
+    only = set(filter(None, args.only.split(",")))
+
+    def want(s):
+        return not only or s in only
+
+    saved = os.path.join(ctx.bin, "last-results.pickle")
+    if args.render:
+        with open(args.render, "rb") as f:
+            d = pickle.load(f)
+        ctx.notes = d["notes"]
+        ctx.plan = Plan(d["quick"])
+        text = render(ctx, d["info"], d["res"], d["elapsed"], d["load0"], d["load1"])
+        sys.stdout.write(text)
+        if not args.no_write:
+            with open(args.out, "w") as f:
+                f.write(text)
+        return
+    t0 = time.monotonic()
+    load0 = sh("cut -d' ' -f1-3 /proc/loadavg")
+    info = machine_info(ctx)
+    ctx.perf_ok = check_perf(ctx)
+    if not ctx.gperf_ok:
+        ctx.notes.append("gperftools' libprofiler.so is missing (%s)" % LIBPROFILER)
+    res = {}
+    try:
+        if want("overhead"):
+            res["overhead"] = overhead(ctx)
+        if want("accuracy"):
+            res["accuracy"] = accuracy(ctx)
+        if want("rate"):
+            res["rate"] = rate_delivered(ctx)
+        if want("real"):
+            res["real"] = real_programs(ctx)
+        if want("window"):
+            res["window"] = window(ctx)
+        if want("scale"):
+            res["scale"] = scale(ctx)
+        if want("memory") or want("report"):
+            res["memory"] = memory(ctx)
+        if want("report"):
+            res["report"] = report_speed(ctx, res["memory"])
+    finally:
+        if not args.keep:
+            shutil.rmtree(ctx.tmp, ignore_errors=True)
+        else:
+            log("kept %s" % ctx.tmp)
+    elapsed = time.monotonic() - t0
+    load1 = sh("cut -d' ' -f1-3 /proc/loadavg")
+    with open(saved, "wb") as f:
+        pickle.dump(dict(info=info, res=res, elapsed=elapsed, load0=load0, load1=load1,
+                         notes=ctx.notes, quick=plan.quick), f)
+    text = render(ctx, info, res, elapsed, load0, load1)
+    sys.stdout.write(text)
+    if not args.no_write:
+        with open(args.out, "w") as f:
+            f.write(text)
+        log("wrote %s" % args.out)
+
+
+if __name__ == "__main__":
+    main()

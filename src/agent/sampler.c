@@ -118,6 +118,24 @@ static int blocks_signal(pid_t tid)
 	return (mask >> (wp_handshake_signal() - 1)) & 1;
 }
 
+/* Whether `tid` is stopped (SIGSTOP) or traced, from /proc (outside any window): such a
+ * thread will not answer until someone resumes it, so it is left alone for a while. */
+static int stopped_or_traced(pid_t tid)
+{
+	char path[64], buf[512];
+	wp_format(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	char *p = strrchr(buf, ')'); /* the name may contain anything, but not after its ')' */
+	return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
+}
+
 /* Whether the interrupted thread was inside (or restarting) a system call: the instruction
  * before pc is `syscall` and rax holds an interrupted-call code, or pc sits on a `syscall`
  * the kernel rewound to restart. */
@@ -193,14 +211,20 @@ static void sample_signalled(struct wp_athread *t, uint64_t weight_ns, uint64_t 
 				miss(WP_MISS_BLOCKED);
 				t->flags |= WP_THREAD_UNSAMPLEABLE;
 				back_off(t, now);
-			} else {
-				/* Usually a runnable thread still waiting for a CPU on a loaded
-				 * machine: try it again next tick, and only leave it alone when it
-				 * keeps not answering (stopped, traced). */
+			} else if (stopped_or_traced(t->tid)) {
 				miss(WP_MISS_TIMEOUT);
-				if (++t->timeouts >= 3) {
-					t->timeouts = 0;
-					back_off(t, now);
+				back_off(t, now);
+			} else {
+				/* A runnable thread still waiting for a CPU on a loaded machine. It
+				 * has not run since the signal was sent, so it is where its last
+				 * sample left it as far as anyone can tell: count that stack rather
+				 * than drop the interval (wall mode), and try again next tick. */
+				miss(WP_MISS_TIMEOUT);
+				if (cfg.mode == WP_MODE_WALL && t->last_stack) {
+					wp_stacks_again(t, t->last_stack, units_of(weight_ns), weight_ns,
+							(now - start_ns) / 1000);
+					wp_stats.samples++;
+					wp_stats.reused++;
 				}
 			}
 		} else {
@@ -230,7 +254,6 @@ static void sample_signalled(struct wp_athread *t, uint64_t weight_ns, uint64_t 
 		t->last_cpu_ns = held_cpu;
 	/* ---- the thread runs again ---- */
 
-	t->timeouts = 0;
 	if (rr == WP_HS_LATE) {
 		miss(WP_MISS_LATE);
 		return;

@@ -39,7 +39,6 @@ struct wp_athread {
 	uint64_t first_ns, last_ns; /* since the run's start */
 	uintptr_t stack_top;        /* highest stack address an unwind has needed */
 	int name_reads;
-	int timeouts;               /* handshakes in a row that got no answer */
 
 	/* timeline: LEB128 (delta us, stack id) pairs, see format.h */
 	uint8_t *tl;

@@ -19,6 +19,20 @@ static inline uint64_t wp_now_ns(void)
 	return wp_ts_ns(&ts);
 }
 
+/* CLOCK_REALTIME `ms` from now, as pthread's timed waits want it. */
+static inline struct timespec wp_realtime_in_ms(long ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return ts;
+}
+
 /* The CPU-time clock of another thread of this process, as the kernel encodes it
  * (CPUCLOCK_SCHED | per-thread): ((~tid) << 3) | 6. */
 static inline clockid_t wp_thread_cpu_clock(pid_t tid)

@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "handshake.h"
 
 /* The history lives in fixed chunks so published entries never move (a fatal-signal
@@ -510,9 +511,7 @@ void wp_modules_watch_stop(void)
 		return;
 	atomic_store(&watch_stop, 1);
 	syscall(SYS_futex, (uint32_t *)&watch_stop, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += 2;
+	struct timespec ts = wp_realtime_in_ms(2000);
 	if (pthread_timedjoin_np(watcher, NULL, &ts) != 0)
 		pthread_detach(watcher); /* stuck behind the program's loader lock: let it be */
 	watching = 0;
@@ -526,13 +525,7 @@ pid_t wp_modules_watcher_tid(void)
 
 void wp_modules_fork_prepare(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_nsec += 200 * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
+	struct timespec ts = wp_realtime_in_ms(200);
 	fork_locked = watching && pthread_mutex_timedlock(&watch_lock, &ts) == 0;
 }
 

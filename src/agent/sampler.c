@@ -101,16 +101,9 @@ static void back_off(struct wp_athread *t, uint64_t now)
 /* Whether `tid` has the sampling signal blocked, from /proc (outside any window). */
 static int blocks_signal(pid_t tid)
 {
-	char path[64], buf[2048];
-	wp_format(path, sizeof(path), "/proc/self/task/%d/status", tid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	char buf[2048];
+	if (wp_threads_read_proc(tid, "status", buf, sizeof(buf)) <= 0)
 		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
 	char *p = strstr(buf, "SigBlk:");
 	if (!p)
 		return 0;
@@ -122,16 +115,9 @@ static int blocks_signal(pid_t tid)
  * thread will not answer until someone resumes it, so it is left alone for a while. */
 static int stopped_or_traced(pid_t tid)
 {
-	char path[64], buf[512];
-	wp_format(path, sizeof(path), "/proc/self/task/%d/stat", tid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	char buf[512];
+	if (wp_threads_read_proc(tid, "stat", buf, sizeof(buf)) <= 0)
 		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
 	char *p = strrchr(buf, ')'); /* the name may contain anything, but not after its ')' */
 	return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
 }
@@ -272,16 +258,9 @@ static void sample_signalled(struct wp_athread *t, uint64_t weight_ns, uint64_t 
  * or "running"). Returns 1 when blocked, 0 when running, -1 when unreadable. */
 static int read_blocked_regs(pid_t tid, uintptr_t *sp, uintptr_t *pc)
 {
-	char path[64], buf[256];
-	wp_format(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	char buf[256];
+	if (wp_threads_read_proc(tid, "syscall", buf, sizeof(buf)) <= 0)
 		return -1;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
 	if (!strncmp(buf, "running", 7))
 		return 0;
 	char *p = buf, *end;
@@ -562,13 +541,7 @@ static void fork_prepare(void)
 	if (!started || syscall(SYS_gettid) == atomic_load(&sampler_tid))
 		return;
 	wp_modules_fork_prepare();
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_nsec += 200 * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
+	struct timespec ts = wp_realtime_in_ms(200);
 	fork_locked = pthread_mutex_timedlock(&tick_lock, &ts) == 0;
 }
 
@@ -673,9 +646,7 @@ void wp_sampler_stop(void)
 		return;
 	atomic_store(&stop_word, 1);
 	syscall(SYS_futex, (uint32_t *)&stop_word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += 2;
+	struct timespec ts = wp_realtime_in_ms(2000);
 	if (pthread_timedjoin_np(thread, NULL, &ts) != 0)
 		wp_log("the sampler did not stop within 2 s; writing what it has");
 	wp_modules_watch_stop();

@@ -102,6 +102,21 @@ int wp_threads_set_name(pid_t tid, const char *name)
 	return -ENOSPC;
 }
 
+ssize_t wp_threads_read_proc(pid_t tid, const char *file, char *buf, size_t cap)
+{
+	char path[64];
+	wp_format(path, sizeof(path), "/proc/self/task/%d/%s", tid, file);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, cap - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = 0;
+	return n;
+}
+
 void wp_threads_reread_name(struct wp_athread *t)
 {
 	const char *over = name_override(t->tid);
@@ -109,13 +124,7 @@ void wp_threads_reread_name(struct wp_athread *t)
 		snprintf(t->name, sizeof(t->name), "%s", over);
 		return;
 	}
-	char path[64];
-	wp_format(path, sizeof(path), "/proc/self/task/%d/comm", t->tid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	ssize_t n = read(fd, t->name, sizeof(t->name) - 1);
-	close(fd);
+	ssize_t n = wp_threads_read_proc(t->tid, "comm", t->name, sizeof(t->name));
 	if (n <= 0)
 		return;
 	if (t->name[n - 1] == '\n')

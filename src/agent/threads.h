@@ -62,6 +62,9 @@ struct wp_athread **wp_threads_live(size_t *n);
 struct wp_athread *wp_threads_all(void);
 /* Marks `t` gone (its tid answered ESRCH). */
 void wp_threads_gone(struct wp_athread *t);
+/* Reads /proc/self/task/TID/<file> into buf (NUL-terminated). Returns the length, or -1.
+ * Opens a file: outside suspension windows only. */
+ssize_t wp_threads_read_proc(pid_t tid, const char *file, char *buf, size_t cap);
 /* Re-reads the thread's name from /proc (threads often name themselves just after start). */
 void wp_threads_reread_name(struct wp_athread *t);
 /* Forgets every thread (a fork child has only the thread that forked). */

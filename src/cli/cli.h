@@ -51,6 +51,9 @@ struct wp_opts {
  * bytes). Returns 0 when the program ran (its status in opts->exit_status), or -1 with a
  * message printed. */
 int wp_record(struct wp_opts *opts, char *profile_path, size_t cap);
+/* The exit code the shell expects for a program's wait status: its
+ * code, or (after dying of the same signal, which does not return) 128 + the signal. */
+int wp_exit_like(int status);
 /* The agent library to preload, or NULL with a message printed. */
 const char *wp_find_agent(void);
 

@@ -23,6 +23,7 @@
 #include <uthash.h>
 
 #include "cli.h"
+#include "textfmt.h"
 
 #define LISTED 25   /* rows per section at most */
 #define NOISE_ROWS 5
@@ -51,21 +52,6 @@ static const char rule[] =
 	"================================================================================";
 static const char dashes[] =
 	"----------------------------------------------------------------------------------------------------";
-
-static const char *num(uint64_t v)
-{
-	static char bufs[8][32];
-	static int at;
-	char tmp[32], *b = bufs[at++ & 7];
-	int n = snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)v), j = 0;
-	for (int i = 0; i < n; i++) {
-		if (i && (n - i) % 3 == 0)
-			b[j++] = ',';
-		b[j++] = tmp[i];
-	}
-	b[j] = 0;
-	return b;
-}
 
 static const char *secs(uint64_t ns)
 {
@@ -291,8 +277,8 @@ static void describe(FILE *out, const char *label, const struct side *s)
 {
 	const char *mode = wp_profile_meta(s->p, "mode");
 	char what[160], b[512];
-	snprintf(what, sizeof(what), "%s samples, %s mode at %s Hz, %s", num(s->total),
-		 mode ? mode : "wall", num((uint64_t)wp_profile_meta_ll(s->p, "hz", 0)),
+	snprintf(what, sizeof(what), "%s samples, %s mode at %s Hz, %s", wp_num(s->total),
+		 mode ? mode : "wall", wp_num((uint64_t)wp_profile_meta_ll(s->p, "hz", 0)),
 		 secs((uint64_t)wp_profile_meta_ll(s->p, "duration_ns", 0)));
 	if (strlen(label) + strlen(s->path) + strlen(what) + 3 <= 100)
 		fprintf(out, "%s %s: %s\n", label, s->path, what);
@@ -503,8 +489,8 @@ static int svg_diff(const struct wp_opts *o, struct side sides[2], FILE *out)
 	}
 	char sub[1024];
 	snprintf(sub, sizeof(sub), "%.300s (%s samples, scaled) -> %.300s (%s samples); red: more "
-		 "than before, blue: less", sides[0].path, num(sides[0].total), sides[1].path,
-		 num(sides[1].total));
+		 "than before, blue: less", sides[0].path, wp_num(sides[0].total), sides[1].path,
+		 wp_num(sides[1].total));
 	struct wp_flame_opts fo = { .title = "Differential flame graph (wallprof --compare)",
 				    .subtitle = sub, .differential = 1 };
 	int e = wp_flame_write(out, st, n, &fo);

@@ -46,6 +46,7 @@
 #include <uthash.h>
 
 #include "cli.h"
+#include "textfmt.h"
 
 /* record.c: the child's side of running a program under the agent. */
 void wp_exec_under_agent(const struct wp_opts *o, const char *agent, const char *profile_path,
@@ -170,21 +171,6 @@ static int take(int sig)
 
 /* ---------------------------------------------------------------------------------------- */
 /* Formatting */
-
-static const char *num(uint64_t v)
-{
-	static char bufs[16][32];
-	static int at;
-	char tmp[32], *b = bufs[at++ & 15];
-	int n = snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)v), j = 0;
-	for (int i = 0; i < n; i++) {
-		if (i && (n - i) % 3 == 0)
-			b[j++] = ',';
-		b[j++] = tmp[i];
-	}
-	b[j] = 0;
-	return b;
-}
 
 static double pct(uint64_t part, uint64_t whole)
 {
@@ -1026,8 +1012,8 @@ static int draw_header(struct live *L, struct scr *s, uint64_t now)
 
 	n = 0;
 	if (L->loaded) {
-		snprintf(seg[n++], sizeof(seg[0]), "samples %s (+%s in %.1f s)", num(L->total_now),
-			 num(L->total_ivl), (double)sub0(L->dur_now, L->dur_before) / 1e9);
+		snprintf(seg[n++], sizeof(seg[0]), "samples %s (+%s in %.1f s)", wp_num(L->total_now),
+			 wp_num(L->total_ivl), (double)sub0(L->dur_now, L->dur_before) / 1e9);
 		snprintf(seg[n++], sizeof(seg[0]), "threads %lld (%d live)", L->threads_seen,
 			 L->nthreads_live);
 		snprintf(seg[n++], sizeof(seg[0]), "sampler %.1f%% of a core, threads held %.2f%%",
@@ -1125,8 +1111,8 @@ static void draw_table(struct live *L, struct scr *s, int top, int height)
 		if (r->kind == 1) {
 			struct lthread *t;
 			HASH_FIND(hh, L->threads, &r->id, sizeof(r->id), t);
-			sputf(s, "%7s %5.1f%%   %7s %5.1f%%  %-7u ", num(r->ivl),
-			      pct(r->wait_ivl, r->ivl), num(r->now), pct(r->wait_now, r->now), r->id);
+			sputf(s, "%7s %5.1f%%   %7s %5.1f%%  %-7u ", wp_num(r->ivl),
+			      pct(r->wait_ivl, r->ivl), wp_num(r->now), pct(r->wait_now, r->now), r->id);
 			char b[128];
 			snprintf(b, sizeof(b), "%s%s", t ? t->name : "?", t && t->exited ? " (exited)" : "");
 			sfield(s, b, 16, 0);
@@ -1134,14 +1120,14 @@ static void draw_table(struct live *L, struct scr *s, int top, int height)
 			sfield(s, t && t->top_ivl >= 0 ? L->funcs[t->top_ivl].name : "-", w - s->col, 1);
 		} else if (r->kind == 2) {
 			sputf(s, "%5.1f%% %9s   %5.1f%% %9s  ", pct(r->ivl, L->funcs[L->expanded].ivl),
-			      num(r->ivl), pct(r->now, L->funcs[L->expanded].now), num(r->now));
+			      wp_num(r->ivl), pct(r->now, L->funcs[L->expanded].now), wp_num(r->now));
 			char b[128];
 			snprintf(b, sizeof(b), "  `- %s (tid %u)", thread_name(L, r->id), r->id);
 			sfield(s, b, w - s->col, 0);
 		} else {
 			const struct lfunc *f = &L->funcs[r->id];
-			sputf(s, "%5.1f%% %9s   %5.1f%% %9s  ", pct(r->ivl, ivl_whole), num(r->ivl),
-			      pct(r->now, now_whole), num(r->now));
+			sputf(s, "%5.1f%% %9s   %5.1f%% %9s  ", pct(r->ivl, ivl_whole), wp_num(r->ivl),
+			      pct(r->now, now_whole), wp_num(r->now));
 			int namew = w - s->col - (modw ? modw + 1 : 0);
 			sfield(s, f->name, namew, 1);
 			if (modw) {
@@ -1392,24 +1378,6 @@ static int spawn(struct live *L, const char *agent)
 	return 0;
 }
 
-/* Exit the way the shell expects from the program's status (as main.c does for a record). */
-static int pass_status(int status)
-{
-	if (WIFEXITED(status))
-		return WEXITSTATUS(status);
-	if (WIFSIGNALED(status)) {
-		int sig = WTERMSIG(status);
-		fflush(NULL);
-		signal(sig, SIG_DFL);
-		sigset_t set;
-		sigemptyset(&set);
-		sigaddset(&set, sig);
-		sigprocmask(SIG_UNBLOCK, &set, NULL);
-		raise(sig);
-		return 128 + sig;
-	}
-	return 1;
-}
 
 static void close_view(struct live *L, const char *why)
 {
@@ -1682,5 +1650,5 @@ int wp_live(struct wp_opts *o)
 					L.path, L.path);
 		}
 	}
-	return pass_status(status);
+	return wp_exit_like(status);
 }

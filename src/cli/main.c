@@ -211,24 +211,6 @@ static int parse(int argc, char **argv, struct wp_opts *o)
 	return 0;
 }
 
-/* Exit the way the shell expects from the program's status: same code, or the same signal. */
-static int pass_status(int status)
-{
-	if (WIFEXITED(status))
-		return WEXITSTATUS(status);
-	if (WIFSIGNALED(status)) {
-		int sig = WTERMSIG(status);
-		fflush(NULL);
-		signal(sig, SIG_DFL);
-		sigset_t s;
-		sigemptyset(&s);
-		sigaddset(&s, sig);
-		sigprocmask(SIG_UNBLOCK, &s, NULL);
-		raise(sig);
-		return 128 + sig;
-	}
-	return 1;
-}
 
 static FILE *open_report(const struct wp_opts *o)
 {
@@ -279,7 +261,7 @@ static int record_and_report(struct wp_opts *o)
 	}
 	if (out)
 		close_report(o, out, rc);
-	return pass_status(o->exit_status);
+	return wp_exit_like(o->exit_status);
 }
 
 /* overhead.c: the built-in workload --overhead-test times (a hidden subcommand). */

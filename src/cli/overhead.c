@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "textfmt.h"
 
 #define ROUNDS 5
 #define NRATES 4
@@ -197,20 +198,6 @@ static int run_once(const struct wp_opts *o, char *const argv[], const char *age
 	return 0;
 }
 
-static const char *with_commas(uint64_t v)
-{
-	static char b[32];
-	char tmp[32];
-	int n = snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)v), j = 0;
-	for (int i = 0; i < n; i++) {
-		if (i && (n - i) % 3 == 0)
-			b[j++] = ',';
-		b[j++] = tmp[i];
-	}
-	b[j] = 0;
-	return b;
-}
-
 static const char *label(int hz)
 {
 	static char b[32];
@@ -356,7 +343,7 @@ int wp_overhead_test(const struct wp_opts *o, FILE *out)
 				 cpu[0] > 0 ? 100.0 * (cpu[i] - cpu[0]) / cpu[0] : 0.0);
 		}
 		if (deliv[i] >= 0)
-			snprintf(d, sizeof(d), "%s", with_commas((uint64_t)llround(deliv[i])));
+			snprintf(d, sizeof(d), "%s", wp_num((uint64_t)llround(deliv[i])));
 		if (win[i] >= 0)
 			snprintf(w, sizeof(w), "%.0f µs", win[i]);
 		fprintf(out, "  %-9s  %7.3f s  %7.3f s  %8s  %7.3f s  %8s  %11s  %*s\n", name, wall[i],

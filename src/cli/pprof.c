@@ -29,6 +29,7 @@
 #include <zlib.h>
 
 #include "cli.h"
+#include "textfmt.h"
 
 #define MAX_INLINE 16
 
@@ -136,37 +137,6 @@ struct enc {
 	int oom;
 };
 
-/* Length of the valid UTF-8 sequence at s (NUL-terminated), 0 when invalid. */
-static size_t utf8_seq(const unsigned char *s)
-{
-	unsigned c = s[0];
-	if (c < 0x80)
-		return 1;
-	unsigned lo = 0x80, hi = 0xbf;
-	size_t n;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2;
-	else if (c >= 0xe0 && c <= 0xef) {
-		n = 3;
-		if (c == 0xe0)
-			lo = 0xa0;
-		else if (c == 0xed)
-			hi = 0x9f; /* no surrogates */
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		n = 4;
-		if (c == 0xf0)
-			lo = 0x90;
-		else if (c == 0xf4)
-			hi = 0x8f;
-	} else
-		return 0;
-	if (s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < n; i++)
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0;
-	return n;
-}
 
 /* s with every invalid UTF-8 byte replaced by U+FFFD, into a malloc'ed string. */
 static char *utf8_clean(const char *s, size_t *len)
@@ -177,7 +147,7 @@ static char *utf8_clean(const char *s, size_t *len)
 		return NULL;
 	size_t o = 0;
 	for (const unsigned char *u = (const unsigned char *)s; *u;) {
-		size_t k = utf8_seq(u);
+		size_t k = wp_utf8_seq(u);
 		if (k) {
 			memcpy(d + o, u, k);
 			o += k;

@@ -220,3 +220,22 @@ int wp_record(struct wp_opts *o, char *profile_path, size_t cap)
 	o->have_exit_status = 1;
 	return 0;
 }
+
+int wp_exit_like(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status)) {
+		/* Die of the same signal, so the shell sees what it would have seen. */
+		int sig = WTERMSIG(status);
+		fflush(NULL);
+		signal(sig, SIG_DFL);
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, sig);
+		sigprocmask(SIG_UNBLOCK, &set, NULL);
+		raise(sig);
+		return 128 + sig;
+	}
+	return 1;
+}

@@ -28,38 +28,8 @@
 #include <uthash.h>
 
 #include "cli.h"
+#include "textfmt.h"
 
-/* Length of the valid UTF-8 sequence at s (NUL-terminated), 0 when invalid. */
-static size_t utf8_seq(const unsigned char *s)
-{
-	unsigned c = s[0];
-	if (c < 0x80)
-		return 1;
-	unsigned lo = 0x80, hi = 0xbf;
-	size_t n;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2;
-	else if (c >= 0xe0 && c <= 0xef) {
-		n = 3;
-		if (c == 0xe0)
-			lo = 0xa0;
-		else if (c == 0xed)
-			hi = 0x9f; /* no surrogates */
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		n = 4;
-		if (c == 0xf0)
-			lo = 0x90;
-		else if (c == 0xf4)
-			hi = 0x8f;
-	} else
-		return 0;
-	if (s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < n; i++)
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0;
-	return n;
-}
 
 static void json_str(FILE *out, const char *s)
 {
@@ -81,7 +51,7 @@ static void json_str(FILE *out, const char *s)
 			}
 			u++;
 		} else {
-			size_t k = utf8_seq(u);
+			size_t k = wp_utf8_seq(u);
 			if (k) {
 				fwrite(u, 1, k, out);
 				u += k;

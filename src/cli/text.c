@@ -12,6 +12,7 @@
 #include <uthash.h>
 
 #include "cli.h"
+#include "textfmt.h"
 
 #define WIDTH 100       /* no line of a table is longer */
 #define GRAPH_FUNCS 10  /* functions in the call graph */
@@ -38,21 +39,6 @@ struct text {
 /* Formatting */
 
 /* 14293 -> "14,293", into one of a few rotating buffers so several fit in one printf. */
-static const char *num(uint64_t v)
-{
-	static char bufs[8][32];
-	static int at;
-	char tmp[32], *b = bufs[at++ & 7];
-	int n = snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)v), j = 0;
-	for (int i = 0; i < n; i++) {
-		if (i && (n - i) % 3 == 0)
-			b[j++] = ',';
-		b[j++] = tmp[i];
-	}
-	b[j] = 0;
-	return b;
-}
-
 /* A duration for people: "412 µs", "28.8 ms", "4.823 s", "3 min 12.4 s". */
 static const char *dur(uint64_t ns)
 {
@@ -123,6 +109,12 @@ static const char *fit_tail(const char *s, int w, char *buf, size_t cap)
 	size_t n = strlen(s);
 	if ((int)n <= w || w < 8)
 		return s;
+	/* "module+0xOFF" (no symbol): the offset is what tells rows apart, keep the end */
+	const char *off = strstr(s, "+0x");
+	if (off && !strchr(s, '(')) {
+		snprintf(buf, cap, "...%s", s + n - (size_t)(w - 3));
+		return buf;
+	}
 	snprintf(buf, cap, "%s", s);
 	drop_last(buf, '(', ')');
 	for (int i = 0; i < 16 && (int)strlen(buf) > w; i++)
@@ -366,24 +358,24 @@ static void header(struct text *t)
 			double tps = (double)ticks * 1e9 / (double)duration;
 			double per_thread = (double)samples * 1e9 / (double)thread_time(t);
 			fprintf(t->out, "[CONFIG]  rate asked %s Hz; delivered %s ticks/s, %s samples "
-					"per thread-second\n", num(hz), num((uint64_t)llround(tps)),
-				num((uint64_t)llround(per_thread)));
+					"per thread-second\n", wp_num(hz), wp_num((uint64_t)llround(tps)),
+				wp_num((uint64_t)llround(per_thread)));
 			if (ticks && late * 10 > ticks)
 				fprintf(t->out, "[WARNING] %s of %s ticks came late (the machine was busy or "
 						"the sampler could not keep up):\n          expect fewer "
-						"samples than asked, or try a lower --hz\n", num(late), num(ticks));
+						"samples than asked, or try a lower --hz\n", wp_num(late), wp_num(ticks));
 		} else {
 			uint64_t cpu = user + sys > sampler ? user + sys - sampler : 0;
 			fprintf(t->out, "[CONFIG]  rate asked %s Hz; delivered %s samples per CPU-second "
 					"(%s in %s of CPU)\n",
-				num(hz), num(cpu ? (uint64_t)llround((double)samples * 1e9 / (double)cpu) : 0),
-				num(samples), dur(cpu));
+				wp_num(hz), wp_num(cpu ? (uint64_t)llround((double)samples * 1e9 / (double)cpu) : 0),
+				wp_num(samples), dur(cpu));
 		}
 	}
 	if (t->o->thread) {
 		uint64_t all = wp_profile_total_samples(p);
 		fprintf(t->out, "[FILTER]  --thread=%s: %s of %s samples (%.1f%%)\n", t->o->thread,
-			num(t->total), num(all), pct(t->total, all));
+			wp_num(t->total), wp_num(all), pct(t->total, all));
 	}
 	const char *w = wp_symbolizer_warnings(t->r->sym);
 	while (w && *w) {
@@ -413,11 +405,11 @@ static void stats(struct text *t)
 	for (size_t i = 0; i < p->nthreads; i++)
 		if (!t->o->thread || wp_thread_matches(p, p->threads[i].tid, t->o->thread))
 			threads++;
-	fprintf(t->out, "\n[STATS]   samples: %s", num(t->total));
+	fprintf(t->out, "\n[STATS]   samples: %s", wp_num(t->total));
 	if (t->wall)
-		fprintf(t->out, " (%s running, %s waiting)", num(t->total - waiting), num(waiting));
-	fprintf(t->out, " from %s thread%s; %s unique stacks\n", num(threads),
-		threads == 1 ? "" : "s", num(nstacks));
+		fprintf(t->out, " (%s running, %s waiting)", wp_num(t->total - waiting), wp_num(waiting));
+	fprintf(t->out, " from %s thread%s; %s unique stacks\n", wp_num(threads),
+		threads == 1 ? "" : "s", wp_num(nstacks));
 
 	/* Missed samples, by cause (the agent's missed_<cause> keys), for the whole run. */
 	uint64_t missed = 0;
@@ -433,16 +425,16 @@ static void stats(struct text *t)
 		missed += (uint64_t)v;
 		if (cl < sizeof(causes))
 			cl += (size_t)snprintf(causes + cl, sizeof(causes) - cl, "%s%s %s",
-					       cl ? ", " : "", k + 7, num((uint64_t)v));
+					       cl ? ", " : "", k + 7, wp_num((uint64_t)v));
 	}
 	uint64_t taken = wp_profile_total_samples(p);
 	if (missed)
-		fprintf(t->out, "[STATS]   missed samples: %s (%.1f%% of attempts): %s\n", num(missed),
+		fprintf(t->out, "[STATS]   missed samples: %s (%.1f%% of attempts): %s\n", wp_num(missed),
 			pct(missed, missed + taken), causes);
 	else
 		fprintf(t->out, "[STATS]   missed samples: none\n");
 
-	fprintf(t->out, "[STATS]   truncated stacks: %s", num(truncated));
+	fprintf(t->out, "[STATS]   truncated stacks: %s", wp_num(truncated));
 	if (truncated)
 		fprintf(t->out, " samples (%.1f%%): their callers are missing from the call graph",
 			pct(truncated, t->total));
@@ -453,7 +445,7 @@ static void stats(struct text *t)
 		fprintf(t->out, "[STATS]   thread suspension per sample: p50 %s, p99 %s, max %s "
 				"(%s suspensions)\n",
 			dur(meta(t, "window_p50_ns")), dur(meta(t, "window_p99_ns")),
-			dur(meta(t, "window_max_ns")), num(wn));
+			dur(meta(t, "window_max_ns")), wp_num(wn));
 	if (duration && wp_profile_meta(p, "sampler_cpu_ns"))
 		fprintf(t->out, "[STATS]   sampler CPU time: %s (%.1f%% of one core)\n", dur(sampler),
 			pct(sampler, duration));
@@ -493,7 +485,7 @@ static void stats(struct text *t)
 		fprintf(t->out, "[WARNING] only %s samples: shares below are rough (a 50%% share could "
 				"be anywhere from %.0f%% to %.0f%%).\n          Run longer or raise --hz "
 				"(this run: %s Hz).\n",
-			num(t->total), lo, hi, num(meta(t, "hz")));
+			wp_num(t->total), lo, hi, wp_num(meta(t, "hz")));
 	}
 }
 
@@ -519,7 +511,7 @@ static void flat(struct text *t)
 	banner(t, "FLAT PROFILE (top %zu of %zu functions, by self time)", shown, n);
 	/* Columns: self% | 95% CI | samples | total% | function | source:line | module */
 	struct cols c = { 8, 11, 6, 7 };
-	c.samples = (int)strlen(num(r->total));
+	c.samples = (int)strlen(wp_num(r->total));
 	if (c.samples < 7)
 		c.samples = 7;
 	for (size_t i = 0; i < shown; i++) {
@@ -559,7 +551,7 @@ static void flat(struct text *t)
 		wilson(f->self, r->total, &lo, &hi);
 		snprintf(ci, sizeof(ci), "%.1f-%.1f", lo, hi);
 		fprintf(t->out, "  %5.1f%%  %-11s  %*s  %5.1f%%  %-*s  %-*s  %s\n",
-			pct(f->self, r->total), ci, c.samples, num(f->self), pct(f->total, r->total),
+			pct(f->self, r->total), ci, c.samples, wp_num(f->self), pct(f->total, r->total),
 			c.func, fit_tail(f->name, c.func, b1, sizeof(b1)), c.src,
 			fit_tail(source_of(f->file, f->line, b2, sizeof(b2)), c.src, b3, sizeof(b3)),
 			fit_head(f->module, c.mod, b4, sizeof(b4)));
@@ -571,16 +563,16 @@ static void flat(struct text *t)
 			nostack += r->stacks[i].count;
 	if (n > shown) {
 		uint64_t other = r->total - listed - nostack;
-		snprintf(b1, sizeof(b1), "(other - %s functions)", num(n - shown));
+		snprintf(b1, sizeof(b1), "(other - %s functions)", wp_num(n - shown));
 		fprintf(t->out, "  %5.1f%%  %-11s  %*s  %6s  %s\n", pct(other, r->total), "",
-			c.samples, num(other), "", b1);
+			c.samples, wp_num(other), "", b1);
 	}
 	if (nostack)
 		fprintf(t->out, "  %5.1f%%  %-11s  %*s  %6s  %s\n", pct(nostack, r->total), "",
-			c.samples, num(nostack), "", "(no stack: the unwinder found no frame)");
+			c.samples, wp_num(nostack), "", "(no stack: the unwinder found no frame)");
 	fprintf(t->out, "  %.6s  %11s  %.*s\n", dashes, "", c.samples, dashes);
 	fprintf(t->out, "  %5.1f%%  %-11s  %*s  %6s  %s functions with samples, %s as leaf\n",
-		r->total ? 100.0 : 0.0, "", c.samples, num(r->total), "", num(withtotal), num(n));
+		r->total ? 100.0 : 0.0, "", c.samples, wp_num(r->total), "", wp_num(withtotal), wp_num(n));
 	free(ids);
 }
 
@@ -639,7 +631,7 @@ static void print_links(struct text *t, uint32_t of, const char *label, struct l
 {
 	char b[512];
 	qsort(l, n, sizeof(*l), by_count);
-	int nw = (int)strlen(num(t->total));
+	int nw = (int)strlen(wp_num(t->total));
 	int fw = WIDTH - (6 + 11 + 7 + 2 + nw + 2);
 	if (!n)
 		fprintf(t->out, "      %-11s(none)\n", label);
@@ -653,14 +645,14 @@ static void print_links(struct text *t, uint32_t of, const char *label, struct l
 			name = named;
 		}
 		fprintf(t->out, "      %-11s%6.1f%%  %*s  %s\n", i ? "" : label,
-			pct(l[i].count, t->total), nw, num(l[i].count), fit_tail(name, fw, b, sizeof(b)));
+			pct(l[i].count, t->total), nw, wp_num(l[i].count), fit_tail(name, fw, b, sizeof(b)));
 	}
 	if (n > GRAPH_EDGES) {
 		uint64_t rest = 0;
 		for (size_t i = GRAPH_EDGES; i < n; i++)
 			rest += l[i].count;
 		fprintf(t->out, "      %-11s%6.1f%%  %*s  (%zu more)\n", "", pct(rest, t->total), nw,
-			num(rest), n - GRAPH_EDGES);
+			wp_num(rest), n - GRAPH_EDGES);
 	}
 }
 
@@ -804,13 +796,13 @@ static void hidden_by_name(struct text *t, struct tcount *tc, size_t skip)
 	HASH_ITER(hh, names, nm, tmp) {
 		if (groups++ < 8)
 			fprintf(t->out, "    %-24s %6s thread%s  %9s samples  %5.1f%%\n", nm->name,
-				num(nm->threads), nm->threads == 1 ? " " : "s", num(nm->samples),
+				wp_num(nm->threads), nm->threads == 1 ? " " : "s", wp_num(nm->samples),
 				pct(nm->samples, wp_profile_total_samples(t->p)));
 		HASH_DEL(names, nm);
 		free(nm);
 	}
 	if (groups > 8)
-		fprintf(t->out, "    (%s more names)\n", num(groups - 8));
+		fprintf(t->out, "    (%s more names)\n", wp_num(groups - 8));
 }
 
 static void thread_sections(struct text *t)
@@ -853,7 +845,7 @@ static void thread_sections(struct text *t)
 		const struct wp_thread *th = wp_profile_thread(p, c->tid);
 		fprintf(t->out, "\n%s (tid %u%s): %s sample%s, %.1f%% of the process",
 			th && th->name && *th->name ? th->name : "?", c->tid,
-			th && (th->flags & WP_THREAD_EXITED) ? ", exited" : "", num(c->samples),
+			th && (th->flags & WP_THREAD_EXITED) ? ", exited" : "", wp_num(c->samples),
 			c->samples == 1 ? "" : "s", pct(c->samples, all));
 		if (t->wall)
 			fprintf(t->out, "; running %.1f%%, waiting %.1f%%",
@@ -865,7 +857,7 @@ static void thread_sections(struct text *t)
 		uint32_t *ids = ranked(t->r, 0, &n);
 		if (!ids)
 			break;
-		int nw = (int)strlen(num(c->samples)), fw = 8, sw = 8;
+		int nw = (int)strlen(wp_num(c->samples)), fw = 8, sw = 8;
 		for (size_t i = 0; i < n && i < THREAD_FUNCS; i++) {
 			const struct wp_func *f = &t->r->funcs[ids[i]];
 			int l1 = (int)strlen(f->name), l2 = (int)strlen(source_of(f->file, f->line, b2,
@@ -881,21 +873,21 @@ static void thread_sections(struct text *t)
 			const char *src = fit_tail(source_of(f->file, f->line, b2, sizeof(b2)), sw, b3,
 						   sizeof(b3));
 			fprintf(t->out, "    %5.1f%%  %*s  %-*s  %-*s  %s\n", pct(f->self, c->samples),
-				nw, num(f->self), fw, fit_tail(f->name, fw, b1, sizeof(b1)), sw, src,
+				nw, wp_num(f->self), fw, fit_tail(f->name, fw, b1, sizeof(b1)), sw, src,
 				fit_head(f->module, 14, b4, sizeof(b4)));
 		}
 		if (n > THREAD_FUNCS)
-			fprintf(t->out, "    %s more function%s\n", num(n - THREAD_FUNCS),
+			fprintf(t->out, "    %s more function%s\n", wp_num(n - THREAD_FUNCS),
 				n - THREAD_FUNCS == 1 ? "" : "s");
 		free(ids);
 	}
 	if (shown > limit) {
 		fprintf(t->out, "\n(%s more threads with %s samples, %.1f%%; --thread=NAME|TID shows "
-				"one)\n", num(shown - limit), num(rest), pct(rest, all));
+				"one)\n", wp_num(shown - limit), wp_num(rest), pct(rest, all));
 		hidden_by_name(t, tc, limit);
 	}
 	if (idle)
-		fprintf(t->out, "\n(%s thread%s seen but never sampled)\n", num(idle),
+		fprintf(t->out, "\n(%s thread%s seen but never sampled)\n", wp_num(idle),
 			idle == 1 ? "" : "s");
 	HASH_ITER(hh, tc, c, tmp) {
 		HASH_DEL(tc, c);

@@ -92,6 +92,12 @@ static int high_fd(void)
 void wp_exec_under_agent(const struct wp_opts *o, const char *agent, const char *profile_path,
 			 int progress_fd)
 {
+	/* A report that is not text (an SVG, pprof, JSON, folded or csv) going to standard
+	 * output must be the only thing there: `wallprof --flame-graph -- CMD > f.svg` would
+	 * otherwise mix the program's own output into the file. The program's standard output
+	 * goes to standard error instead, still in view. */
+	if (o->format != WP_FMT_TEXT && !o->report_out && !o->live)
+		dup2(2, 1);
 	/* LD_PRELOAD: ours first, anything the user had after it */
 	const char *old = getenv("LD_PRELOAD");
 	char pre[PATH_MAX * 2];

@@ -246,6 +246,7 @@ static void sample_signalled(struct wp_athread *t, uint64_t weight_ns, uint64_t 
 	}
 	if (window)
 		wp_stats_window(window);
+	t->held_ns = window;
 	wp_stats.signalled++;
 	size_t stack_len = got > 0 ? ((size_t)got < want ? (size_t)got : want) : 0;
 	int have_code = got > 0 && (size_t)got == want + sizeof(code);
@@ -412,12 +413,13 @@ static void tick_cpu(uint64_t now)
 		t->credit_ns -= weight;
 		/* It ran during the last tick but may have just blocked: then take it from /proc
 		 * rather than interrupt its call. */
+		t->held_ns = 0;
 		if (!sample_blocked(t, cpu, weight, now))
 			sample_signalled(t, weight, now);
-		/* The handshake itself used some of its CPU; do not bill it as the program's. */
-		int64_t after = wp_thread_cpu_ns(t->tid);
-		if (after >= 0)
-			t->poll_cpu_ns = after;
+		/* The thread spent the window spinning in our handler: that CPU is ours, not the
+		 * program's, so it earns no credit. Everything else it ran meanwhile (while the
+		 * sampler unwound, say) is the program's and is credited at the next look. */
+		t->poll_cpu_ns += (int64_t)t->held_ns;
 	}
 	cursor = n ? (cursor + polls) % n : 0;
 }

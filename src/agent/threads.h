@@ -34,6 +34,7 @@ struct wp_athread {
 	/* cpu mode: the clock at the last poll and CPU time not yet paid out in samples */
 	int64_t poll_cpu_ns;
 	uint64_t credit_ns;
+	uint64_t held_ns;           /* how long the last handshake held it */
 
 	uint64_t samples, running, waiting;
 	uint64_t first_ns, last_ns; /* since the run's start */

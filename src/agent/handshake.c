@@ -71,11 +71,24 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/* Spinning only helps when the other side runs on another CPU at the same time. With one
+ * CPU for the process, or both on the same one, a spin just delays the side it waits for:
+ * go straight to the futex. `sampler_cpu` is where the sampler last ran (sched_getcpu, vDSO). */
+static _Atomic int spin_allowed = 1;
+static _Atomic int sampler_cpu = -1;
+
+void wp_handshake_set_cpus(int ncpus)
+{
+	atomic_store(&spin_allowed, ncpus > 1);
+}
+
 /* Waits while *w == seen, until `deadline` (CLOCK_MONOTONIC ns). Returns the new value, or
- * `seen` on timeout. Async-signal-safe: only atomics, clock_gettime and futex. */
+ * `seen` on timeout. Async-signal-safe: only atomics, clock_gettime, sched_getcpu, futex. */
 static uint32_t wait_change(_Atomic uint32_t *w, uint32_t seen, uint64_t deadline)
 {
-	uint64_t now = wp_now_ns(), spin_end = now + SPIN_NS;
+	uint64_t now = wp_now_ns();
+	uint64_t spin_end = atomic_load(&spin_allowed) && sched_getcpu() != atomic_load(&sampler_cpu)
+				    ? now + SPIN_NS : now;
 	uint32_t v;
 	unsigned n = 0;
 	while ((v = atomic_load(w)) == seen) {
@@ -257,6 +270,7 @@ enum wp_hs_result wp_handshake_suspend(pid_t tid, struct wp_hs_ticket **ticket,
 	if (!t)
 		return WP_HS_NOSLOT;
 	atomic_store(&in_handshake, 1);
+	atomic_store(&sampler_cpu, sched_getcpu());
 	uint32_t gen = next_gen++ & 0x1fffffffu;
 	uint32_t req = WORD(gen, P_REQUEST);
 	atomic_store(&t->tid, tid);

@@ -248,7 +248,11 @@ int wp_threads_refresh(uint64_t now_ns, uint64_t run_start_ns)
 	struct stat st;
 	if (task_fd < 0 || fstat(task_fd, &st) != 0)
 		return 0;
-	if (st.st_nlink == last_nlink && now_ns - last_list_ns < WP_RELIST_NS)
+	/* A birth or death changes the link count, which one fstat sees. The periodic relist
+	 * only catches a birth and a death in the same tick; it costs O(threads), so with many
+	 * threads it runs less often (every 250 ms up to 500 threads, 5 s at 10,000). */
+	uint64_t period = WP_RELIST_NS * (nlive > 500 ? nlive / 500 : 1);
+	if (st.st_nlink == last_nlink && now_ns - last_list_ns < period)
 		return 0;
 	last_nlink = st.st_nlink;
 	last_list_ns = now_ns;

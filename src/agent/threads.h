@@ -4,7 +4,8 @@
  * wp_threads_refresh() every tick, which costs one fstat() of /proc/self/task (its link count
  * is the number of threads + 2) and relists only when that count changed or a periodic
  * deadline passed. A thread born between two relists therefore waits at most one tick unless
- * another thread died in the same tick, and at most WP_RELIST_NS then.
+ * another thread died in the same tick, and at most WP_RELIST_NS then (longer with more than
+ * 500 threads, the relist being O(threads)).
  *
  * Threads that exit keep their entry (name, counts) if they were ever sampled. Only the
  * sampler thread calls these functions, outside suspension windows (they allocate and read

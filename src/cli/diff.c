@@ -34,6 +34,7 @@ struct side {
 	struct wp_resolved *r;
 	uint64_t total;
 	double ns_per_sample; /* the time one sample stands for, for the estimates */
+	double units;         /* stack counts per sample taken (late ticks count more) */
 };
 
 struct entry {
@@ -131,6 +132,10 @@ static int load(const struct wp_opts *o, struct side *s)
 	}
 	s->total = s->r->total;
 	s->ns_per_sample = sample_ns(s->p);
+	/* intervals per sample taken, over the whole profile (>= 1) */
+	long long taken = wp_profile_meta_ll(s->p, "samples", 0);
+	uint64_t counted = wp_profile_total_samples(s->p);
+	s->units = taken > 0 && counted > (uint64_t)taken ? (double)counted / (double)taken : 1.0;
 	const char *w = wp_symbolizer_warnings(s->r->sym);
 	if (w && *w)
 		fprintf(stderr, "wallprof: %s: %s", s->path, w);
@@ -151,13 +156,13 @@ static double z_for(double alpha)
 	return (lo + hi) / 2;
 }
 
-static double z_of(uint64_t k1, double n1, uint64_t k2, double n2)
+static double z_of(double k1, double n1, double k2, double n2)
 {
 	if (n1 <= 0 || n2 <= 0)
 		return 0;
-	double pool = ((double)k1 + (double)k2) / (n1 + n2);
+	double pool = (k1 + k2) / (n1 + n2);
 	double se = sqrt(pool * (1 - pool) * (1 / n1 + 1 / n2));
-	return se > 0 ? ((double)k2 / n2 - (double)k1 / n1) / se : 0;
+	return se > 0 ? (k2 / n2 - k1 / n1) / se : 0;
 }
 
 static struct entry *collect(const struct wp_opts *o, struct side sides[2], size_t *n)
@@ -324,8 +329,11 @@ static int text_diff(const struct wp_opts *o, struct side sides[2], FILE *out)
 			e->sp[k] = whole > 0 ? 100.0 * (double)e->self[k] / whole : 0;
 			e->tp[k] = whole > 0 ? 100.0 * (double)e->total[k] / whole : 0;
 		}
-		e->zs = z_of(e->self[0], n1, e->self[1], n2);
-		e->zt = z_of(e->total[0], n1, e->total[1], n2);
+		/* The test wants independent samples; a stack's count can stand for several
+		 * intervals (a late tick's sample), so counts are scaled back to samples. */
+		double u0 = sides[0].units, u1 = sides[1].units;
+		e->zs = z_of((double)e->self[0] / u0, n1 / u0, (double)e->self[1] / u1, n2 / u1);
+		e->zt = z_of((double)e->total[0] / u0, n1 / u0, (double)e->total[1] / u1, n2 / u1);
 		e->by_total = !(fabs(e->zs) > zcrit) &&
 			      (fabs(e->zt) > zcrit || fabs(e->zt) > fabs(e->zs));
 		e->delta = e->by_total ? e->tp[1] - e->tp[0] : e->sp[1] - e->sp[0];

@@ -33,6 +33,7 @@ struct text {
 	FILE *out;
 	int wall;
 	uint64_t total; /* samples kept by the filter */
+	double units;   /* stack counts per sample taken (a late tick's sample counts more) */
 };
 
 /* ---------------------------------------------------------------------------------------- */
@@ -66,14 +67,14 @@ static double pct(uint64_t part, uint64_t whole)
 /* Wilson score interval at 95% for k successes in n samples, in percent. It stays inside
  * [0, 100] and is honest for small counts, where the normal approximation p ± 1.96·SE with
  * SE = sqrt(p(1-p)/n) (the same for large n) would reach below zero. */
-static void wilson(uint64_t k, uint64_t n, double *lo, double *hi)
+static void wilson(double k, double n, double *lo, double *hi)
 {
 	const double z = 1.959964;
-	if (!n) {
+	if (n <= 0) {
 		*lo = *hi = 0;
 		return;
 	}
-	double p = (double)k / (double)n, nn = (double)n, z2 = z * z;
+	double p = k / n, nn = n, z2 = z * z;
 	double c = (p + z2 / (2 * nn)) / (1 + z2 / nn);
 	double h = z * sqrt(p * (1 - p) / nn + z2 / (4 * nn * nn)) / (1 + z2 / nn);
 	*lo = 100.0 * (c - h < 0 ? 0 : c - h);
@@ -481,7 +482,7 @@ static void stats(struct text *t)
 				p->threads[i].tid);
 	if (t->total && t->total < FEW_SAMPLES) {
 		double lo, hi;
-		wilson(t->total / 2, t->total, &lo, &hi);
+		wilson((double)(t->total / 2) / t->units, (double)t->total / t->units, &lo, &hi);
 		fprintf(t->out, "[WARNING] only %s samples: shares below are rough (a 50%% share could "
 				"be anywhere from %.0f%% to %.0f%%).\n          Run longer or raise --hz "
 				"(this run: %s Hz).\n",
@@ -548,7 +549,8 @@ static void flat(struct text *t)
 		const struct wp_func *f = &r->funcs[ids[i]];
 		double lo, hi;
 		char ci[32];
-		wilson(f->self, r->total, &lo, &hi);
+		/* independent samples, not intervals: scale counts back to samples taken */
+		wilson((double)f->self / t->units, (double)r->total / t->units, &lo, &hi);
 		snprintf(ci, sizeof(ci), "%.1f-%.1f", lo, hi);
 		fprintf(t->out, "  %5.1f%%  %-11s  %*s  %5.1f%%  %-*s  %-*s  %s\n",
 			pct(f->self, r->total), ci, c.samples, wp_num(f->self), pct(f->total, r->total),
@@ -905,6 +907,9 @@ int wp_report_text(const struct wp_opts *o, const struct wp_profile *p,
 	struct keep_arg k = { p, o->thread, 0, 0 };
 	wp_resolved_count(t.r, o->thread ? keep : NULL, &k);
 	t.total = t.r->total;
+	long long taken = wp_profile_meta_ll(p, "samples", 0);
+	uint64_t counted = wp_profile_total_samples(p);
+	t.units = taken > 0 && counted > (uint64_t)taken ? (double)counted / (double)taken : 1.0;
 	header(&t);
 	stats(&t);
 	if (!t.total) {

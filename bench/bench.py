@@ -1529,6 +1529,10 @@ def main():
                     help="comma-separated sections: overhead,accuracy,rate,real,window,scale,"
                          "memory,report (default: all)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    ap.add_argument("--merge", action="store_true",
+                    help="with --only: start from the results saved by the last run "
+                         "(build-bench/bench/last-results.pickle) and replace only the sections "
+                         "run now, e.g. to re-run one section when the machine is quieter")
     ap.add_argument("--render", metavar="PICKLE",
                     help="only render results saved by an earlier run (build-bench/bench/"
                          "last-results.pickle)")
@@ -1559,6 +1563,14 @@ def main():
     if not ctx.gperf_ok:
         ctx.notes.append("gperftools' libprofiler.so is missing (%s)" % LIBPROFILER)
     res = {}
+    prev = None
+    if args.merge:
+        with open(saved, "rb") as f:
+            prev = pickle.load(f)
+        if prev["quick"] != plan.quick:
+            sys.exit("bench: --merge: the saved results are from a %s run" % (
+                "--quick" if prev["quick"] else "full"))
+        res = dict(prev["res"])
     try:
         if want("overhead"):
             res["overhead"] = overhead(ctx)
@@ -1583,6 +1595,11 @@ def main():
             log("kept %s" % ctx.tmp)
     elapsed = time.monotonic() - t0
     load1 = sh("cut -d' ' -f1-3 /proc/loadavg")
+    if prev:
+        info["date"] = "%s; %s re-run %s" % (prev["info"]["date"], ", ".join(sorted(only)),
+                                           info["date"])
+        load0 = "%s (%s re-run: %s)" % (prev["load0"], ", ".join(sorted(only)), load0)
+        elapsed += prev["elapsed"]
     with open(saved, "wb") as f:
         pickle.dump(dict(info=info, res=res, elapsed=elapsed, load0=load0, load1=load1,
                          notes=ctx.notes, quick=plan.quick), f)

@@ -111,6 +111,10 @@ LOOP(t_accept, { r = accept(listen_fd, NULL, NULL); int e = errno;
 	check("accept(SO_RCVTIMEO)", r < 0 && (e == EAGAIN || e == EWOULDBLOCK) ? 0 : r, e,
 	      now() - t0, 3, 0); if (r >= 0) close(r); })
 
+/* sem_wait (restartable under SA_RESTART: must never fail) on a semaphore the feeder posts */
+static sem_t fed;
+LOOP(t_sem_wait, { r = sem_wait(&fed); check("sem_wait", r, errno, now() - t0, 0, 0); })
+
 /* feeds the pipe so read(pipe) wakes now and then */
 static void *feeder(void *arg)
 {
@@ -119,10 +123,13 @@ static void *feeder(void *arg)
 		nanosleep(&ts, NULL);
 		if (write(pipefd[1], "x", 1) < 0)
 			break;
+		sem_post(&fed);
 	}
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 4; i++) {
 		if (write(pipefd[1], "x", 1) < 0)
 			break;
+		sem_post(&fed);
+	}
 	return NULL;
 }
 
@@ -133,16 +140,20 @@ static void on_usr1(int s) { atomic_fetch_add(&got_usr1, 1); }
 static void *own_signal(void *arg)
 {
 	pthread_setname_np(pthread_self(), "own_signal");
-	/* pause() returns only when the program's own handler ran */
+	/* pause() returns only when the program's own handler ran: never for ours */
 	int r = pause();
 	if (!(r == -1 && errno == EINTR))
 		fail("own signal", "pause did not return EINTR for the program's SIGUSR1");
+	if (atomic_load(&got_usr1) < 1)
+		fail("pause", "returned before the program's signal came (woken by wallprof's)");
 	/* a long sleep cut short by the program's signal must still be cut short */
 	struct timespec ts = {30, 0};
 	double t0 = now();
 	r = nanosleep(&ts, NULL);
 	if (!(r == -1 && errno == EINTR) || now() - t0 > 10)
 		fail("own signal", "nanosleep was not interrupted by the program's SIGUSR1");
+	if (atomic_load(&got_usr1) < 2)
+		fail("nanosleep", "cut short before the program's second signal came");
 	return NULL;
 }
 
@@ -150,7 +161,7 @@ int main(int argc, char **argv)
 {
 	double secs = argc > 1 ? atof(argv[1]) : 3;
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (pipe(pipefd) || socketpair(AF_UNIX, SOCK_STREAM, 0, sockpair))
+	if (pipe(pipefd) || socketpair(AF_UNIX, SOCK_STREAM, 0, sockpair) || sem_init(&fed, 0, 0))
 		return 2;
 	struct timeval tv = {0, 3000};
 	setsockopt(sockpair[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -167,7 +178,7 @@ int main(int argc, char **argv)
 
 	void *(*fns[])(void *) = { t_nanosleep, t_clock_ns, t_usleep, t_sleep, t_poll, t_ppoll,
 				   t_select, t_pselect, t_epoll, t_epoll_pwait, t_sem_timedwait,
-				   t_sigtimedwait, t_recv_timeout, t_read_pipe, t_accept,
+				   t_sigtimedwait, t_recv_timeout, t_read_pipe, t_accept, t_sem_wait,
 				   feeder };
 	size_t n = sizeof(fns) / sizeof(fns[0]);
 	pthread_t th[32], own;

@@ -740,6 +740,7 @@ def rate_delivered(ctx):
             cpu = (meta_int(p, "cpu_user_ns") + meta_int(p, "cpu_sys_ns") -
                    meta_int(p, "sampler_cpu_ns")) / 1e9
             out[hz].append(dict(rate=meta_int(p, "samples") / cpu,
+                                intervals=sum(x["count"] for x in p["stacks"]) / cpu,
                                 ticks_rate=meta_int(p, "ticks") /
                                 (meta_int(p, "duration_ns") / 1e9),
                                 late=meta_int(p, "ticks_late") / max(1, meta_int(p, "ticks")),
@@ -747,6 +748,7 @@ def rate_delivered(ctx):
                                            if k.startswith("missed_"))))
             os.unlink(path)
     return {hz: dict(rate=median([x["rate"] for x in v]),
+                     intervals=median([x["intervals"] for x in v]),
                      lo=min(x["rate"] for x in v), hi=max(x["rate"] for x in v),
                      ticks_rate=median([x["ticks_rate"] for x in v]),
                      late=median([x["late"] for x in v]),
@@ -1225,15 +1227,20 @@ def render(ctx, info, res, elapsed, load0, load1):
     rate = res.get("rate")
     if rate:
         a("**Rate delivered**, wallprof cpu mode, one busy thread (~1 s of CPU), %d runs each: "
-          "samples per CPU-second of the program (median, [min, max]); ticks per wall-second; "
-          "ticks late (> 1 interval behind); samples missed per run." % plan.rate_runs)
+          "samples (META samples: stacks captured) per CPU-second of the program (median, "
+          "[min, max]); intervals counted per CPU-second (the stacks' counts: a capture that "
+          "comes when the thread has used two intervals of CPU counts for both); ticks per "
+          "wall-second; ticks late (> 1 interval behind); samples missed per run." % (
+              plan.rate_runs))
         a("")
-        a("| asked | delivered per CPU-s | ticks per s | ticks late | missed |")
-        a("| ---: | ---: | ---: | ---: | ---: |")
+        a("| asked | samples per CPU-s | intervals per CPU-s | ticks per s | ticks late | "
+          "missed |")
+        a("| ---: | ---: | ---: | ---: | ---: | ---: |")
         for hz in sorted(rate):
             v = rate[hz]
-            a("| %d Hz | %.0f [%.0f, %.0f] (%.1f%%) | %.0f | %.1f%% | %.0f |" % (
-                hz, v["rate"], v["lo"], v["hi"], 100 * v["rate"] / hz, v["ticks_rate"],
+            a("| %d Hz | %.0f [%.0f, %.0f] (%.1f%%) | %s | %.0f | %.1f%% | %.0f |" % (
+                hz, v["rate"], v["lo"], v["hi"], 100 * v["rate"] / hz,
+                "%.0f" % v["intervals"] if v.get("intervals") else "n/a", v["ticks_rate"],
                 100 * v["late"], v["missed"]))
         a("")
     real = res.get("real")
@@ -1481,7 +1488,9 @@ def targets(res):
     if rate:
         for hz in sorted(rate):
             out.append(("cpu mode %d Hz delivered as ~%d Hz (rate runs; within 5%%)" % (hz, hz),
-                        "%.0f per CPU-s" % rate[hz]["rate"],
+                        "%.0f samples per CPU-s%s" % (
+                            rate[hz]["rate"], "" if not rate[hz].get("intervals") else
+                            " (%.0f intervals counted)" % rate[hz]["intervals"]),
                         abs(rate[hz]["rate"] / hz - 1) <= 0.05))
     win = res.get("window")
     if win:

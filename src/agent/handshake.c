@@ -82,13 +82,13 @@ void wp_handshake_set_cpus(int ncpus)
 	atomic_store(&spin_allowed, ncpus > 1);
 }
 
-/* Waits while *w == seen, until `deadline` (CLOCK_MONOTONIC ns). Returns the new value, or
- * `seen` on timeout. Async-signal-safe: only atomics, clock_gettime, sched_getcpu, futex. */
-static uint32_t wait_change(_Atomic uint32_t *w, uint32_t seen, uint64_t deadline)
+/* Waits while *w == seen, until `deadline` (CLOCK_MONOTONIC ns), spinning first when `spin`.
+ * Returns the new value, or `seen` on timeout. Async-signal-safe: only atomics,
+ * clock_gettime and futex. */
+static uint32_t wait_change(_Atomic uint32_t *w, uint32_t seen, uint64_t deadline, int spin)
 {
 	uint64_t now = wp_now_ns();
-	uint64_t spin_end = atomic_load(&spin_allowed) && sched_getcpu() != atomic_load(&sampler_cpu)
-				    ? now + SPIN_NS : now;
+	uint64_t spin_end = spin ? now + SPIN_NS : now;
 	uint32_t v;
 	unsigned n = 0;
 	while ((v = atomic_load(w)) == seen) {
@@ -139,6 +139,7 @@ static void handler(int sig, siginfo_t *info, void *ucv)
 	uint32_t gen = GEN(w);
 	ucontext_t *uc = ucv;
 	t->cap.t_enter_ns = wp_now_ns();
+	t->cap.cpu = sched_getcpu(); /* vDSO */
 	memcpy(t->cap.gregs, uc->uc_mcontext.gregs, sizeof(t->cap.gregs));
 
 	atomic_store(&t->word, WORD(gen, P_CAPTURED)); /* msg2 */
@@ -146,7 +147,9 @@ static void handler(int sig, siginfo_t *info, void *ucv)
 
 	uint64_t deadline = t->cap.t_enter_ns + msg3_deadline_ns;
 	uint32_t seen = WORD(gen, P_CAPTURED);
-	uint32_t v = wait_change(&t->word, seen, deadline); /* msg3 */
+	/* spin only if the sampler can run meanwhile: on another CPU */
+	int spin = atomic_load(&spin_allowed) && t->cap.cpu != atomic_load(&sampler_cpu);
+	uint32_t v = wait_change(&t->word, seen, deadline, spin); /* msg3 */
 	if (v == seen) {
 		/* The sampler is not answering: resume on our own. If it releases us at the same
 		 * moment the CAS fails and we take the normal path below. */
@@ -290,7 +293,9 @@ enum wp_hs_result wp_handshake_suspend(pid_t tid, struct wp_hs_ticket **ticket,
 		/* Wake up at least every 2 ms to notice a thread that exited with our signal
 		 * pending (its signal is then discarded and nobody would ever answer). */
 		uint64_t step = wp_now_ns() + 2000000;
-		v = wait_change(&t->word, v, step < deadline ? step : deadline);
+		/* the thread is on some other CPU or about to be: spin if there are several */
+		v = wait_change(&t->word, v, step < deadline ? step : deadline,
+				atomic_load(&spin_allowed));
 		if (PHASE(v) == P_CAPTURED)
 			break;
 		if (PHASE(v) == P_CLAIMED)
@@ -326,7 +331,8 @@ enum wp_hs_result wp_handshake_resume(struct wp_hs_ticket *t, uint64_t *window_n
 	wake(&t->word); /* msg3 */
 
 	uint32_t released = WORD(gen, P_RELEASED);
-	uint32_t v = wait_change(&t->word, released, wp_now_ns() + msg2_deadline_ns); /* msg4 */
+	int spin = atomic_load(&spin_allowed) && t->cap.cpu != sched_getcpu();
+	uint32_t v = wait_change(&t->word, released, wp_now_ns() + msg2_deadline_ns, spin); /* msg4 */
 	atomic_store(&in_handshake, 0);
 	if (PHASE(v) != P_RESUMED)
 		return WP_HS_OK; /* resumed but slow to say so; the slot stays busy until it does */

@@ -25,6 +25,7 @@ struct wp_capture {
 	greg_t gregs[NGREG];
 	uint64_t t_enter_ns; /* handler entry (CLOCK_MONOTONIC) */
 	uint64_t t_exit_ns;  /* just before msg4 */
+	int cpu;             /* where the handler ran (to decide whether spinning helps) */
 };
 
 enum wp_hs_result {

@@ -74,13 +74,8 @@ static inline void cpu_relax(void)
 /* Spinning only helps when the other side runs on another CPU at the same time. With one
  * CPU for the process, or both on the same one, a spin just delays the side it waits for:
  * go straight to the futex. `sampler_cpu` is where the sampler last ran (sched_getcpu, vDSO). */
-static _Atomic int spin_allowed = 1;
 static _Atomic int sampler_cpu = -1;
-
-void wp_handshake_set_cpus(int ncpus)
-{
-	atomic_store(&spin_allowed, ncpus > 1);
-}
+static int last_peer_cpu = -1; /* where the last thread that answered ran (sampler only) */
 
 /* Waits while *w == seen, until `deadline` (CLOCK_MONOTONIC ns), spinning first when `spin`.
  * Returns the new value, or `seen` on timeout. Async-signal-safe: only atomics,
@@ -148,7 +143,7 @@ static void handler(int sig, siginfo_t *info, void *ucv)
 	uint64_t deadline = t->cap.t_enter_ns + msg3_deadline_ns;
 	uint32_t seen = WORD(gen, P_CAPTURED);
 	/* spin only if the sampler can run meanwhile: on another CPU */
-	int spin = atomic_load(&spin_allowed) && t->cap.cpu != atomic_load(&sampler_cpu);
+	int spin = t->cap.cpu != atomic_load(&sampler_cpu);
 	uint32_t v = wait_change(&t->word, seen, deadline, spin); /* msg3 */
 	if (v == seen) {
 		/* The sampler is not answering: resume on our own. If it releases us at the same
@@ -293,9 +288,10 @@ enum wp_hs_result wp_handshake_suspend(pid_t tid, struct wp_hs_ticket **ticket,
 		/* Wake up at least every 2 ms to notice a thread that exited with our signal
 		 * pending (its signal is then discarded and nobody would ever answer). */
 		uint64_t step = wp_now_ns() + 2000000;
-		/* the thread is on some other CPU or about to be: spin if there are several */
+		/* Its CPU is not known yet: guess from the last thread that answered (with the
+		 * whole process on one CPU, spinning would only keep it from running). */
 		v = wait_change(&t->word, v, step < deadline ? step : deadline,
-				atomic_load(&spin_allowed));
+				last_peer_cpu != atomic_load(&sampler_cpu));
 		if (PHASE(v) == P_CAPTURED)
 			break;
 		if (PHASE(v) == P_CLAIMED)
@@ -313,6 +309,7 @@ enum wp_hs_result wp_handshake_suspend(pid_t tid, struct wp_hs_ticket **ticket,
 				deadline = wp_now_ns() + msg2_deadline_ns;
 		}
 	}
+	last_peer_cpu = t->cap.cpu;
 	*ticket = t;
 	*cap = &t->cap;
 	return WP_HS_OK;
@@ -331,7 +328,7 @@ enum wp_hs_result wp_handshake_resume(struct wp_hs_ticket *t, uint64_t *window_n
 	wake(&t->word); /* msg3 */
 
 	uint32_t released = WORD(gen, P_RELEASED);
-	int spin = atomic_load(&spin_allowed) && t->cap.cpu != sched_getcpu();
+	int spin = t->cap.cpu != atomic_load(&sampler_cpu);
 	uint32_t v = wait_change(&t->word, released, wp_now_ns() + msg2_deadline_ns, spin); /* msg4 */
 	atomic_store(&in_handshake, 0);
 	if (PHASE(v) != P_RESUMED)

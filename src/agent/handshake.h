@@ -66,9 +66,6 @@ void wp_handshake_reset(void);
 /* Whether `sa` is the agent's handler. */
 int wp_handshake_is_ours(const struct sigaction *sa);
 
-/* How many CPUs the process may run on: with one, neither side spins. */
-void wp_handshake_set_cpus(int ncpus);
-
 /* The signal handler's own statistics (stray signals it ignored). */
 uint64_t wp_handshake_stray(void);
 /* The signal in use. */

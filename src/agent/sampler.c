@@ -492,12 +492,6 @@ static void *run(void *arg)
 		}
 		pthread_mutex_lock(&tick_lock);
 		wp_stats.ticks++;
-		if (wp_stats.ticks % 1024 == 1) {
-			/* the program may change its affinity: look again now and then */
-			cpu_set_t set;
-			if (sched_getaffinity(0, sizeof(set), &set) == 0)
-				wp_handshake_set_cpus(CPU_COUNT(&set));
-		}
 		/* New or unloaded libraries: the watcher thread waits for the loader lock and
 		 * builds the table; the sampler never takes that lock. */
 		wp_modules_adopt();

@@ -43,8 +43,6 @@ static uint32_t next_gen = 1;
 static _Atomic int hs_signo;
 static _Atomic int in_handshake;
 static pid_t self_pid;
-static struct sigaction previous;
-static int installed;
 static _Atomic uint64_t stray_signals;
 static uint64_t msg2_deadline_ns = 20 * 1000000ull;
 static uint64_t msg3_deadline_ns = 200 * 1000000ull;
@@ -172,9 +170,8 @@ int wp_handshake_init(int signo)
 	sigemptyset(&sa.sa_mask);
 	hs_signo = signo;
 	self_pid = getpid();
-	if (wp_real_sigaction(signo, &sa, &previous) != 0)
+	if (wp_real_sigaction(signo, &sa, NULL) != 0)
 		return -errno;
-	installed = 1;
 	return 0;
 }
 
@@ -209,28 +206,6 @@ int wp_handshake_migrate(int to)
 		sched_yield();
 	atomic_store(&hs_signo, to);
 	return 0;
-}
-
-void wp_handshake_fini(void)
-{
-	struct sigaction now;
-	if (!installed)
-		return;
-	/* Leave the handler in place: a signal already sent but not yet delivered would
-	 * otherwise meet SIG_DFL and kill the process ("Profiling timer expired"). Our handler
-	 * ignores anything it did not ask for, so keeping it is harmless. Only restore the
-	 * previous disposition when it was a real handler the program installed. */
-	if (wp_real_sigaction(hs_signo, NULL, &now) == 0 && now.sa_sigaction == handler &&
-	    (previous.sa_flags & SA_SIGINFO ? previous.sa_sigaction != NULL
-					    : (previous.sa_handler != SIG_DFL &&
-					       previous.sa_handler != SIG_IGN)))
-		wp_real_sigaction(hs_signo, &previous, NULL);
-}
-
-void wp_handshake_set_deadlines(uint64_t msg2_ns, uint64_t msg3_ns)
-{
-	msg2_deadline_ns = msg2_ns;
-	msg3_deadline_ns = msg3_ns;
 }
 
 uint64_t wp_handshake_stray(void)

@@ -41,12 +41,6 @@ struct wp_hs_ticket; /* one handshake in progress */
 
 /* Installs the handler for `signo`. Call once, from the constructor. Returns 0 or -errno. */
 int wp_handshake_init(int signo);
-/* Uninstalls our handler, restoring the previous disposition, unless the program replaced
- * ours meanwhile. */
-void wp_handshake_fini(void);
-/* Deadlines in nanoseconds: how long the sampler waits for msg2, and how long a handler waits
- * for msg3 before resuming on its own. */
-void wp_handshake_set_deadlines(uint64_t msg2_ns, uint64_t msg3_ns);
 
 /* Sampler side. Signals `tid` and waits for msg2. On WP_HS_OK the thread is held in its
  * handler and *cap points at its registers until wp_handshake_resume. */

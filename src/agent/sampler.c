@@ -676,7 +676,3 @@ uint64_t wp_sampler_start_unix_ns(void)
 	return start_unix_ns;
 }
 
-int wp_sampler_tid(void)
-{
-	return atomic_load(&sampler_tid);
-}

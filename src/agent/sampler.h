@@ -32,7 +32,5 @@ uint64_t wp_sampler_cpu_ns(void);
 /* CLOCK_MONOTONIC / CLOCK_REALTIME at start, ns. */
 uint64_t wp_sampler_start_ns(void);
 uint64_t wp_sampler_start_unix_ns(void);
-/* The sampler's tid. */
-int wp_sampler_tid(void);
 
 #endif

@@ -121,11 +121,6 @@ int wp_stacks_timeline_truncated(void)
 	return timeline_truncated;
 }
 
-uint64_t wp_stacks_lost(void)
-{
-	return lost;
-}
-
 void wp_stacks_reset(void)
 {
 	struct wp_stack_entry *e, *tmp;

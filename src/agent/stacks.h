@@ -45,6 +45,5 @@ void wp_stacks_reset(void);
 uint64_t wp_stacks_count(void);
 uint64_t wp_stacks_bytes(void);
 int wp_stacks_timeline_truncated(void);
-uint64_t wp_stacks_lost(void);
 
 #endif

@@ -130,7 +130,6 @@ void wp_threads_reread_name(struct wp_athread *t)
 	if (t->name[n - 1] == '\n')
 		n--;
 	t->name[n] = 0;
-	t->name_reads++;
 }
 
 static struct wp_athread *add(pid_t tid, uint64_t rel_ns)

@@ -31,7 +31,6 @@ struct wp_athread {
 	/* wall mode: the CPU clock at the last sample; unchanged means it has not run since */
 	int64_t last_cpu_ns;
 	struct wp_stack_entry *last_stack;
-	int last_waiting;
 	/* cpu mode: the clock at the last poll and CPU time not yet paid out in samples */
 	int64_t poll_cpu_ns;
 	uint64_t credit_ns;
@@ -40,7 +39,6 @@ struct wp_athread {
 	uint64_t samples, running, waiting;
 	uint64_t first_ns, last_ns; /* since the run's start */
 	uintptr_t stack_top;        /* highest stack address an unwind has needed */
-	int name_reads;
 
 	/* timeline: LEB128 (delta us, stack id) pairs, see format.h */
 	uint8_t *tl;

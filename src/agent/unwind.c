@@ -185,8 +185,6 @@ void wp_unwind(const struct wp_unwind_input *in, uint64_t *pcs, uint32_t max,
 			res->truncated = 1;
 			break;
 		}
-		if (!wp_modules_find(ip))
-			res->unknown_pc = 1;
 		pcs[res->n++] = ip;
 		prev_sp = sp;
 		if (sp > res->max_sp)

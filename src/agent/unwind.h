@@ -25,7 +25,6 @@ struct wp_unwind_input {
 struct wp_unwind_result {
 	uint32_t n;
 	int truncated;            /* stopped on an error or the depth limit, not at the root */
-	int unknown_pc;           /* a pc outside every known module (the table may be stale) */
 	uintptr_t max_sp;         /* highest stack pointer reached, to size later copies */
 };
 

@@ -28,17 +28,17 @@ enum phase {
 #define WORD(gen, ph) (((gen) << 3) | (ph))
 
 /* A slot is reusable once its handler can no longer touch it. A slot whose handler claimed a
- * request and then stalled is skipped until it finishes; a few spares keep sampling going. */
-#define NSLOTS 4
+ * request and then stalled is skipped until it finishes; spares keep sampling going. */
+#define NSLOTS (2 * WP_HS_BATCH)
 
 struct wp_hs_ticket {
-	_Atomic uint32_t word; /* futex word */
+	_Atomic uint32_t word;     /* futex word: generation << 3 | phase */
+	_Atomic uint32_t sleepers; /* waiters inside FUTEX_WAIT on `word` */
 	_Atomic pid_t tid;
 	struct wp_capture cap;
 };
 
 static struct wp_hs_ticket slots[NSLOTS];
-static struct wp_hs_ticket *_Atomic current;
 static uint32_t next_gen = 1;
 static _Atomic int hs_signo;
 static _Atomic int in_handshake;
@@ -46,6 +46,10 @@ static pid_t self_pid;
 static _Atomic uint64_t stray_signals;
 static uint64_t msg2_deadline_ns = 20 * 1000000ull;
 static uint64_t msg3_deadline_ns = 200 * 1000000ull;
+/* The sampler's doorbell: every msg2 (and every give-up) rings it, so the sampler waits on one
+ * word for whichever of its pending threads answers first. */
+static _Atomic uint32_t bell;
+static _Atomic uint32_t bell_sleepers;
 
 /* Spinning before sleeping: on a multi-core machine the other side answers within a few
  * microseconds, far less than a futex sleep/wake round trip (tens of microseconds in a VM).
@@ -57,9 +61,15 @@ static long futex(_Atomic uint32_t *w, int op, uint32_t val, const struct timesp
 	return syscall(SYS_futex, (uint32_t *)w, op | FUTEX_PRIVATE_FLAG, val, ts, NULL, 0);
 }
 
-static void wake(_Atomic uint32_t *w)
+/* Wakes the waiters of `w`, but only if one is asleep: when the other side is spinning (the
+ * common case on a multi-core machine) this saves the handler two system calls per sample.
+ * No wake-up is lost: a waiter counts itself in `sleepers` before FUTEX_WAIT, which returns at
+ * once if `w` changed after the waiter last looked (both sides use sequentially consistent
+ * atomics: either we see the count, or the kernel sees the new value). */
+static void wake(_Atomic uint32_t *w, _Atomic uint32_t *sleepers)
 {
-	futex(w, FUTEX_WAKE, 1, NULL);
+	if (atomic_load(sleepers))
+		futex(w, FUTEX_WAKE, INT32_MAX, NULL);
 }
 
 static inline void cpu_relax(void)
@@ -78,7 +88,8 @@ static int last_peer_cpu = -1; /* where the last thread that answered ran (sampl
 /* Waits while *w == seen, until `deadline` (CLOCK_MONOTONIC ns), spinning first when `spin`.
  * Returns the new value, or `seen` on timeout. Async-signal-safe: only atomics,
  * clock_gettime and futex. */
-static uint32_t wait_change(_Atomic uint32_t *w, uint32_t seen, uint64_t deadline, int spin)
+static uint32_t wait_change(_Atomic uint32_t *w, _Atomic uint32_t *sleepers, uint32_t seen,
+			    uint64_t deadline, int spin)
 {
 	uint64_t now = wp_now_ns();
 	uint64_t spin_end = spin ? now + SPIN_NS : now;
@@ -103,30 +114,48 @@ static uint32_t wait_change(_Atomic uint32_t *w, uint32_t seen, uint64_t deadlin
 		if (left > 2000000)
 			left = 2000000;
 		struct timespec ts = { (time_t)(left / 1000000000ull), (long)(left % 1000000000ull) };
+		atomic_fetch_add(sleepers, 1);
 		futex(w, FUTEX_WAIT, seen, &ts);
+		atomic_fetch_sub(sleepers, 1);
 	}
 	return v;
+}
+
+/* The request addressed to the calling thread, if any. */
+static struct wp_hs_ticket *find_request(pid_t me, uint32_t *w)
+{
+	for (int i = 0; i < NSLOTS; i++) {
+		struct wp_hs_ticket *t = &slots[i];
+		*w = atomic_load(&t->word);
+		if (PHASE(*w) == P_REQUEST && atomic_load(&t->tid) == me)
+			return t;
+	}
+	return NULL;
+}
+
+static void ring_bell(void)
+{
+	atomic_fetch_add(&bell, 1);
+	wake(&bell, &bell_sleepers);
 }
 
 /* The handler. Async-signal-safe: atomics, gettid, clock_gettime, futex, memcpy of a
  * fixed-size register block into a preallocated slot; errno saved and restored. */
 static void handler(int sig, siginfo_t *info, void *ucv)
 {
+	(void)sig;
+	(void)info;
 	int saved_errno = errno;
 	/* Any run of this handler may have interrupted a call of this thread: let the
 	 * interposers know it was us (eintr.h). */
 	wp_our_signals++;
-	struct wp_hs_ticket *t = atomic_load(&current);
 	pid_t me = (pid_t)syscall(SYS_gettid);
-	uint32_t w = t ? atomic_load(&t->word) : 0;
-
-	if (!t || PHASE(w) != P_REQUEST || atomic_load(&t->tid) != me ||
-	    !atomic_compare_exchange_strong(&t->word, &w, WORD(GEN(w), P_CLAIMED))) {
+	uint32_t w;
+	struct wp_hs_ticket *t = find_request(me, &w);
+	if (!t || !atomic_compare_exchange_strong(&t->word, &w, WORD(GEN(w), P_CLAIMED))) {
 		/* Not ours (late, or another thread's): leave without touching anything. */
 		atomic_fetch_add(&stray_signals, 1);
 		errno = saved_errno;
-		(void)sig;
-		(void)info;
 		return;
 	}
 	uint32_t gen = GEN(w);
@@ -136,25 +165,25 @@ static void handler(int sig, siginfo_t *info, void *ucv)
 	memcpy(t->cap.gregs, uc->uc_mcontext.gregs, sizeof(t->cap.gregs));
 
 	atomic_store(&t->word, WORD(gen, P_CAPTURED)); /* msg2 */
-	wake(&t->word);
+	ring_bell();
 
 	uint64_t deadline = t->cap.t_enter_ns + msg3_deadline_ns;
 	uint32_t seen = WORD(gen, P_CAPTURED);
 	/* spin only if the sampler can run meanwhile: on another CPU */
 	int spin = t->cap.cpu != atomic_load(&sampler_cpu);
-	uint32_t v = wait_change(&t->word, seen, deadline, spin); /* msg3 */
+	uint32_t v = wait_change(&t->word, &t->sleepers, seen, deadline, spin); /* msg3 */
 	if (v == seen) {
 		/* The sampler is not answering: resume on our own. If it releases us at the same
 		 * moment the CAS fails and we take the normal path below. */
 		if (atomic_compare_exchange_strong(&t->word, &seen, WORD(gen, P_GAVEUP))) {
-			wake(&t->word);
+			ring_bell();
 			errno = saved_errno;
 			return;
 		}
 	}
 	t->cap.t_exit_ns = wp_now_ns();
 	atomic_store(&t->word, WORD(gen, P_RESUMED)); /* msg4 */
-	wake(&t->word);
+	wake(&t->word, &t->sleepers);
 	errno = saved_errno;
 }
 
@@ -179,7 +208,6 @@ void wp_handshake_reset(void)
 {
 	for (int i = 0; i < NSLOTS; i++)
 		atomic_store(&slots[i].word, 0);
-	atomic_store(&current, NULL);
 	atomic_store(&in_handshake, 0);
 	self_pid = getpid();
 }
@@ -233,82 +261,160 @@ static int thread_alive(pid_t tid)
 	return syscall(SYS_tgkill, self_pid, tid, 0) == 0 || errno != ESRCH;
 }
 
-enum wp_hs_result wp_handshake_suspend(pid_t tid, struct wp_hs_ticket **ticket,
-				       const struct wp_capture **cap)
+/* One thread of a batch, as the sampler tracks it. */
+struct pending {
+	struct wp_hs_ticket *t;
+	uint32_t gen;
+	int state; /* S_* below */
+};
+enum { S_ASKED, S_RELEASED, S_DONE };
+
+/* Step 1: a request in a free slot, then the signal. */
+static void ask(struct wp_hs_request *r, struct pending *p, int sig)
 {
-	int sig = atomic_load(&hs_signo);
-	if (!sig)
-		return WP_HS_ERROR;
+	p->state = S_DONE;
 	struct wp_hs_ticket *t = free_slot();
-	if (!t)
-		return WP_HS_NOSLOT;
-	atomic_store(&in_handshake, 1);
-	atomic_store(&sampler_cpu, sched_getcpu());
-	uint32_t gen = next_gen++ & 0x1fffffffu;
-	uint32_t req = WORD(gen, P_REQUEST);
-	atomic_store(&t->tid, tid);
-	atomic_store(&t->word, req);
-	atomic_store(&current, t);
-
-	if (syscall(SYS_tgkill, self_pid, tid, sig) != 0) {
+	if (!t) {
+		r->result = WP_HS_NOSLOT;
+		return;
+	}
+	p->t = t;
+	p->gen = next_gen++ & 0x1fffffffu;
+	atomic_store(&t->tid, r->tid);
+	atomic_store(&t->word, WORD(p->gen, P_REQUEST));
+	if (syscall(SYS_tgkill, self_pid, r->tid, sig) != 0) {
 		int e = errno;
-		atomic_store(&t->word, WORD(gen, P_ABANDONED));
-		atomic_store(&in_handshake, 0);
-		return e == ESRCH ? WP_HS_EXITED : WP_HS_ERROR;
+		atomic_store(&t->word, WORD(p->gen, P_ABANDONED));
+		r->result = e == ESRCH ? WP_HS_EXITED : WP_HS_ERROR;
+		return;
 	}
-
-	uint64_t deadline = wp_now_ns() + msg2_deadline_ns;
-	uint32_t v = req;
-	for (;;) {
-		/* Wake up at least every 2 ms to notice a thread that exited with our signal
-		 * pending (its signal is then discarded and nobody would ever answer). */
-		uint64_t step = wp_now_ns() + 2000000;
-		/* Its CPU is not known yet: guess from the last thread that answered (with the
-		 * whole process on one CPU, spinning would only keep it from running). */
-		v = wait_change(&t->word, v, step < deadline ? step : deadline,
-				last_peer_cpu != atomic_load(&sampler_cpu));
-		if (PHASE(v) == P_CAPTURED)
-			break;
-		if (PHASE(v) == P_CLAIMED)
-			continue; /* the handler is copying; msg2 comes next */
-		/* Still P_REQUEST: give up at the deadline or when the thread is gone. Only
-		 * abandon if no handler claimed it meanwhile (the CAS settles the race). */
-		int gone = !thread_alive(tid);
-		if (gone || wp_now_ns() >= deadline) {
-			if (atomic_compare_exchange_strong(&t->word, &v, WORD(gen, P_ABANDONED))) {
-				atomic_store(&in_handshake, 0);
-				return gone ? WP_HS_EXITED : WP_HS_TIMEOUT;
-			}
-			/* A handler claimed it at the last moment: follow through. */
-			if (PHASE(v) == P_CLAIMED)
-				deadline = wp_now_ns() + msg2_deadline_ns;
-		}
-	}
-	last_peer_cpu = t->cap.cpu;
-	*ticket = t;
-	*cap = &t->cap;
-	return WP_HS_OK;
+	p->state = S_ASKED;
 }
 
-enum wp_hs_result wp_handshake_resume(struct wp_hs_ticket *t, uint64_t *window_ns)
+/* Step 2, for a thread that posted msg2: read it, then msg3. Returns 0 if it had already
+ * given up (its copy may be torn). */
+static int serve(size_t i, struct pending *p, wp_hs_read_fn read, void *arg)
 {
-	uint32_t w = atomic_load(&t->word);
-	uint32_t gen = GEN(w);
-	uint32_t captured = WORD(gen, P_CAPTURED);
-	*window_ns = 0;
-	if (!atomic_compare_exchange_strong(&t->word, &captured, WORD(gen, P_RELEASED))) {
-		atomic_store(&in_handshake, 0);
-		return WP_HS_LATE; /* P_GAVEUP: it resumed before we were done */
-	}
-	wake(&t->word); /* msg3 */
+	struct wp_hs_ticket *t = p->t;
+	last_peer_cpu = t->cap.cpu;
+	read(i, &t->cap, arg); /* ---- the window: the thread is held ---- */
+	uint32_t captured = WORD(p->gen, P_CAPTURED);
+	if (!atomic_compare_exchange_strong(&t->word, &captured, WORD(p->gen, P_RELEASED)))
+		return 0; /* P_GAVEUP: it resumed before we were done */
+	wake(&t->word, &t->sleepers); /* msg3 */
+	return 1;
+}
 
-	uint32_t released = WORD(gen, P_RELEASED);
-	int spin = t->cap.cpu != atomic_load(&sampler_cpu);
-	uint32_t v = wait_change(&t->word, released, wp_now_ns() + msg2_deadline_ns, spin); /* msg4 */
+/* A request nobody claimed is withdrawn when its thread is gone or its time is up. The CAS
+ * settles the race with a handler claiming it at that very moment. Returns 1 if withdrawn. */
+static int withdraw(struct wp_hs_request *r, struct pending *p, uint64_t now, uint64_t deadline,
+		    int check_alive)
+{
+	int gone = check_alive && !thread_alive(r->tid);
+	if (!gone && now < deadline)
+		return 0;
+	uint32_t req = WORD(p->gen, P_REQUEST);
+	if (!atomic_compare_exchange_strong(&p->t->word, &req, WORD(p->gen, P_ABANDONED)))
+		return 0;
+	r->result = gone ? WP_HS_EXITED : WP_HS_TIMEOUT;
+	return 1;
+}
+
+/* Looks at every asked thread once: serves those that answered, withdraws those that will
+ * not. Returns how many are still asked. */
+static size_t sweep(struct wp_hs_request *reqs, struct pending *ps, size_t n, wp_hs_read_fn read,
+		    void *arg, uint64_t deadline, int check_alive)
+{
+	size_t asked = 0;
+	uint64_t now = wp_now_ns();
+	for (size_t i = 0; i < n; i++) {
+		struct pending *p = &ps[i];
+		if (p->state != S_ASKED)
+			continue;
+		uint32_t ph = PHASE(atomic_load(&p->t->word));
+		if (ph == P_CAPTURED) {
+			if (serve(i, p, read, arg)) {
+				p->state = S_RELEASED;
+			} else {
+				reqs[i].result = WP_HS_LATE;
+				p->state = S_DONE;
+			}
+			now = wp_now_ns();
+		} else if (ph == P_GAVEUP) {
+			reqs[i].result = WP_HS_LATE;
+			p->state = S_DONE;
+		} else if (ph == P_REQUEST && withdraw(&reqs[i], p, now, deadline, check_alive)) {
+			p->state = S_DONE;
+		} else if (ph == P_CLAIMED && now >= deadline + msg2_deadline_ns) {
+			/* Claimed, then stopped before msg2 (SIGSTOP, a debugger): stop waiting.
+			 * Its slot stays busy until the handler gives up on msg3 by itself. */
+			reqs[i].result = WP_HS_TIMEOUT;
+			p->state = S_DONE;
+		} else {
+			asked++; /* still P_REQUEST, or P_CLAIMED: msg2 comes next */
+		}
+	}
+	return asked;
+}
+
+/* Step 3: msg4 from every released thread (it is running again; this only bounds how long
+ * its slot stays busy and measures the window). */
+static void collect_msg4(struct wp_hs_request *reqs, struct pending *ps, size_t n)
+{
+	int own = atomic_load(&sampler_cpu);
+	for (size_t i = 0; i < n; i++) {
+		struct pending *p = &ps[i];
+		if (p->state != S_RELEASED)
+			continue;
+		struct wp_hs_ticket *t = p->t;
+		uint32_t released = WORD(p->gen, P_RELEASED);
+		uint32_t v = wait_change(&t->word, &t->sleepers, released,
+					 wp_now_ns() + msg2_deadline_ns, t->cap.cpu != own);
+		reqs[i].result = WP_HS_OK;
+		/* Resumed but slow to say so: the slot stays busy until it does. */
+		if (PHASE(v) == P_RESUMED && t->cap.t_exit_ns > t->cap.t_enter_ns)
+			reqs[i].window_ns = t->cap.t_exit_ns - t->cap.t_enter_ns;
+	}
+}
+
+void wp_handshake_batch(struct wp_hs_request *reqs, size_t n, wp_hs_read_fn read, void *arg)
+{
+	struct pending ps[WP_HS_BATCH];
+	int sig = atomic_load(&hs_signo);
+	if (n > WP_HS_BATCH)
+		n = WP_HS_BATCH;
+	for (size_t i = 0; i < n; i++) {
+		reqs[i].result = WP_HS_ERROR;
+		reqs[i].window_ns = 0;
+		ps[i].state = S_DONE;
+	}
+	if (!sig || !n)
+		return;
+	atomic_store(&in_handshake, 1);
+	atomic_store(&sampler_cpu, sched_getcpu());
+	for (size_t i = 0; i < n; i++)
+		ask(&reqs[i], &ps[i], sig);
+
+	uint64_t deadline = wp_now_ns() + msg2_deadline_ns;
+	uint64_t next_alive_check = wp_now_ns() + 2000000;
+	for (;;) {
+		uint32_t rung = atomic_load(&bell);
+		uint64_t now = wp_now_ns();
+		/* Every 2 ms, notice a thread that exited with our signal pending (its signal is
+		 * then discarded and nobody would ever answer). */
+		int check_alive = now >= next_alive_check;
+		if (check_alive)
+			next_alive_check = now + 2000000;
+		if (!sweep(reqs, ps, n, read, arg, deadline, check_alive))
+			break;
+		uint64_t until = next_alive_check;
+		if (deadline > now && deadline < until)
+			until = deadline;
+		/* Which CPU answers next is not known yet: guess from the last thread that did
+		 * (with the whole process on one CPU, spinning would only keep it from running). */
+		wait_change(&bell, &bell_sleepers, rung, until,
+			    last_peer_cpu != atomic_load(&sampler_cpu));
+	}
+	collect_msg4(reqs, ps, n);
 	atomic_store(&in_handshake, 0);
-	if (PHASE(v) != P_RESUMED)
-		return WP_HS_OK; /* resumed but slow to say so; the slot stays busy until it does */
-	if (t->cap.t_exit_ns > t->cap.t_enter_ns)
-		*window_ns = t->cap.t_exit_ns - t->cap.t_enter_ns;
-	return WP_HS_OK;
 }

@@ -1,9 +1,9 @@
-/* Suspending one thread at a time: tgkill(SIGPROF) and the msg2/msg3/msg4 handshake.
+/* Suspending threads: tgkill(SIGPROF) and the msg2/msg3/msg4 handshake.
  *
  *   sampler                          sampled thread (in wp's signal handler)
  *   -------                          ---------------------------------------
  *   request(gen, tid); tgkill  --->  claim the request (CAS), copy ucontext registers
- *   wait msg2 (deadline)       <---  msg2: "captured"
+ *   wait msg2 (deadline)       <---  msg2: "captured" (and ring the sampler's bell)
  *   read what it needs (stack)       wait msg3 (deadline)
  *   msg3: "released"           --->
  *   wait msg4 (deadline)       <---  msg4: "resumed", return from the handler
@@ -11,7 +11,12 @@
  * Each "msg" is a phase of one futex word holding (generation << 3 | phase), so a handler that
  * runs late (the sampler gave up on it) sees a generation or phase it does not expect and
  * leaves without touching the slot: it can never scribble over the next sample. Every wait on
- * both sides has a deadline; a thread that never answers costs one missed sample. */
+ * both sides has a deadline; a thread that never answers costs one missed sample.
+ *
+ * The sampler asks up to WP_HS_BATCH threads at once and serves them in the order they
+ * answer: a thread that is runnable but waiting for a CPU no longer delays the others (on an
+ * oversubscribed machine a serial handshake waited for each in turn). Only one thread is held
+ * at a time unless several answer together; each is released as soon as it has been read. */
 #ifndef WP_HANDSHAKE_H
 #define WP_HANDSHAKE_H
 
@@ -37,19 +42,29 @@ enum wp_hs_result {
 	WP_HS_NOSLOT,      /* every slot is held by a handler that has not finished */
 };
 
-struct wp_hs_ticket; /* one handshake in progress */
+/* At most this many threads are asked at once. */
+#define WP_HS_BATCH 4
+
+/* One thread to sample, and what became of it. */
+struct wp_hs_request {
+	pid_t tid;
+	enum wp_hs_result result; /* out */
+	uint64_t window_ns;       /* out: how long it was held (0 when unknown) */
+};
+
+/* Called while reqs[i]'s thread is held in its handler: read what is needed (registers from
+ * `cap`, its stack) and return. It runs inside the window: no allocation, no locks, no stdio,
+ * no /proc, no dl_iterate_phdr. */
+typedef void (*wp_hs_read_fn)(size_t i, const struct wp_capture *cap, void *arg);
 
 /* Installs the handler for `signo`. Call once, from the constructor. Returns 0 or -errno. */
 int wp_handshake_init(int signo);
 
-/* Sampler side. Signals `tid` and waits for msg2. On WP_HS_OK the thread is held in its
- * handler and *cap points at its registers until wp_handshake_resume. */
-enum wp_hs_result wp_handshake_suspend(pid_t tid, struct wp_hs_ticket **ticket,
-				       const struct wp_capture **cap);
-/* Posts msg3 and waits for msg4. Returns WP_HS_OK, or WP_HS_LATE when the handler had already
- * resumed on its own (what was read while "suspended" may be torn: discard it).
- * *window_ns receives how long the thread was held (0 when unknown). */
-enum wp_hs_result wp_handshake_resume(struct wp_hs_ticket *ticket, uint64_t *window_ns);
+/* Sampler side. Signals every thread of reqs[0..n) (n <= WP_HS_BATCH) at once; as each
+ * answers, calls read(i) while it is held, then releases it. Returns once every thread has
+ * resumed, given up, timed out or exited; reqs[i].result says which. WP_HS_OK means read(i)
+ * ran and the thread was released in time: what it read is consistent. */
+void wp_handshake_batch(struct wp_hs_request *reqs, size_t n, wp_hs_read_fn read, void *arg);
 
 /* Moves sampling to signal `to` (0: stop signalling altogether), waiting until no handshake
  * is in flight so no late signal of ours reaches the old signal's new owner. Returns 0 or

@@ -56,7 +56,8 @@ static uint64_t checkpoint_every_ns, checkpoint_next;
 static pid_t pid;
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
-static uint8_t stack_buf[STACK_MAX];
+/* One stack copy per thread of a batch: all are copied while held, then unwound. */
+static uint8_t stack_bufs[WP_HS_BATCH][STACK_MAX];
 static uint64_t pcs[WP_AGENT_MAX_FRAMES];
 
 /* Per-thread back-off deadlines live on the thread entry's credit field in wall mode would be
@@ -156,10 +157,10 @@ static size_t copy_len_for(const struct wp_athread *t, uintptr_t sp)
 }
 
 /* Unwinds a copied thread state (after the thread runs again) and counts the stack. */
-static void record_copy(struct wp_athread *t, const greg_t *gregs, size_t stack_len,
-			uint32_t flags, uint64_t weight_ns, uint64_t now)
+static void record_copy(struct wp_athread *t, const greg_t *gregs, const uint8_t *stack,
+			size_t stack_len, uint32_t flags, uint64_t weight_ns, uint64_t now)
 {
-	struct wp_unwind_input in = { gregs, (uintptr_t)gregs[REG_RSP], stack_buf, stack_len };
+	struct wp_unwind_input in = { gregs, (uintptr_t)gregs[REG_RSP], stack, stack_len };
 	struct wp_unwind_result res;
 	uint64_t u0 = wp_now_ns();
 	wp_unwind(&in, pcs, WP_AGENT_MAX_FRAMES, &res);
@@ -181,78 +182,132 @@ static void record_copy(struct wp_athread *t, const greg_t *gregs, size_t stack_
 		wp_threads_reread_name(t);
 }
 
-/* One handshake: hold the thread, copy its registers, stack and the code bytes around its
- * pc, resume it, then unwind the copy. */
-static void sample_signalled(struct wp_athread *t, uint64_t weight_ns, uint64_t now)
-{
-	struct wp_hs_ticket *ticket;
-	const struct wp_capture *cap;
-	enum wp_hs_result r = wp_handshake_suspend(t->tid, &ticket, &cap);
-	if (r != WP_HS_OK) {
-		if (r == WP_HS_EXITED) {
-			miss(WP_MISS_EXITED);
-			wp_threads_gone(t);
-		} else if (r == WP_HS_TIMEOUT) {
-			/* Outside the window again: /proc may be read now. */
-			if (blocks_signal(t->tid)) {
-				miss(WP_MISS_BLOCKED);
-				t->flags |= WP_THREAD_UNSAMPLEABLE;
-				back_off(t, now);
-			} else if (stopped_or_traced(t->tid)) {
-				miss(WP_MISS_TIMEOUT);
-				back_off(t, now);
-			} else {
-				/* A runnable thread still waiting for a CPU on a loaded machine. It
-				 * has not run since the signal was sent, so it is where its last
-				 * sample left it as far as anyone can tell: count that stack rather
-				 * than drop the interval (wall mode), and try again next tick. */
-				miss(WP_MISS_TIMEOUT);
-				if (cfg.mode == WP_MODE_WALL && t->last_stack) {
-					wp_stacks_again(t, t->last_stack, units_of(weight_ns), weight_ns,
-							(now - start_ns) / 1000);
-					wp_stats.samples++;
-					wp_stats.reused++;
-				}
-			}
-		} else {
-			miss(r == WP_HS_NOSLOT ? WP_MISS_NOSLOT : WP_MISS_ERROR);
-		}
-		return;
-	}
+/* A running thread to signal, and what was read while it was held. */
+struct job {
+	struct wp_athread *t;
+	uint64_t weight_ns;
+	greg_t gregs[NGREG];
+	uint8_t *stack;
+	size_t want;
+	ssize_t got;
+	uint8_t code[4]; /* the bytes around its pc: was it in a system call? */
+	int64_t held_cpu;
+};
+static struct job jobs[WP_HS_BATCH];
+static size_t njobs;
 
-	/* ---- inside the window: no allocation, no locks, no stdio, no /proc ---- */
-	static greg_t gregs[NGREG];
-	uint8_t code[4] = { 0 };
-	memcpy(gregs, cap->gregs, sizeof(gregs));
-	uintptr_t sp = (uintptr_t)gregs[REG_RSP];
-	size_t want = copy_len_for(t, sp);
-	struct iovec local[2] = { { stack_buf, want }, { code, sizeof(code) } };
-	struct iovec remote[2] = { { (void *)sp, want },
-				   { (void *)((uintptr_t)gregs[REG_RIP] - 2), sizeof(code) } };
+/* The window (called by the handshake while jobs[i]'s thread is held in its handler): copy
+ * its registers, stack and the code bytes around its pc. Nothing else: no allocation, no
+ * locks, no stdio, no /proc. */
+static void read_held(size_t i, const struct wp_capture *cap, void *arg)
+{
+	struct job *j = &((struct job *)arg)[i];
+	memcpy(j->gregs, cap->gregs, sizeof(j->gregs));
+	uintptr_t sp = (uintptr_t)j->gregs[REG_RSP];
+	j->want = copy_len_for(j->t, sp);
+	struct iovec local[2] = { { j->stack, j->want }, { j->code, sizeof(j->code) } };
+	struct iovec remote[2] = { { (void *)sp, j->want },
+				   { (void *)((uintptr_t)j->gregs[REG_RIP] - 2), sizeof(j->code) } };
 	/* process_vm_readv on ourselves cannot fault: it stops at the first unmapped byte. */
-	ssize_t got = process_vm_readv(pid, local, 2, remote, 2, 0);
+	j->got = process_vm_readv(pid, local, 2, remote, 2, 0);
 	/* Its CPU clock now, while it is still held (spinning in our handler): anything it
 	 * runs after this, even just blocking, moves the clock past this value, so the next
 	 * tick never mistakes a thread that ran for one that did not. */
-	int64_t held_cpu = wp_thread_cpu_ns(t->tid);
-	uint64_t window;
-	enum wp_hs_result rr = wp_handshake_resume(ticket, &window);
-	if (held_cpu >= 0)
-		t->last_cpu_ns = held_cpu;
-	/* ---- the thread runs again ---- */
+	j->held_cpu = wp_thread_cpu_ns(j->t->tid);
+}
 
-	if (rr == WP_HS_LATE) {
-		miss(WP_MISS_LATE);
+/* A thread that did not answer in time. */
+static void missed_answer(struct wp_athread *t, uint64_t weight_ns, uint64_t now)
+{
+	/* Outside the window again: /proc may be read now. */
+	if (blocks_signal(t->tid)) {
+		miss(WP_MISS_BLOCKED);
+		t->flags |= WP_THREAD_UNSAMPLEABLE;
+		back_off(t, now);
+	} else if (stopped_or_traced(t->tid)) {
+		miss(WP_MISS_TIMEOUT);
+		back_off(t, now);
+	} else {
+		/* A runnable thread still waiting for a CPU on a loaded machine. It has not run
+		 * since the signal was sent, so it is where its last sample left it as far as
+		 * anyone can tell: count that stack rather than drop the interval (wall mode),
+		 * and try again next tick. */
+		miss(WP_MISS_TIMEOUT);
+		if (cfg.mode == WP_MODE_WALL && t->last_stack) {
+			wp_stacks_again(t, t->last_stack, units_of(weight_ns), weight_ns,
+					(now - start_ns) / 1000);
+			wp_stats.samples++;
+			wp_stats.reused++;
+		}
+	}
+}
+
+/* After the batch: every thread runs again; unwind the copies and count them. */
+static void finish_job(struct job *j, const struct wp_hs_request *r, uint64_t now)
+{
+	struct wp_athread *t = j->t;
+	switch (r->result) {
+	case WP_HS_OK:
+		break;
+	case WP_HS_EXITED:
+		miss(WP_MISS_EXITED);
+		wp_threads_gone(t);
+		return;
+	case WP_HS_TIMEOUT:
+		missed_answer(t, j->weight_ns, now);
+		return;
+	case WP_HS_LATE:
+		miss(WP_MISS_LATE); /* it resumed on its own while read: the copy may be torn */
+		return;
+	default:
+		miss(r->result == WP_HS_NOSLOT ? WP_MISS_NOSLOT : WP_MISS_ERROR);
 		return;
 	}
-	if (window)
-		wp_stats_window(window);
-	t->held_ns = window;
+	if (j->held_cpu >= 0)
+		t->last_cpu_ns = j->held_cpu;
+	if (r->window_ns)
+		wp_stats_window(r->window_ns);
+	t->held_ns = r->window_ns;
 	wp_stats.signalled++;
-	size_t stack_len = got > 0 ? ((size_t)got < want ? (size_t)got : want) : 0;
-	int have_code = got > 0 && (size_t)got == want + sizeof(code);
-	record_copy(t, gregs, stack_len,
-		    was_in_syscall(gregs, code, have_code) ? WP_STACK_WAITING : 0, weight_ns, now);
+	size_t stack_len = j->got > 0 ? ((size_t)j->got < j->want ? (size_t)j->got : j->want) : 0;
+	int have_code = j->got > 0 && (size_t)j->got == j->want + sizeof(j->code);
+	uint32_t flags = was_in_syscall(j->gregs, j->code, have_code) ? WP_STACK_WAITING : 0;
+	record_copy(t, j->gregs, j->stack, stack_len, flags, j->weight_ns, now);
+}
+
+/* Signals the queued threads all at once (handshake.c serves them as they answer), then
+ * unwinds what was copied. */
+static void flush_jobs(uint64_t now)
+{
+	struct wp_hs_request reqs[WP_HS_BATCH];
+	for (size_t i = 0; i < njobs; i++)
+		reqs[i].tid = jobs[i].t->tid;
+	wp_handshake_batch(reqs, njobs, read_held, jobs);
+	/* ---- every thread runs again ---- */
+	for (size_t i = 0; i < njobs; i++) {
+		finish_job(&jobs[i], &reqs[i], now);
+		/* cpu mode: the thread spent the window spinning in our handler; that CPU is
+		 * ours, not the program's, so it earns no credit. Everything else it ran
+		 * meanwhile (while the sampler unwound, say) is the program's and is credited
+		 * at the next look. */
+		if (cfg.mode == WP_MODE_CPU)
+			jobs[i].t->poll_cpu_ns += (int64_t)jobs[i].t->held_ns;
+	}
+	njobs = 0;
+}
+
+/* Queues a running thread for the next batch. */
+static void sample_signalled(struct wp_athread *t, uint64_t weight_ns, uint64_t now)
+{
+	struct job *j = &jobs[njobs];
+	j->t = t;
+	j->weight_ns = weight_ns;
+	j->stack = stack_bufs[njobs];
+	j->held_cpu = -1;
+	j->got = -1;
+	t->held_ns = 0;
+	if (++njobs == WP_HS_BATCH)
+		flush_jobs(now);
 }
 
 /* Reads the user SP and PC of a thread blocked in the kernel from
@@ -303,7 +358,8 @@ static int sample_blocked(struct wp_athread *t, int64_t cpu_before, uint64_t wei
 		gregs[REG_RSP] = (greg_t)sp;
 		gregs[REG_RIP] = (greg_t)pc;
 		size_t want = copy_len_for(t, sp);
-		struct iovec local = { stack_buf, want }, remote = { (void *)sp, want };
+		/* no batch is in flight here: its first buffer is free */
+		struct iovec local = { stack_bufs[0], want }, remote = { (void *)sp, want };
 		ssize_t got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
 		int64_t cpu_after = wp_thread_cpu_ns(t->tid);
 		if (cpu_after < 0) {
@@ -315,7 +371,8 @@ static int sample_blocked(struct wp_athread *t, int64_t cpu_before, uint64_t wei
 			/* Registers other than SP and PC are unknown: frame-pointer code loses the
 			 * frames above its first rbp-based frame (recorded, flagged truncated). */
 			wp_stats.unsignalled++;
-			record_copy(t, gregs, (size_t)got, WP_STACK_WAITING, weight_ns, now);
+			record_copy(t, gregs, stack_bufs[0], (size_t)got, WP_STACK_WAITING, weight_ns,
+				    now);
 			return 1;
 		}
 		cpu_before = cpu_after; /* it woke up meanwhile: look again */
@@ -384,6 +441,7 @@ static void tick_wall(uint64_t now)
 		}
 		sample_signalled(t, weight, now);
 	}
+	flush_jobs(now);
 }
 
 
@@ -414,14 +472,10 @@ static void tick_cpu(uint64_t now)
 		t->credit_ns -= weight;
 		/* It ran during the last tick but may have just blocked: then take it from /proc
 		 * rather than interrupt its call. */
-		t->held_ns = 0;
 		if (!sample_blocked(t, cpu, weight, now))
 			sample_signalled(t, weight, now);
-		/* The thread spent the window spinning in our handler: that CPU is ours, not the
-		 * program's, so it earns no credit. Everything else it ran meanwhile (while the
-		 * sampler unwound, say) is the program's and is credited at the next look. */
-		t->poll_cpu_ns += (int64_t)t->held_ns;
 	}
+	flush_jobs(now);
 	cursor = n ? (cursor + polls) % n : 0;
 }
 

@@ -181,6 +181,12 @@ static void handler(int sig, siginfo_t *info, void *ucv)
 			return;
 		}
 	}
+	/* Its own CPU clock, last thing before leaving: anything it runs after this, even just
+	 * blocking, moves the clock past this value, so the sampler never mistakes a thread that
+	 * ran for one that did not. (Cheaper here than the sampler reading another thread's
+	 * clock while holding it.) */
+	struct timespec cpu;
+	t->cap.cpu_ns = clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0 ? (int64_t)wp_ts_ns(&cpu) : -1;
 	t->cap.t_exit_ns = wp_now_ns();
 	atomic_store(&t->word, WORD(gen, P_RESUMED)); /* msg4 */
 	wake(&t->word, &t->sleepers);
@@ -372,7 +378,10 @@ static void collect_msg4(struct wp_hs_request *reqs, struct pending *ps, size_t 
 					 wp_now_ns() + msg2_deadline_ns, t->cap.cpu != own);
 		reqs[i].result = WP_HS_OK;
 		/* Resumed but slow to say so: the slot stays busy until it does. */
-		if (PHASE(v) == P_RESUMED && t->cap.t_exit_ns > t->cap.t_enter_ns)
+		if (PHASE(v) != P_RESUMED)
+			continue;
+		reqs[i].cpu_ns = t->cap.cpu_ns;
+		if (t->cap.t_exit_ns > t->cap.t_enter_ns)
 			reqs[i].window_ns = t->cap.t_exit_ns - t->cap.t_enter_ns;
 	}
 }
@@ -386,6 +395,7 @@ void wp_handshake_batch(struct wp_hs_request *reqs, size_t n, wp_hs_read_fn read
 	for (size_t i = 0; i < n; i++) {
 		reqs[i].result = WP_HS_ERROR;
 		reqs[i].window_ns = 0;
+		reqs[i].cpu_ns = -1;
 		ps[i].state = S_DONE;
 	}
 	if (!sig || !n)

@@ -30,6 +30,7 @@ struct wp_capture {
 	greg_t gregs[NGREG];
 	uint64_t t_enter_ns; /* handler entry (CLOCK_MONOTONIC) */
 	uint64_t t_exit_ns;  /* just before msg4 */
+	int64_t cpu_ns;      /* its CPU clock just before msg4 (-1: unknown) */
 	int cpu;             /* where the handler ran (to decide whether spinning helps) */
 };
 
@@ -50,6 +51,7 @@ struct wp_hs_request {
 	pid_t tid;
 	enum wp_hs_result result; /* out */
 	uint64_t window_ns;       /* out: how long it was held (0 when unknown) */
+	int64_t cpu_ns;           /* out: its CPU clock as it left the handler (-1: unknown) */
 };
 
 /* Called while reqs[i]'s thread is held in its handler: read what is needed (registers from

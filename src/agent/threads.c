@@ -9,9 +9,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../common/format.h"
+#include "clock.h"
 #include "log.h"
 #include "modules.h"
 
@@ -31,6 +33,7 @@ static size_t nlive, caplive;
 static unsigned gen;
 static nlink_t last_nlink;
 static uint64_t last_list_ns;
+static uint64_t relist_cost_ns; /* how long the last relist took */
 static uint64_t seen_total;
 static char dents[1 << 16];
 
@@ -105,8 +108,9 @@ int wp_threads_set_name(pid_t tid, const char *name)
 ssize_t wp_threads_read_proc(pid_t tid, const char *file, char *buf, size_t cap)
 {
 	char path[64];
-	wp_format(path, sizeof(path), "/proc/self/task/%d/%s", tid, file);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Relative to the task directory we hold: no lookup of /proc/self/task each time. */
+	wp_format(path, sizeof(path), "%d/%s", tid, file);
+	int fd = openat(task_fd, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	ssize_t n = read(fd, buf, cap - 1);
@@ -141,7 +145,6 @@ static struct wp_athread *add(pid_t tid, uint64_t rel_ns)
 	t->last_cpu_ns = -1;
 	t->poll_cpu_ns = -1;
 	t->first_ns = t->last_ns = rel_ns;
-	wp_threads_reread_name(t);
 	HASH_ADD_INT(by_tid, tid, t);
 	seen_total++;
 	return t;
@@ -248,14 +251,22 @@ int wp_threads_refresh(uint64_t now_ns, uint64_t run_start_ns)
 	if (task_fd < 0 || fstat(task_fd, &st) != 0)
 		return 0;
 	/* A birth or death changes the link count, which one fstat sees. The periodic relist
-	 * only catches a birth and a death in the same tick; it costs O(threads), so with many
-	 * threads it runs less often (every 250 ms up to 500 threads, 5 s at 10,000). */
-	uint64_t period = WP_RELIST_NS * (nlive > 500 ? nlive / 500 : 1);
-	if (st.st_nlink == last_nlink && now_ns - last_list_ns < period)
+	 * only catches a birth and a death in the same tick. A relist costs O(threads) (about
+	 * 2 us per thread), so it is rationed by what the last one cost: at most 1% of the time
+	 * for births and deaths, 0.2% for the periodic check. A thread born meanwhile is
+	 * sampled from the next relist on. */
+	uint64_t since = now_ns - last_list_ns;
+	uint64_t period = WP_RELIST_NS > 500 * relist_cost_ns ? WP_RELIST_NS : 500 * relist_cost_ns;
+	if (since < 100 * relist_cost_ns || (st.st_nlink == last_nlink && since < period))
 		return 0;
 	last_nlink = st.st_nlink;
 	last_list_ns = now_ns;
+	/* its cost in the sampler's CPU time (time preempted does not count) */
+	struct timespec c0, c1;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
 	relist(now_ns - run_start_ns);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+	relist_cost_ns = wp_ts_ns(&c1) - wp_ts_ns(&c0);
 	return 1;
 }
 
@@ -295,6 +306,7 @@ void wp_threads_reset(void)
 	nlive = 0;
 	last_nlink = 0;
 	last_list_ns = 0;
+	relist_cost_ns = 0;
 	seen_total = 0;
 	/* The inherited descriptor names the PARENT's task directory (/proc/self was resolved
 	 * when it was opened): open the child's own, while it is still single-threaded. */

@@ -4,8 +4,9 @@
  * wp_threads_refresh() every tick, which costs one fstat() of /proc/self/task (its link count
  * is the number of threads + 2) and relists only when that count changed or a periodic
  * deadline passed. A thread born between two relists therefore waits at most one tick unless
- * another thread died in the same tick, and at most WP_RELIST_NS then (longer with more than
- * 500 threads, the relist being O(threads)).
+ * another thread died in the same tick, and at most WP_RELIST_NS then. Relists are rationed
+ * by what the last one cost (at most 1% of the sampler's time), so with thousands of threads
+ * or constant thread churn a new thread may wait longer.
  *
  * Threads that exit keep their entry (name, counts) if they were ever sampled. Only the
  * sampler thread calls these functions, outside suspension windows (they allocate and read
@@ -24,7 +25,8 @@ struct wp_stack_entry;
 struct wp_athread {
 	pid_t tid;
 	uint32_t flags;            /* WP_THREAD_* of the file format */
-	char name[16];
+	char name[16];              /* read when first sampled (empty until then) */
+	uint8_t name_reads;
 	int alive;
 	unsigned seen_gen;
 

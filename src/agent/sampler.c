@@ -418,6 +418,43 @@ static int sample_unmoved(struct wp_athread *t, uint64_t weight_ns, uint64_t now
 	return 1;
 }
 
+/* Wall mode: the first look at a blocked thread costs a /proc read in which the kernel builds
+ * inodes for it (~50 us); later looks at an idle thread cost one CPU-clock read. With
+ * thousands of idle threads those first looks would keep the sampler busy for seconds, so
+ * they are rationed: 1% of one core on average (the rest of a tick costs about as much), with a 50 ms allowance up front (about
+ * 1,000 threads' worth, so most programs never notice). A chosen thread over the ration is
+ * counted as missed ("rationed") and gets its turn at a later tick. */
+#define FIRST_LOOK_SHARE 100 /* 1/100 = 1% */
+#define FIRST_LOOK_BURST_NS (50 * 1000000ll)
+static int64_t first_look_tokens = FIRST_LOOK_BURST_NS;
+static uint64_t first_look_refilled;
+
+static int first_look_allowed(uint64_t now)
+{
+	if (first_look_refilled && now > first_look_refilled)
+		first_look_tokens += (int64_t)((now - first_look_refilled) / FIRST_LOOK_SHARE);
+	first_look_refilled = now;
+	if (first_look_tokens > FIRST_LOOK_BURST_NS)
+		first_look_tokens = FIRST_LOOK_BURST_NS;
+	return first_look_tokens > 0;
+}
+
+/* The /proc look at a thread not on a CPU, rationed when it is the thread's first. Returns 1
+ * when done with the thread (sampled, or missed), 0 when it is running after all. */
+static int look_blocked(struct wp_athread *t, uint64_t weight_ns, uint64_t now)
+{
+	if (t->last_stack)
+		return sample_blocked(t, t->last_cpu_ns, weight_ns, now);
+	if (!first_look_allowed(now)) {
+		miss(WP_MISS_RATIONED);
+		return 1;
+	}
+	uint64_t t0 = wp_now_ns();
+	int done = sample_blocked(t, t->last_cpu_ns, weight_ns, now);
+	first_look_tokens -= (int64_t)(wp_now_ns() - t0);
+	return done;
+}
+
 static void tick_wall(uint64_t now)
 {
 	size_t n;
@@ -444,8 +481,7 @@ static void tick_wall(uint64_t now)
 		if (!cfg.test_signal_all) {
 			if (sample_unmoved(t, weight, now))
 				continue;
-			if (!on_cpu_now(t, t->last_cpu_ns) &&
-			    sample_blocked(t, t->last_cpu_ns, weight, now))
+			if (!on_cpu_now(t, t->last_cpu_ns) && look_blocked(t, weight, now))
 				continue;
 		}
 		sample_signalled(t, weight, now);
@@ -652,6 +688,8 @@ void wp_sampler_forget(void)
 	atomic_store(&cpu_ns_final, 0);
 	memset(&wp_stats, 0, sizeof(wp_stats));
 	memset(backoffs, 0, sizeof(backoffs));
+	first_look_tokens = FIRST_LOOK_BURST_NS;
+	first_look_refilled = 0;
 	wp_stacks_reset();
 	wp_threads_reset();
 	wp_handshake_reset();

@@ -60,6 +60,7 @@ const char *wp_miss_name(enum wp_miss m)
 {
 	static const char *const names[WP_MISS__N] = {
 		"exited", "timeout", "blocked_signal", "late", "no_slot", "error", "memory", "moving",
+		"rationed",
 	};
 	return m < WP_MISS__N ? names[m] : "?";
 }

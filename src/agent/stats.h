@@ -15,6 +15,7 @@ enum wp_miss {
 	WP_MISS_ERROR,    /* tgkill or the stack read failed otherwise */
 	WP_MISS_MEMORY,   /* no memory to count it */
 	WP_MISS_MOVING,   /* kept waking and blocking while we looked; not worth a signal */
+	WP_MISS_RATIONED, /* a blocked thread never sampled before, over the first-visit ration */
 	WP_MISS__N
 };
 

@@ -27,11 +27,13 @@
 #include "unwind.h"
 
 /* Stack bytes copied while a thread is held. A thread whose root we have reached before gets
- * exactly what it needs (plus slack); others get the default. Copying is the only work done
- * inside the window besides the handshake itself. */
+ * exactly what it needs plus a little slack (its outermost frames, thread start, are the same
+ * in every sample, so the highest address an unwind needed rarely moves; when it does, the
+ * unwind comes out truncated and the next copy is the default); others get the default.
+ * Copying is the only work done inside the window besides the handshake itself. */
 #define STACK_DEFAULT (64u << 10)
 #define STACK_MAX (512u << 10)
-#define STACK_SLACK 4096u
+#define STACK_SLACK 512u
 /* A thread that did not answer is left alone for this long before we try again. */
 #define BACKOFF_NS (1000 * 1000000ull)
 /* cpu mode: at most this many thread CPU clocks read per tick (round robin beyond). */
@@ -512,8 +514,13 @@ static void tick_cpu(uint64_t now)
 		t->credit_ns += (uint64_t)ran;
 		if (t->credit_ns < interval_ns || backed_off(t, now))
 			continue;
-		/* One sample pays out whole intervals of CPU time it stands for. */
-		uint64_t weight = t->credit_ns - t->credit_ns % interval_ns;
+		/* One sample pays out whole intervals of CPU time it stands for, but keeps one in
+		 * hand when it could pay two or more: tick jitter (+-1/8 interval) would otherwise
+		 * make a thread that runs one interval per tick earn two at one tick and none at
+		 * the next, and be captured at fewer ticks than it ran through. The bank stays
+		 * below two intervals, so no CPU time goes uncounted for long. */
+		uint64_t whole = t->credit_ns / interval_ns;
+		uint64_t weight = (whole >= 2 ? whole - 1 : whole) * interval_ns;
 		t->credit_ns -= weight;
 		/* It ran during the last tick but may have just blocked: then take it from /proc
 		 * rather than interrupt its call. */

@@ -12,19 +12,7 @@
 #include "agent/signals.h"
 #include "agent/stats.h"
 
-static int passed, failed;
-
-#define CHECK(cond, ...)                                   \
-	do {                                               \
-		if (cond) {                                \
-			passed++;                          \
-		} else {                                   \
-			failed++;                          \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-			printf(__VA_ARGS__);               \
-			printf("\n");                      \
-		}                                          \
-	} while (0)
+#include "check.h"
 
 /* A fake environment for wp_config_load. */
 static const char *env_keys[16], *env_vals[16];

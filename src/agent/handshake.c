@@ -217,8 +217,13 @@ int wp_handshake_init(int signo)
 
 void wp_handshake_reset(void)
 {
-	for (int i = 0; i < NSLOTS; i++)
+	/* (a count of sleepers inherited from a parent thread that was waiting would only cost
+	 * needless wake-ups, but the child starts clean) */
+	for (int i = 0; i < NSLOTS; i++) {
 		atomic_store(&slots[i].word, 0);
+		atomic_store(&slots[i].sleepers, 0);
+	}
+	atomic_store(&bell_sleepers, 0);
 	atomic_store(&in_handshake, 0);
 	self_pid = getpid();
 }

@@ -433,11 +433,14 @@ static uint64_t first_look_refilled;
 
 static int first_look_allowed(uint64_t now)
 {
+	/* WALLPROF_TEST=tight-ration: 0.1% and a 100 µs allowance, so a test sees it bite */
+	uint64_t share = cfg.test_tight_ration ? 10 * FIRST_LOOK_SHARE : FIRST_LOOK_SHARE;
+	int64_t burst = cfg.test_tight_ration ? 100000 : FIRST_LOOK_BURST_NS;
 	if (first_look_refilled && now > first_look_refilled)
-		first_look_tokens += (int64_t)((now - first_look_refilled) / FIRST_LOOK_SHARE);
+		first_look_tokens += (int64_t)((now - first_look_refilled) / share);
 	first_look_refilled = now;
-	if (first_look_tokens > FIRST_LOOK_BURST_NS)
-		first_look_tokens = FIRST_LOOK_BURST_NS;
+	if (first_look_tokens > burst)
+		first_look_tokens = burst;
 	return first_look_tokens > 0;
 }
 

@@ -13,7 +13,6 @@
  *         named "wallprof", while the busy thread worked: from its schedstat; -1 if none)
  *         tail_ns=N tail_sampler_ns=N (the same over the last third of the work only)
  */
-#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,25 +33,10 @@ static char sampler_stat[300];
 static long long sampler_cpu_ns(void)
 {
 	if (!sampler_stat[0]) {
-		DIR *d = opendir("/proc/self/task");
-		struct dirent *e;
-		while (d && (e = readdir(d))) {
-			char path[300], name[32] = "";
-			snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-			FILE *f = fopen(path, "r");
-			if (!f)
-				continue;
-			if (fgets(name, sizeof(name), f) && !strcmp(name, "wallprof\n"))
-				snprintf(sampler_stat, sizeof(sampler_stat), "/proc/self/task/%s/schedstat",
-					 e->d_name);
-			fclose(f);
-			if (sampler_stat[0])
-				break;
-		}
-		if (d)
-			closedir(d);
-		if (!sampler_stat[0])
+		pid_t tid = thread_named("wallprof");
+		if (tid < 0)
 			return -1;
+		snprintf(sampler_stat, sizeof(sampler_stat), "/proc/self/task/%d/schedstat", tid);
 	}
 	long long ns = -1;
 	FILE *f = fopen(sampler_stat, "r");

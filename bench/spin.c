@@ -30,7 +30,6 @@
  * hold a thread while a sampler reads it. Not for use under a profiler that uses SIGPROF.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -67,24 +66,11 @@ static void split(void)
 	if (!pre || !strstr(pre, "libwallprof"))
 		return;
 	for (int tries = 0; tries < 200; tries++) {
-		DIR *d = opendir("/proc/self/task");
-		struct dirent *e;
-		while (d && (e = readdir(d))) {
-			char path[300], name[32] = "";
-			snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-			FILE *f = fopen(path, "r");
-			if (!f)
-				continue;
-			if (fgets(name, sizeof(name), f) && !strcmp(name, "wallprof\n")) {
-				fclose(f);
-				closedir(d);
-				pin((pid_t)atoi(e->d_name), 1);
-				return;
-			}
-			fclose(f);
+		pid_t tid = thread_named("wallprof");
+		if (tid > 0) {
+			pin(tid, 1);
+			return;
 		}
-		if (d)
-			closedir(d);
 		struct timespec ts = { 0, 1000000 };
 		nanosleep(&ts, NULL);
 	}

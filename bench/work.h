@@ -1,10 +1,15 @@
-/* The unit of CPU work shared by spin.c and idle_threads.c: a recursive descent of varying
- * depth ending in one of two leaves, so every profiler has real frames to unwind. Header-only;
- * each program is one file. */
+/* What spin.c and idle_threads.c share: the unit of CPU work, a recursive descent of varying
+ * depth ending in one of two leaves, so every profiler has real frames to unwind; and finding
+ * a profiler's sampler thread by name. Header-only; each program is one file. */
 #ifndef WP_BENCH_WORK_H
 #define WP_BENCH_WORK_H
 
+#include <dirent.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
 #include <time.h>
 
 #define KEEP __attribute__((noipa, used))
@@ -52,6 +57,30 @@ KEEP static uint64_t unit(uint64_t x)
 	for (int k = 0; k < 64; k++)
 		x = descend(x, 4 + (k & 7), 4000);
 	return x;
+}
+
+/* The tid of this process's thread whose comm is `name`, or -1. */
+static pid_t thread_named(const char *name)
+{
+	pid_t found = -1;
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	while (found < 0 && d && (e = readdir(d))) {
+		char path[300], comm[32] = "";
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f)) {
+			comm[strcspn(comm, "\n")] = 0;
+			if (!strcmp(comm, name))
+				found = (pid_t)atoi(e->d_name);
+		}
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return found;
 }
 
 #endif

@@ -49,4 +49,13 @@ static inline int64_t wp_thread_cpu_ns(pid_t tid)
 	return (int64_t)wp_ts_ns(&ts);
 }
 
+/* CPU time of the calling thread in ns: what a piece of the sampler's own work cost it (time
+ * it spent preempted does not count). A system call. */
+static inline uint64_t wp_self_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return wp_ts_ns(&ts);
+}
+
 #endif

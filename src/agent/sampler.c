@@ -423,9 +423,10 @@ static int sample_unmoved(struct wp_athread *t, uint64_t weight_ns, uint64_t now
 /* Wall mode: the first look at a blocked thread costs a /proc read in which the kernel builds
  * inodes for it (~50 us); later looks at an idle thread cost one CPU-clock read. With
  * thousands of idle threads those first looks would keep the sampler busy for seconds, so
- * they are rationed: 1% of one core on average (the rest of a tick costs about as much), with a 50 ms allowance up front (about
- * 1,000 threads' worth, so most programs never notice). A chosen thread over the ration is
- * counted as missed ("rationed") and gets its turn at a later tick. */
+ * they are rationed, in the sampler's CPU time: 1% of one core on average (the rest of a tick
+ * costs about as much), with a 50 ms allowance up front (about 1,000 threads' worth, so most
+ * programs never notice). A chosen thread over the ration is counted as missed ("rationed")
+ * and gets its turn at a later tick. */
 #define FIRST_LOOK_SHARE 100 /* 1/100 = 1% */
 #define FIRST_LOOK_BURST_NS (50 * 1000000ll)
 static int64_t first_look_tokens = FIRST_LOOK_BURST_NS;
@@ -454,9 +455,9 @@ static int look_blocked(struct wp_athread *t, uint64_t weight_ns, uint64_t now)
 		miss(WP_MISS_RATIONED);
 		return 1;
 	}
-	uint64_t t0 = wp_now_ns();
+	uint64_t c0 = wp_self_cpu_ns();
 	int done = sample_blocked(t, t->last_cpu_ns, weight_ns, now);
-	first_look_tokens -= (int64_t)(wp_now_ns() - t0);
+	first_look_tokens -= (int64_t)(wp_self_cpu_ns() - c0);
 	return done;
 }
 

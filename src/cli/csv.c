@@ -26,16 +26,6 @@ static void field(FILE *out, const char *s)
 	fputc('"', out);
 }
 
-static int by_self(const void *a, const void *b, void *arg)
-{
-	const struct wp_func *f = arg, *x = &f[*(const uint32_t *)a], *y = &f[*(const uint32_t *)b];
-	if (x->self != y->self)
-		return x->self > y->self ? -1 : 1;
-	if (x->total != y->total)
-		return x->total > y->total ? -1 : 1;
-	return strcmp(x->name, y->name);
-}
-
 struct sel {
 	const struct wp_profile *p;
 	const char *thread;
@@ -64,7 +54,7 @@ int wp_report_csv(const struct wp_opts *o, const struct wp_resolved *cr, FILE *o
 	for (size_t i = 0; i < r->nfuncs; i++)
 		if (r->funcs[i].total)
 			ids[n++] = (uint32_t)i;
-	qsort_r(ids, n, sizeof(*ids), by_self, r->funcs);
+	qsort_r(ids, n, sizeof(*ids), wp_func_by_self, r->funcs);
 	fputs("function,module,file,line,self_samples,self_percent,total_samples,total_percent\n",
 	      out);
 	double whole = r->total ? (double)r->total : 1.0;

@@ -282,6 +282,16 @@ void wp_resolved_free(struct wp_resolved *r)
 	free(r);
 }
 
+int wp_func_by_self(const void *a, const void *b, void *arg)
+{
+	const struct wp_func *f = arg, *x = &f[*(const uint32_t *)a], *y = &f[*(const uint32_t *)b];
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
 int wp_thread_matches(const struct wp_profile *p, uint32_t tid, const char *sel)
 {
 	if (!sel)

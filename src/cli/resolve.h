@@ -57,6 +57,10 @@ void wp_resolved_free(struct wp_resolved *r);
 void wp_resolved_count(struct wp_resolved *r, int (*keep)(const struct wp_rstack *, void *),
 		       void *arg);
 
+/* qsort_r order of function ids (arg: the funcs array): most self samples first, then most
+ * total, then by name, so every report ranks functions the same way. */
+int wp_func_by_self(const void *a, const void *b, void *arg);
+
 /* Thread filter shared by reports: matches `sel` (a tid or a thread name) against a stack. */
 int wp_thread_matches(const struct wp_profile *p, uint32_t tid, const char *sel);
 

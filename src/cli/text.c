@@ -235,22 +235,12 @@ static int kept(const struct text *t, const struct wp_rstack *s)
 	return !t->o->thread || wp_thread_matches(t->p, s->tid, t->o->thread);
 }
 
-static int by_self(const void *a, const void *b, void *arg)
-{
-	const struct wp_func *f = arg, *x = &f[*(const uint32_t *)a], *y = &f[*(const uint32_t *)b];
-	if (x->self != y->self)
-		return x->self > y->self ? -1 : 1;
-	if (x->total != y->total)
-		return x->total > y->total ? -1 : 1;
-	return strcmp(x->name, y->name);
-}
-
 static int by_total(const void *a, const void *b, void *arg)
 {
 	const struct wp_func *f = arg, *x = &f[*(const uint32_t *)a], *y = &f[*(const uint32_t *)b];
 	if (x->total != y->total)
 		return x->total > y->total ? -1 : 1;
-	return by_self(a, b, arg);
+	return wp_func_by_self(a, b, arg);
 }
 
 /* Ids of the functions with samples (self, or total when `with_total`), sorted. */
@@ -263,7 +253,7 @@ static uint32_t *ranked(const struct wp_resolved *r, int total_order, size_t *n)
 	for (size_t i = 0; i < r->nfuncs; i++)
 		if (total_order ? r->funcs[i].total : r->funcs[i].self)
 			ids[(*n)++] = (uint32_t)i;
-	qsort_r(ids, *n, sizeof(*ids), total_order ? by_total : by_self, r->funcs);
+	qsort_r(ids, *n, sizeof(*ids), total_order ? by_total : wp_func_by_self, r->funcs);
 	return ids;
 }
 

@@ -23,6 +23,7 @@
 #include "clock.h"
 #include "config.h"
 #include "eintr.h"
+#include "sigmask.h"
 #include "handshake.h"
 #include "log.h"
 #include "modules.h"
@@ -265,6 +266,7 @@ static int preloaded(void)
 __attribute__((constructor)) static void wallprof_agent_init(void)
 {
 	wp_eintr_init();
+	wp_sigmask_init();
 	struct wp_config c;
 	if (wp_config_load(&c, getenv) != 0)
 		return; /* the complaint is printed; the program runs untouched */

@@ -21,6 +21,7 @@
 #include "handshake.h"
 #include "log.h"
 #include "modules.h"
+#include "sigmask.h"
 #include "stacks.h"
 #include "stats.h"
 #include "threads.h"
@@ -566,6 +567,7 @@ static void *run(void *arg)
 {
 	sampler_tid = (int)syscall(SYS_gettid);
 	prctl(PR_SET_NAME, "wallprof", 0, 0, 0);
+	wp_sigmask_quiet_this_thread(); /* started with every signal blocked */
 	/* The expensive set-up happens here rather than in the constructor, so the program's
 	 * main() is not kept waiting (a shell script starting many short commands would be). */
 	static int ready;

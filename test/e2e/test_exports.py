@@ -25,6 +25,8 @@ INTERPOSED = {
     "send", "sendto", "sendmsg", "accept", "accept4",
     # signals.c
     "sigaction", "signal",
+    # sigmask.c
+    "sigprocmask",
     # agent.c
     "execve", "execv", "execvp", "execvpe", "fexecve", "execl", "execlp", "execle",
 }

@@ -179,8 +179,9 @@ def iqr_half(xs):
 
 class Profiler:
     """One profiler setting. wrap() gives (argv, env) to run `cmd` writing to `out`. Kind
-    "floor" is no profiler but bench/spin's own interrupter (`cmd` must be spin): mode "empty"
-    is an empty SIGPROF handler, "sem" the bare three-semaphore handshake."""
+    "floor" is no profiler but bench/spin's own interrupter (`cmd` must be spin): mode "tick"
+    wakes at the rate and signals nothing, "empty" sends SIGPROF to an empty handler, "sem"
+    adds the bare three-semaphore handshake."""
 
     def __init__(self, kind, hz=0, mode=None, cg=None, label=None, pinned=False):
         self.kind, self.hz, self.mode, self.cg, self.pinned = kind, hz, mode, cg, pinned
@@ -196,7 +197,8 @@ class Profiler:
         if self.kind == "gperf":
             return "gperftools %d Hz" % self.hz
         if self.kind == "floor":
-            return "floor: %s, %d Hz" % ({"empty": "empty signal handler",
+            return "floor: %s, %d Hz" % ({"tick": "a thread's timed wake-ups, no signal",
+                                          "empty": "empty signal handler",
                                           "sem": "tgkill + 3 semaphores"}[self.mode], self.hz)
         return "perf %s %d Hz" % ("-g" if self.cg == "fp" else "--call-graph " + self.cg,
                                   self.hz)
@@ -213,7 +215,7 @@ class Profiler:
             cg = ["-g"] if self.cg == "fp" else ["--call-graph", self.cg]
             cmd = ["perf", "record", "-F", str(self.hz)] + cg + ["-q", "-o", out, "--"] + cmd
         elif self.kind == "floor":
-            opt = "--interrupt" if self.mode == "empty" else "--interrupt-sem"
+            opt = {"tick": "--tick", "empty": "--interrupt", "sem": "--interrupt-sem"}[self.mode]
             cmd = cmd + [opt, str(self.hz)]
         return cmd, env
 
@@ -567,6 +569,8 @@ def delivered(ctx, prof, out, run_, inner, threads):
     prog_cpu_ns = inner.get("cpu_ns", 0)
     try:
         if prof.kind == "floor":
+            if prof.mode == "tick":
+                return None, {}  # nothing is delivered
             return inner["interrupts"] / (inner["thread_cpu_ns"] / 1e9), {}
         if prof.kind == "wp":
             p = read_wp(out)
@@ -597,9 +601,11 @@ def overhead(ctx):
     units = int(run([ctx.exe("spin"), "--calibrate", str(plan.overhead_ms)]).check()
                 .out.strip())
     workloads = [("1 thread", 1, units), ("4 threads", 4, max(1, units // 2))]
-    # the floors first: what interrupting the threads 1000 times a second costs by itself
-    profs = [Profiler("base"), Profiler("floor", 1000, mode="empty"),
-             Profiler("floor", 1000, mode="sem")]
+    # the floors first: what a thread that wakes 250 or 1000 times a second costs by itself,
+    # then interrupting the threads that often, then the bare handshake
+    profs = [Profiler("base"), Profiler("floor", 250, mode="tick"),
+             Profiler("floor", 1000, mode="tick"), Profiler("floor", 250, mode="empty"),
+             Profiler("floor", 1000, mode="empty"), Profiler("floor", 1000, mode="sem")]
     for mode in ("cpu", "wall"):
         # cpu 250 Hz: the rate gperftools delivers when asked for 1000 (one signal per kernel
         # tick at most: CONFIG_HZ=250 on the benchmark VM), to compare at the same rate
@@ -1234,8 +1240,11 @@ def render(ctx, info, res, elapsed, load0, load1):
           "*pinned*: spin --split puts the program on CPU 0 and the sampler on CPU 1, against "
           "an unprofiled run pinned to CPU 0; unpinned, the scheduler often puts the sampler "
           "on the program's CPU while the other one is busy (this machine is shared). "
-          "*floor* rows run no profiler: spin's own interrupter thread sends tgkill(SIGPROF) to "
-          "each working thread 1000 times per wall-second, and the handler returns at once "
+          "*floor* rows run no profiler: spin's own interrupter thread wakes on a timer 250 or "
+          "1000 times per wall-second and signals nothing (*a thread's timed wake-ups*: what a "
+          "sampler thread costs the process before it does any work; waking an idle vCPU is a "
+          "VM exit here), or also sends tgkill(SIGPROF) to each working thread, and the "
+          "handler returns at once "
           "(*empty signal handler*) or does bench/floor's bare handshake with the interrupter "
           "(*tgkill + 3 semaphores*); what that costs the threads is what merely interrupting "
           "them costs on this machine (on a VM, the IPI that interrupts a running thread is a "

@@ -5,7 +5,7 @@
  * two leaves), built -O2 -fomit-frame-pointer like the project's test targets. The amount of
  * work is fixed, not the time: a program that is slowed down takes longer.
  *
- * Usage: spin THREADS UNITS [--split] [--interrupt HZ | --interrupt-sem HZ]
+ * Usage: spin THREADS UNITS [--split] [--tick HZ | --interrupt HZ | --interrupt-sem HZ]
  *            runs the work, prints "spin: wall_ns=N cpu_ns=N thread_cpu_ns=N interrupts=N":
  *            its own wall time around the work, the process's CPU time over it (a profiler's
  *            thread, or the interrupter, included), the working threads' own CPU time
@@ -27,7 +27,10 @@
  * a VM, the signal's IPI is a VM exit. --interrupt-sem HZ adds the bare handshake of
  * bench/floor to every interrupt: the handler posts msg2 and waits for msg3, the interrupter
  * waits for msg2, posts msg3 and waits for msg4, one thread at a time; the cheapest way to
- * hold a thread while a sampler reads it. Not for use under a profiler that uses SIGPROF.
+ * hold a thread while a sampler reads it. --tick HZ keeps the interrupter's timed wake-ups
+ * and signals nothing: what a sampler thread costs before it does anything at all (on a VM,
+ * waking an idle CPU from a timer is a VM exit too). Not for use under a profiler that uses
+ * SIGPROF.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -82,7 +85,7 @@ static _Atomic uint64_t workers_cpu_ns;
  * `release`) until the interrupter has stopped, so that a tgkill that succeeded is always
  * answered by a handler run: with the semaphore handshake, a thread that exited with the
  * signal pending would leave the interrupter waiting for msg2 forever. */
-enum { NONE, EMPTY, SEM };
+enum { NONE, TICK, EMPTY, SEM };
 static int interrupt_kind = NONE, pin_interrupter;
 static long interrupt_hz;
 static _Atomic pid_t tids[256];
@@ -111,6 +114,8 @@ static void on_sigprof(int sig)
 
 static void interrupt_one(pid_t pid, pid_t tid)
 {
+	if (interrupt_kind == TICK)
+		return;
 	if (syscall(SYS_tgkill, pid, tid, SIGPROF) != 0 || interrupt_kind != SEM)
 		return;
 	wait_sem(&msg2);
@@ -185,8 +190,8 @@ static void *worker(void *arg)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: spin THREADS UNITS [--split] [--interrupt HZ | --interrupt-sem HZ]"
-			" | spin --calibrate MS\n");
+	fprintf(stderr, "usage: spin THREADS UNITS [--split] [--tick HZ | --interrupt HZ |"
+			" --interrupt-sem HZ] | spin --calibrate MS\n");
 	return 2;
 }
 
@@ -216,6 +221,8 @@ int main(int argc, char **argv)
 	for (int i = 3; i < argc; i++) {
 		if (!strcmp(argv[i], "--split"))
 			split_ = 1;
+		else if (!strcmp(argv[i], "--tick") && i + 1 < argc && !interrupt_kind)
+			interrupt_kind = TICK, interrupt_hz = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--interrupt") && i + 1 < argc && !interrupt_kind)
 			interrupt_kind = EMPTY, interrupt_hz = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--interrupt-sem") && i + 1 < argc && !interrupt_kind)

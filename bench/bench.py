@@ -1764,15 +1764,24 @@ def main():
             log("kept %s" % ctx.tmp)
     elapsed = time.monotonic() - t0
     load1 = sh("cut -d' ' -f1-3 /proc/loadavg")
+    base = dict(date=info["date"], load0=load0)
+    reruns = []
     if prev:
-        info["date"] = "%s; %s re-run %s" % (prev["info"]["date"], ", ".join(sorted(only)),
-                                           info["date"])
-        load0 = "%s (%s re-run: %s)" % (prev["load0"], ", ".join(sorted(only)), load0)
+        # the full run's date and load, then one note per re-run still standing (a later
+        # re-run of the same sections replaces the earlier one)
+        base = prev.get("base") or dict(date=prev["info"]["date"].split("; ")[0],
+                                        load0=prev["load0"].split(" (")[0])
+        reruns = [r for r in prev.get("reruns", []) if not set(r["only"]) <= only]
+        reruns.append(dict(only=sorted(only), date=info["date"], load0=load0))
+        info["date"] = "; ".join([base["date"]] + ["%s re-run %s" % (", ".join(r["only"]),
+                                                                      r["date"]) for r in reruns])
+        load0 = base["load0"] + "".join(" (%s re-run: %s)" % (", ".join(r["only"]), r["load0"])
+                                        for r in reruns)
         elapsed += prev["elapsed"]
     res["loads"] = dict(prev["res"].get("loads", {}), **loads) if prev else loads
     with open(saved, "wb") as f:
         pickle.dump(dict(info=info, res=res, elapsed=elapsed, load0=load0, load1=load1,
-                         notes=ctx.notes, quick=plan.quick), f)
+                         notes=ctx.notes, quick=plan.quick, base=base, reruns=reruns), f)
     text = render(ctx, info, res, elapsed, load0, load1)
     sys.stdout.write(text)
     if not args.no_write:

@@ -140,6 +140,16 @@ static int was_in_syscall(const greg_t *g, const uint8_t code[4], int have_code)
 	return (after && (rax == -EINTR || (rax <= -512 && rax >= -516))) || at;
 }
 
+/* Whether rax could say "in a system call" (see was_in_syscall): an interrupted call's error
+ * code, or a call number the kernel put back to restart it. Anything else spares reading the
+ * code bytes. */
+static int may_be_syscall(const greg_t *g)
+{
+	long rax = (long)g[REG_RAX];
+	long nr = rax & ~0x40000000L; /* x32 calls have bit 30 set */
+	return rax == -EINTR || (rax <= -512 && rax >= -516) || (nr >= 0 && nr < 1024);
+}
+
 /* How many sampling intervals a sample worth `weight_ns` stands for (at least one). */
 static uint32_t units_of(uint64_t weight_ns)
 {
@@ -198,25 +208,30 @@ struct job {
 	uint8_t *stack;
 	size_t want;
 	ssize_t got;
-	uint8_t code[4]; /* the bytes around its pc: was it in a system call? */
 };
 static struct job jobs[WP_HS_BATCH];
 static size_t njobs;
 
 /* The window (called by the handshake while jobs[i]'s thread is held in its handler): copy
- * its registers, stack and the code bytes around its pc. Nothing else: no allocation, no
- * locks, no stdio, no /proc. */
+ * its registers and stack. Nothing else: no allocation, no locks, no stdio, no /proc. */
 static void read_held(size_t i, const struct wp_capture *cap, void *arg)
 {
 	struct job *j = &((struct job *)arg)[i];
 	memcpy(j->gregs, cap->gregs, sizeof(j->gregs));
 	uintptr_t sp = (uintptr_t)j->gregs[REG_RSP];
 	j->want = copy_len_for(j->t, sp);
-	struct iovec local[2] = { { j->stack, j->want }, { j->code, sizeof(j->code) } };
-	struct iovec remote[2] = { { (void *)sp, j->want },
-				   { (void *)((uintptr_t)j->gregs[REG_RIP] - 2), sizeof(j->code) } };
+	struct iovec local = { j->stack, j->want }, remote = { (void *)sp, j->want };
 	/* process_vm_readv on ourselves cannot fault: it stops at the first unmapped byte. */
-	j->got = process_vm_readv(pid, local, 2, remote, 2, 0);
+	j->got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+}
+
+/* The code bytes around a pc (was the thread in a system call?), read after the thread runs
+ * again: code does not change with the thread's state, and each page a read pins costs the
+ * held thread ~1 us more inside the window. Returns 0 when unreadable. */
+static int read_code(uintptr_t pc, uint8_t code[4])
+{
+	struct iovec local = { code, 4 }, remote = { (void *)(pc - 2), 4 };
+	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == 4;
 }
 
 /* A thread that did not answer in time. */
@@ -272,9 +287,10 @@ static void finish_job(struct job *j, const struct wp_hs_request *r, uint64_t no
 		wp_stats_window(r->window_ns);
 	t->held_ns = r->window_ns;
 	wp_stats.signalled++;
-	size_t stack_len = j->got > 0 ? ((size_t)j->got < j->want ? (size_t)j->got : j->want) : 0;
-	int have_code = j->got > 0 && (size_t)j->got == j->want + sizeof(j->code);
-	uint32_t flags = was_in_syscall(j->gregs, j->code, have_code) ? WP_STACK_WAITING : 0;
+	size_t stack_len = j->got > 0 ? (size_t)j->got : 0;
+	uint8_t code[4];
+	int have_code = may_be_syscall(j->gregs) && read_code((uintptr_t)j->gregs[REG_RIP], code);
+	uint32_t flags = was_in_syscall(j->gregs, code, have_code) ? WP_STACK_WAITING : 0;
 	record_copy(t, j->gregs, j->stack, stack_len, flags, j->weight_ns, now);
 }
 
@@ -421,8 +437,9 @@ static int sample_unmoved(struct wp_athread *t, uint64_t weight_ns, uint64_t now
 	return 1;
 }
 
-/* Wall mode: the first look at a blocked thread costs a /proc read in which the kernel builds
- * inodes for it (~50 us); later looks at an idle thread cost one CPU-clock read. With
+/* Wall mode: the first look at a blocked thread costs ~50 us (two /proc reads, its syscall
+ * file and its name, then a cold stack copy and unwind); later looks at an idle thread cost
+ * one CPU-clock read. With
  * thousands of idle threads those first looks would keep the sampler busy for seconds, so
  * they are rationed, in the sampler's CPU time: 1% of one core on average (the rest of a tick
  * costs about as much), with a 50 ms allowance up front (about 1,000 threads' worth, so most

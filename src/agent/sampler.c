@@ -439,12 +439,11 @@ static int sample_unmoved(struct wp_athread *t, uint64_t weight_ns, uint64_t now
 
 /* Wall mode: the first look at a blocked thread costs ~50 us (two /proc reads, its syscall
  * file and its name, then a cold stack copy and unwind); later looks at an idle thread cost
- * one CPU-clock read. With
- * thousands of idle threads those first looks would keep the sampler busy for seconds, so
- * they are rationed, in the sampler's CPU time: 1% of one core on average (the rest of a tick
- * costs about as much), with a 50 ms allowance up front (about 1,000 threads' worth, so most
- * programs never notice). A chosen thread over the ration is counted as missed ("rationed")
- * and gets its turn at a later tick. */
+ * one CPU-clock read. With thousands of idle threads those first looks would keep the sampler
+ * busy for seconds, so they are rationed, in the sampler's CPU time: 1% of one core on
+ * average (the rest of a tick costs about as much), with a 50 ms allowance up front (about
+ * 1,000 threads' worth, so most programs never notice). A chosen thread over the ration is
+ * counted as missed ("rationed") and gets its turn at a later tick. */
 #define FIRST_LOOK_SHARE 100 /* 1/100 = 1% */
 #define FIRST_LOOK_BURST_NS (50 * 1000000ll)
 static int64_t first_look_tokens = FIRST_LOOK_BURST_NS;

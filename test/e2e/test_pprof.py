@@ -515,7 +515,11 @@ def main(t):
              if diff.get(fn, (0, 0))[0] != d}
     t.check(not wrong, "-diff_base: every function's flat change = folded B - A (gamma_hot %+d, "
             "beta_hot %+d)" % (folded_diff.get("gamma_hot", 0), folded_diff.get("beta_hot", 0)),
-            lambda: "pprof vs folded: %r\n%s" % (wrong, r.stdout))
+            lambda: "pprof vs folded: %r\n%s\nfolded stacks ending there (A, B):\n%s" % (
+                wrong, r.stdout, "\n".join(
+                    "%s %s %r %d" % (run, n, ";".join(f), v)
+                    for run, prof in (("A", folded), ("B", folded_b))
+                    for (n, _, f), v in prof.samples.items() if f and f[-1] in wrong)))
     # The function that got heavier: within exp-beta (--thread), normalized (-normalize
     # scales the base to the same total), so a loaded machine giving the threads different
     # sample counts in the two runs does not matter.

@@ -360,7 +360,7 @@ static int32_t func_at(struct live *L, uint64_t pc, int leaf)
 	int32_t f;
 	if (n < 1)
 		f = (int32_t)intern(L, "(unknown)", "(unknown)");
-	else if (!strcmp(fr[0].module, "libwallprof.so"))
+	else if (wp_frame_is_agent(&fr[0]))
 		f = -1;
 	else
 		f = (int32_t)intern(L, fr[0].function, fr[0].module);

@@ -15,7 +15,9 @@
  *   string so `-tags` lists it readably), and "state" (running/waiting) in wall mode;
  * - one Location per distinct pc (and role: a leaf pc is looked up as is, a return address
  *   at pc-1, so the same address in both roles gives two Locations), with its Mapping and
- *   address; an inline chain is one Location with several Lines, innermost first;
+ *   address; an inline chain is one Location with several Lines, innermost first; the
+ *   agent's own frames (libwallprof.so's EINTR-retrying wrappers) are left out, as in every
+ *   other report, and a stack made only of them is dropped;
  * - Functions by (name, module, file); start_line 0 (not known);
  * - one Mapping per executable module mapping, the main executable first (pprof takes
  *   mapping[0] for the main binary), with the build-id in hex, and has_functions etc. set
@@ -258,12 +260,14 @@ static uint64_t location_id(struct enc *e, uint64_t pc, int leaf)
 		return 0;
 	}
 	le->k = probe.k;
-	le->id = ++e->nlocs;
 	HASH_ADD(hh, e->locs, k, sizeof(le->k), le);
 
 	/* Lines, innermost first, for the pc itself (leaf) or the call at pc-1. */
 	struct wp_frame fr[MAX_INLINE];
 	int n = wp_symbolize(e->r->sym, pc, !leaf, fr, MAX_INLINE);
+	if (n > 0 && wp_frame_is_agent(&fr[0]))
+		return le->id = 0; /* left out of the stacks, as in every other report */
+	le->id = ++e->nlocs;
 	uint64_t fids[MAX_INLINE];
 	for (int i = 0; i < n; i++)
 		fids[i] = function_id(e, &fr[i]);
@@ -447,9 +451,14 @@ int wp_report_pprof(const struct wp_opts *o, const struct wp_profile *p,
 			continue;
 		if (o->thread && !wp_thread_matches(p, s->tid, o->thread))
 			continue;
-		uint32_t n = s->nframes < WP_MAX_FRAMES ? s->nframes : WP_MAX_FRAMES;
-		for (uint32_t j = 0; j < n; j++)
-			locids[j] = location_id(&e, s->pcs[j], j == 0);
+		uint32_t n = 0;
+		for (uint32_t j = 0; j < s->nframes && n < WP_MAX_FRAMES; j++) {
+			uint64_t id = location_id(&e, s->pcs[j], j == 0);
+			if (id)
+				locids[n++] = id; /* 0: the agent's own frame (or out of memory) */
+		}
+		if (!n)
+			continue;
 		struct buf sample = { 0 };
 		/* location_id = 1 (leaf first, as in the file), value = 2, label = 3 */
 		b_packed(&sample, 1, locids, n, &e.tmp);

@@ -110,9 +110,7 @@ static struct pc_memo *frames_of(struct wp_resolved *r, const struct wp_profile 
 	int n = wp_symbolize(r->sym, pc, !leaf, fr, MAX_INLINE);
 	if (n < 1)
 		n = 0;
-	/* The agent's own frames (its EINTR-retrying wrappers around nanosleep, poll...) are
-	 * not the program's: leave them out, as if the program had called libc directly. */
-	if (n > 0 && !strcmp(fr[0].module, "libwallprof.so"))
+	if (n > 0 && wp_frame_is_agent(&fr[0]))
 		n = 0;
 	for (int i = 0; i < n; i++) {
 		m->frames[i].func = intern(r, &fr[i], kind_of(p, pc, &fr[i]));

@@ -5,6 +5,7 @@
 #define WP_SYMBOLIZE_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "../common/profile.h"
 
@@ -22,6 +23,13 @@ struct wp_frame {
 	const char *module;   /* basename of the module, "(unknown)" when outside every module */
 	uint64_t module_offset; /* pc's offset in the module file (ELF virtual address) */
 };
+
+/* Whether a frame is the agent's own (its EINTR-retrying wrappers around nanosleep, poll...):
+ * every report leaves those out, as if the program had called libc directly. */
+static inline int wp_frame_is_agent(const struct wp_frame *f)
+{
+	return !strcmp(f->module, "libwallprof.so");
+}
 
 struct wp_symbolizer *wp_symbolizer_new(const struct wp_profile *p);
 void wp_symbolizer_free(struct wp_symbolizer *s);

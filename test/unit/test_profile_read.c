@@ -21,45 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "common/profile.h"
-
-/* ---- tiny harness ---- */
-
-static unsigned n_passed, n_failed;
-
-#define CHECK(cond)                                                                           \
-	do {                                                                                  \
-		if (cond) {                                                                   \
-			n_passed++;                                                           \
-		} else {                                                                      \
-			n_failed++;                                                           \
-			fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond);    \
-		}                                                                             \
-	} while (0)
-
-#define CHECK_EQ_U(a, b)                                                                      \
-	do {                                                                                  \
-		uint64_t a_ = (uint64_t)(a), b_ = (uint64_t)(b);                              \
-		if (a_ == b_) {                                                               \
-			n_passed++;                                                           \
-		} else {                                                                      \
-			n_failed++;                                                           \
-			fprintf(stderr, "%s:%d: FAILED: %s == %s (%" PRIu64 " != %" PRIu64 ")\n",  \
-				__FILE__, __LINE__, #a, #b, a_, b_);                          \
-		}                                                                             \
-	} while (0)
-
-#define CHECK_STR(a, b)                                                                       \
-	do {                                                                                  \
-		const char *a_ = (a), *b_ = (b);                                              \
-		if (a_ && b_ && strcmp(a_, b_) == 0) {                                        \
-			n_passed++;                                                           \
-		} else {                                                                      \
-			n_failed++;                                                           \
-			fprintf(stderr, "%s:%d: FAILED: %s == \"%s\" (got \"%s\")\n", __FILE__, \
-				__LINE__, #a, b_ ? b_ : "(null)", a_ ? a_ : "(null)");        \
-		}                                                                             \
-	} while (0)
 
 /* ---- profile builder ---- */
 
@@ -333,7 +296,7 @@ static void expect_err_at(const uint8_t *d, size_t len, const char *want, int li
 	errbuf[0] = 0;
 	int rc = wp_profile_parse(d, len, &p, errbuf, sizeof errbuf);
 	if (rc != -1 || p != NULL) {
-		n_failed++;
+		failed++;
 		fprintf(stderr, "%s:%d: FAILED: expected error \"%s\", parse returned %d\n",
 			__FILE__, line, want, rc);
 		if (rc == 0)
@@ -341,12 +304,12 @@ static void expect_err_at(const uint8_t *d, size_t len, const char *want, int li
 		return;
 	}
 	if (!strstr(errbuf, want)) {
-		n_failed++;
+		failed++;
 		fprintf(stderr, "%s:%d: FAILED: expected error \"%s\", got \"%s\"\n", __FILE__,
 			line, want, errbuf);
 		return;
 	}
-	n_passed++;
+	passed++;
 }
 #define EXPECT_ERR(b, want) expect_err_at((b)->d, (b)->len, (want), __LINE__)
 
@@ -742,9 +705,9 @@ static void test_truncation(void)
 					 name, at);
 			}
 		}
-		unsigned before = n_failed;
+		int before = failed;
 		expect_err_at(b.d, len, want, __LINE__);
-		if (n_failed != before && ++bad > 5) {
+		if (failed != before && ++bad > 5) {
 			fprintf(stderr, "(stopping the truncation test after 5 failures)\n");
 			break;
 		}
@@ -1365,6 +1328,6 @@ int main(int argc, char **argv)
 	test_performance();
 
 	rmdir(tmpdir);
-	printf("%u passed, %u failed\n", n_passed, n_failed);
-	return n_failed ? 1 : 0;
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
 }

@@ -27,45 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "cli/symbolize.h"
-
-/* ---- tiny harness ---- */
-
-static unsigned n_passed, n_failed;
-
-#define CHECK(cond)                                                                           \
-	do {                                                                                  \
-		if (cond) {                                                                   \
-			n_passed++;                                                           \
-		} else {                                                                      \
-			n_failed++;                                                           \
-			fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond);    \
-		}                                                                             \
-	} while (0)
-
-#define CHECK_STR(a, b)                                                                       \
-	do {                                                                                  \
-		const char *a_ = (a), *b_ = (b);                                              \
-		if (a_ && b_ && !strcmp(a_, b_)) {                                            \
-			n_passed++;                                                           \
-		} else {                                                                      \
-			n_failed++;                                                           \
-			fprintf(stderr, "%s:%d: FAILED: %s == %s (\"%s\" != \"%s\")\n", __FILE__, \
-				__LINE__, #a, #b, a_ ? a_ : "(null)", b_ ? b_ : "(null)");    \
-		}                                                                             \
-	} while (0)
-
-#define CHECK_INT(a, b)                                                                       \
-	do {                                                                                  \
-		long long a_ = (long long)(a), b_ = (long long)(b);                           \
-		if (a_ == b_) {                                                               \
-			n_passed++;                                                           \
-		} else {                                                                      \
-			n_failed++;                                                           \
-			fprintf(stderr, "%s:%d: FAILED: %s == %s (%lld != %lld)\n", __FILE__,     \
-				__LINE__, #a, #b, a_, b_);                                    \
-		}                                                                             \
-	} while (0)
 
 static int ends_with(const char *s, const char *suffix)
 {
@@ -1137,6 +1100,6 @@ int main(int argc, char **argv)
 	char cmd[256];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
 	run(cmd);
-	printf("%u passed, %u failed\n", n_passed, n_failed);
-	return n_failed ? 1 : 0;
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
 }

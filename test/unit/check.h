@@ -1,6 +1,6 @@
 /* The unit tests' assertions: they count passes and failures and print each failure with its
- * place, the condition and, when given, a message, so a run reports every broken check, not
- * just the first. Each test ends with `return failed ? 1 : 0;`.
+ * place, what was checked and, when given, a message, so a run reports every broken check,
+ * not just the first. Each test ends with `return failed ? 1 : 0;`.
  *
  *   CHECK(cond) or CHECK(cond, fmt, ...)
  *   CHECK_EQ_U(a, b)   unsigned 64-bit equality, both values printed on failure
@@ -11,54 +11,57 @@
 #define WP_TEST_CHECK_H
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 static int passed, failed;
 
-#define CHECK_RESULT_(ok, ...)                                                  \
-	do {                                                                    \
-		if (ok) {                                                       \
-			passed++;                                               \
-		} else {                                                        \
-			failed++;                                               \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);    \
-			fprintf(stderr, __VA_ARGS__);                           \
-			fputc('\n', stderr);                                    \
-		}                                                               \
+/* CHECK without a message passes an empty format, which is what it means here. */
+#pragma GCC diagnostic ignored "-Wformat-zero-length"
+
+__attribute__((format(printf, 5, 6))) static inline void check_(int ok, const char *file,
+								  int line, const char *what,
+								  const char *fmt, ...)
+{
+	if (ok) {
+		passed++;
+		return;
+	}
+	failed++;
+	fprintf(stderr, "FAIL %s:%d: %s", file, line, what);
+	if (*fmt) {
+		va_list ap;
+		va_start(ap, fmt);
+		fputs(": ", stderr);
+		vfprintf(stderr, fmt, ap);
+		va_end(ap);
+	}
+	fputc('\n', stderr);
+}
+
+/* The message, when given, is a string literal: "" in front of it makes one format either way. */
+#define CHECK(cond, ...) check_(!!(cond), __FILE__, __LINE__, #cond, "" __VA_ARGS__)
+
+#define CHECK_EQ_U(a, b)                                                                    \
+	do {                                                                                \
+		uint64_t a_ = (uint64_t)(a), b_ = (uint64_t)(b);                            \
+		check_(a_ == b_, __FILE__, __LINE__, #a " == " #b, "%" PRIu64 " != %" PRIu64, \
+		       a_, b_);                                                             \
 	} while (0)
 
-#define CHECK(cond, ...)                                                                \
-	do {                                                                            \
-		if (cond) {                                                             \
-			passed++;                                                       \
-		} else {                                                                \
-			failed++;                                                       \
-			fprintf(stderr, "FAIL %s:%d: %s", __FILE__, __LINE__, #cond);   \
-			__VA_OPT__(fputs(": ", stderr); fprintf(stderr, __VA_ARGS__);)  \
-			fputc('\n', stderr);                                            \
-		}                                                                       \
+#define CHECK_INT(a, b)                                                                     \
+	do {                                                                                \
+		long long a_ = (long long)(a), b_ = (long long)(b);                         \
+		check_(a_ == b_, __FILE__, __LINE__, #a " == " #b, "%lld != %lld", a_, b_); \
 	} while (0)
 
-#define CHECK_EQ_U(a, b)                                                                  \
-	do {                                                                              \
-		uint64_t a_ = (uint64_t)(a), b_ = (uint64_t)(b);                          \
-		CHECK_RESULT_(a_ == b_, "%s == %s (%" PRIu64 " != %" PRIu64 ")", #a, #b, a_, \
-			      b_);                                                        \
-	} while (0)
-
-#define CHECK_INT(a, b)                                                                   \
-	do {                                                                              \
-		long long a_ = (long long)(a), b_ = (long long)(b);                       \
-		CHECK_RESULT_(a_ == b_, "%s == %s (%lld != %lld)", #a, #b, a_, b_);       \
-	} while (0)
-
-#define CHECK_STR(a, b)                                                                   \
-	do {                                                                              \
-		const char *a_ = (a), *b_ = (b);                                          \
-		CHECK_RESULT_(a_ && b_ && !strcmp(a_, b_), "%s == %s (\"%s\" != \"%s\")", #a, \
-			      #b, a_ ? a_ : "(null)", b_ ? b_ : "(null)");                \
+#define CHECK_STR(a, b)                                                                     \
+	do {                                                                                \
+		const char *a_ = (a), *b_ = (b);                                            \
+		check_(a_ && b_ && !strcmp(a_, b_), __FILE__, __LINE__, #a " == " #b,       \
+		       "\"%s\" != \"%s\"", a_ ? a_ : "(null)", b_ ? b_ : "(null)");         \
 	} while (0)
 
 #endif

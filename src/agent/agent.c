@@ -23,6 +23,7 @@
 #include "clock.h"
 #include "config.h"
 #include "eintr.h"
+#include "fds.h"
 #include "handshake.h"
 #include "log.h"
 #include "modules.h"
@@ -104,28 +105,107 @@ static int worth_writing(void)
 	return root || wp_stats.samples > 0;
 }
 
+/* Where the profile goes when out_path cannot be written: the temporary directory, same name. */
+static char fallback_path[PATH_MAX];
+
+/* The directory part of `path` is one we may create files in. */
+static int dir_writable(const char *path, int *err)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		wp_format(dir, sizeof(dir), ".");
+	else if (slash == path)
+		wp_format(dir, sizeof(dir), "/");
+	else if (wp_format(dir, sizeof(dir), "%s", path) > (size_t)(slash - path))
+		dir[slash - path] = 0;
+	if (access(dir, W_OK | X_OK) == 0)
+		return 1;
+	*err = errno;
+	return 0;
+}
+
+/* ${TMPDIR:-/tmp}/<the file name of out_path>. */
+static void make_fallback(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	const char *base = strrchr(out_path, '/');
+	base = base ? base + 1 : out_path;
+	wp_format(fallback_path, sizeof(fallback_path), "%s/%s", tmp && *tmp ? tmp : "/tmp", base);
+}
+
+/* Checked at start, so the user hears at once, not after the run, that the profile cannot go
+ * where they asked; the samples then go to the temporary directory, named in the line. */
+static void check_out_path(void)
+{
+	int err = 0;
+	if (dir_writable(out_path, &err))
+		return;
+	make_fallback();
+	int err2 = 0;
+	if (dir_writable(fallback_path, &err2)) {
+		wp_log("cannot write the profile to %s (%s); it goes to %s instead", out_path,
+		       strerror(err), fallback_path);
+		wp_format(out_path, sizeof(out_path), "%s", fallback_path);
+	} else {
+		wp_log("cannot write the profile to %s (%s), nor to %s (%s); it will be lost", out_path,
+		       strerror(err), fallback_path, strerror(err2));
+	}
+}
+
+/* Writes the profile to out_path, or, when that fails now (its directory went away), to the
+ * temporary directory, saying where. */
+static int write_profile(const char *extra)
+{
+	int r = wp_writer_write(out_path, extra);
+	if (r == 0 || r == -EBUSY)
+		return r;
+	make_fallback();
+	if (strcmp(fallback_path, out_path) && wp_writer_write(fallback_path, extra) == 0) {
+		wp_log("cannot write %s (%s); the profile was written to %s instead", out_path,
+		       strerror(-r), fallback_path);
+		wp_format(out_path, sizeof(out_path), "%s", fallback_path);
+		return 0;
+	}
+	wp_log("cannot write %s (%s); the profile is lost", out_path, strerror(-r));
+	return r;
+}
+
+/* On the sampler thread, every WALLPROF_CHECKPOINT seconds. */
 static void checkpoint(void)
 {
 	if (worth_writing())
-		wp_writer_write(out_path, "checkpoint=1\n");
+		write_profile("checkpoint=1\n");
 }
 
 /* ---- the end: exit, exec, fatal signal ---- */
+
+/* What the last write adds to META, and its result. */
+static const char *final_extra;
+static int final_result;
+
+/* The final write, after the sampler's last tick: on the sampler thread when it can (its own
+ * descriptor table), else on the caller's. */
+static void write_final(void)
+{
+	refresh_names();
+	final_result = worth_writing() ? write_profile(final_extra) : 1;
+}
 
 static int finish(const char *why)
 {
 	if (!atomic_exchange(&running, 0) || getpid() != owner_pid)
 		return -ESRCH;
-	wp_sampler_stop();
-	refresh_names();
-	if (!worth_writing())
-		return 0;
-	int r = wp_writer_write(out_path, why);
+	final_extra = why;
+	final_result = 1;
+	wp_sampler_stop(write_final);
+	int r = final_result;
 	if (r == 0 && !cfg.quiet && !(why && !strcmp(why, "exec=1\n")))
-		wp_log("%llu samples from %llu threads (%llu missed) written to %s",
-		       (unsigned long long)wp_stats.samples, (unsigned long long)wp_threads_seen(),
-		       (unsigned long long)wp_stats_missed_total(), out_path);
-	return r;
+		wp_log_summary("%llu samples from %llu threads (%llu missed) written to %s",
+			       (unsigned long long)wp_stats.samples,
+			       (unsigned long long)wp_threads_seen(),
+			       (unsigned long long)wp_stats_missed_total(), out_path);
+	return r > 0 ? 0 : r;
 }
 
 /* Runs inside a fatal signal handler: async-signal-safe only (the writer is). */
@@ -133,14 +213,17 @@ static void flush_on_signal(int sig)
 {
 	if (!atomic_exchange(&running, 0) || getpid() != owner_pid)
 		return;
-	wp_sampler_stop_async(500 * 1000000ull);
-	if (!worth_writing())
-		return;
-	char extra[48];
+	static char extra[48];
 	wp_format(extra, sizeof(extra), "died_of_signal=%d\n", sig);
-	if (wp_writer_write(out_path, extra) == 0 && !cfg.quiet)
-		wp_log("dying of signal %d: %llu samples written to %s", sig,
-		       (unsigned long long)wp_stats.samples, out_path);
+	final_extra = extra;
+	final_result = 1;
+	if (wp_sampler_stop_async(500 * 1000000ull, write_final) != 0) {
+		/* The sampler could not do it: here, then (names as last read). */
+		final_result = worth_writing() ? write_profile(extra) : 1;
+	}
+	if (final_result == 0 && !cfg.quiet)
+		wp_log_summary("dying of signal %d: %llu samples written to %s", sig,
+			       (unsigned long long)wp_stats.samples, out_path);
 }
 
 /* ---- start ---- */
@@ -176,6 +259,20 @@ static void keep_previous_image(void)
 	}
 }
 
+/* Set when this image may find an earlier image's profile at its path (first start only). */
+static int previous_image_check;
+
+/* On the sampler thread before its first tick: what needs files or /proc is done there, on
+ * the agent's own descriptor table. */
+static void on_sampler_start(void)
+{
+	build_meta();
+	if (previous_image_check) {
+		previous_image_check = 0;
+		keep_previous_image();
+	}
+}
+
 static int start(void)
 {
 	int e;
@@ -183,8 +280,8 @@ static int start(void)
 		wp_log("WALLPROF_OUT is too long once expanded; profiling is off for this run");
 		return -ENAMETOOLONG;
 	}
-	build_meta();
-	if ((e = wp_sampler_start(&cfg)) != 0) {
+	check_out_path();
+	if ((e = wp_sampler_start(&cfg, on_sampler_start)) != 0) {
 		wp_log("cannot start the sampler thread (%s); profiling is off", strerror(-e));
 		return e;
 	}
@@ -205,7 +302,9 @@ static void atfork_child(void)
 	is_fork_child = 1;
 	if (!cfg.root_pid)
 		cfg.root_pid = owner_pid; /* the parent owns the plain file name */
+	wp_log_forked();
 	wp_sampler_forget();
+	wp_fds_forget(); /* the parent's private table stayed with the parent's sampler */
 	start();
 }
 
@@ -225,8 +324,7 @@ int wp_agent_begin(const struct wp_config *c)
 			wp_log("cannot start (%s); profiling is off for this run", strerror(-e));
 			return e;
 		}
-		if (wp_config_out_path(&cfg, (int)getpid(), out_path, sizeof(out_path)) == 0)
-			keep_previous_image();
+		previous_image_check = 1;
 		wp_signals_install_fatal(flush_on_signal);
 		wp_sampler_atfork();
 		pthread_atfork(NULL, NULL, atfork_child);
@@ -243,16 +341,27 @@ int wp_agent_end(void)
 	return finish(NULL);
 }
 
+/* wallprof_flush, on the sampler thread between two ticks. */
+struct flush_job {
+	const char *path;
+	int result;
+};
+
+static void flush_now(void *arg)
+{
+	struct flush_job *j = arg;
+	refresh_names();
+	j->result = wp_writer_write(j->path, "flush=1\n");
+}
+
 /* Writes the profile so far, sampling on (wallprof_flush). */
 int wp_agent_flush(const char *path)
 {
 	if (!atomic_load(&running) || getpid() != owner_pid)
 		return -ESRCH;
-	wp_sampler_pause();
-	refresh_names();
-	int r = wp_writer_write(path ? path : out_path, "flush=1\n");
-	wp_sampler_resume();
-	return r;
+	struct flush_job j = { path ? path : out_path, -EIO };
+	int r = wp_sampler_call(flush_now, &j, 10000 * 1000000ull);
+	return r ? r : j.result;
 }
 
 /* Preloaded, the agent samples from the start; linked into a program, it waits for
@@ -265,6 +374,7 @@ static int preloaded(void)
 
 __attribute__((constructor)) static void wallprof_agent_init(void)
 {
+	wp_log_init(getenv);
 	wp_eintr_init();
 	wp_sigmask_init();
 	struct wp_config c;

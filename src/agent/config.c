@@ -35,19 +35,10 @@ int wp_config_load(struct wp_config *cfg, char *(*getenv_fn)(const char *))
 	cfg->mode = WP_MODE_WALL;
 	cfg->hz = WP_DEFAULT_HZ;
 	cfg->threads = WP_DEFAULT_THREADS;
-	cfg->log_fd = -1;
-	cfg->progress_fd = -1;
 	cfg->checkpoint_s = WP_DEFAULT_CHECKPOINT_S;
 	cfg->autostart = -1;
 	strcpy(cfg->out, WP_DEFAULT_OUT);
 
-	/* The log descriptor first, so complaints about the rest go where the CLI wants them. */
-	if ((v = getenv_fn("WALLPROF_LOG_FD")) && parse_int(v, 0, 1 << 20, &cfg->log_fd) == 0)
-		wp_log_set_fd(cfg->log_fd);
-
-	/* Set by the CLI, not by people: a bad value just means no progress lines. */
-	if ((v = getenv_fn("WALLPROF_PROGRESS_FD")) && parse_int(v, 3, 1 << 20, &cfg->progress_fd))
-		cfg->progress_fd = -1;
 	cfg->checkpoint_s = WP_DEFAULT_CHECKPOINT_S;
 	cfg->autostart = -1;
 

@@ -23,8 +23,6 @@ struct wp_config {
 	int checkpoint_s;     /* WALLPROF_CHECKPOINT: seconds between checkpoints, 0 = none */
 	int root_pid;         /* WALLPROF_ROOT_PID (set by the CLI): whose file WALLPROF_OUT is */
 	int autostart;        /* WALLPROF_AUTOSTART: 1/0; -1 = when preloaded, not when linked */
-	int log_fd;           /* where the agent's lines go; -1 = stderr */
-	int progress_fd;      /* WALLPROF_PROGRESS_FD, set by the CLI; -1 = none */
 	/* Test hooks (WALLPROF_TEST=signal-all,no-retry,tight-ration): make the sampler signal
 	 * every chosen thread, make the EINTR interposers pass EINTR through, or shrink the
 	 * first-look ration (0.1% of a core, a 100 µs allowance), so the tests can show that each

@@ -1,15 +1,155 @@
 #include "log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-static int log_fd = 2;
+#include "fds.h"
 
-void wp_log_set_fd(int fd)
+/* ---- where lines may go (decided once, in the constructor) ---- */
+
+static int under_command;   /* started by `wallprof` (WALLPROF_ROOT_PID is set) */
+static int user_process;    /* the process the user started, not one it ran or forked */
+static struct wp_fd_id stderr_id; /* fd 2 as the process started */
+static int chan_fd = -1;    /* the command's channel, in the root process only */
+static struct wp_fd_id chan_id;
+static _Atomic int chan_private; /* 1 once it lives in the agent's own table only */
+
+static long small_number(const char *s)
 {
-	log_fd = fd;
+	long v = 0;
+	if (!s || !*s)
+		return -1;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9' || v > (1L << 30))
+			return -1;
+		v = v * 10 + (*s - '0');
+	}
+	return v;
 }
+
+/* Whether `buf` (NUL-separated NAME=VALUE entries) has LD_PRELOAD naming libwallprof. */
+static int env_preloads_us(const char *buf, size_t n)
+{
+	for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
+		if (!strncmp(buf + i, "LD_PRELOAD=", 11) && strstr(buf + i, "libwallprof"))
+			return 1;
+	return 0;
+}
+
+/* A process whose parent was started with the agent preloaded is one the user's program ran
+ * (a shell's commands, a build's compilers): it keeps quiet. Unreadable: assume the user's. */
+static int parent_is_profiled(void)
+{
+	static char env[32768];
+	char path[40];
+	wp_format(path, sizeof(path), "/proc/%d/environ", (int)getppid());
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, env, sizeof(env) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	env[n] = 0;
+	return env_preloads_us(env, (size_t)n);
+}
+
+void wp_log_init(char *(*getenv_fn)(const char *))
+{
+	wp_fds_identify(2, &stderr_id);
+	long root = small_number(getenv_fn("WALLPROF_ROOT_PID"));
+	under_command = root > 0;
+	user_process = !under_command && !parent_is_profiled();
+	long fd = small_number(getenv_fn("WALLPROF_PROGRESS_FD"));
+	struct stat st;
+	/* Only in the process the command ran, and only a pipe: in any other process that number
+	 * may be one of the program's own descriptors. */
+	if (under_command && root == (long)getpid() && fd > 2 && fstat((int)fd, &st) == 0 &&
+	    S_ISFIFO(st.st_mode)) {
+		chan_fd = (int)fd;
+		int fl = fcntl(chan_fd, F_GETFL);
+		if (fl >= 0)
+			fcntl(chan_fd, F_SETFL, fl | O_NONBLOCK); /* a reader that stops never stalls us */
+		fcntl(chan_fd, F_SETFD, FD_CLOEXEC);
+		wp_fds_identify(chan_fd, &chan_id);
+	}
+}
+
+void wp_log_forked(void)
+{
+	user_process = 0;
+	chan_fd = -1;
+	atomic_store(&chan_private, 0);
+}
+
+int wp_log_channel_fd(void)
+{
+	return chan_fd;
+}
+
+void wp_log_channel_handover(int private_table)
+{
+	if (chan_fd < 0 || !private_table)
+		return;
+	wp_log_forward(); /* what the constructor said so far, while both copies exist */
+	close(chan_fd); /* the program's copy; the agent's table keeps its own */
+	atomic_store(&chan_private, 1);
+}
+
+/* Whether this thread can write to the channel: the program's copy before the hand-over,
+ * the agent's own after it. */
+static int channel_reachable(void)
+{
+	if (chan_fd < 0)
+		return 0;
+	if (atomic_load(&chan_private))
+		return wp_fds_on_private_table();
+	/* in the program's table: only while that number still names our pipe */
+	return wp_fds_still_ours(chan_fd, &chan_id);
+}
+
+static void write_all(int fd, const char *s, size_t n)
+{
+	int saved = errno;
+	for (size_t off = 0; off < n;) {
+		ssize_t k = write(fd, s + off, n - off);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		off += (size_t)k;
+	}
+	errno = saved;
+}
+
+void wp_log_channel_write(const char *line, size_t n)
+{
+	if (channel_reachable())
+		write_all(chan_fd, line, n);
+}
+
+/* Whether fd 2 (in the program's table) is still the stderr the process started with. From
+ * the agent's own table, ask /proc: its fd 2 is a copy taken when it was made. */
+static int stderr_unchanged(void)
+{
+	struct stat st;
+	int r = wp_fds_on_private_table() ? stat("/proc/self/fd/2", &st) : fstat(2, &st);
+	return stderr_id.valid && r == 0 && st.st_dev == stderr_id.dev &&
+	       st.st_ino == stderr_id.ino;
+}
+
+static void to_stderr(const char *line, size_t n)
+{
+	if (!under_command && user_process && stderr_unchanged())
+		write_all(2, line, n);
+}
+
+/* ---- formatting ---- */
 
 struct out {
 	char *buf;
@@ -99,26 +239,88 @@ size_t wp_format(char *buf, size_t cap, const char *fmt, ...)
 	return o.len;
 }
 
+
+/* ---- warnings kept for the profile and the command ---- */
+
+#define NMSG 16
+#define MSG_LEN 400
+static struct {
+	_Atomic int ready; /* 1 once text is complete */
+	_Atomic int sent;  /* 1 once the command has it */
+	char text[MSG_LEN];
+} msgs[NMSG];
+static _Atomic unsigned nmsgs;
+
+static void keep(const char *line, size_t n)
+{
+	unsigned i = atomic_fetch_add(&nmsgs, 1);
+	if (i >= NMSG)
+		return;
+	if (n >= MSG_LEN)
+		n = MSG_LEN - 1;
+	memcpy(msgs[i].text, line, n);
+	msgs[i].text[n] = 0;
+	atomic_store(&msgs[i].ready, 1);
+}
+
+void wp_log_forward(void)
+{
+	if (!channel_reachable())
+		return;
+	unsigned n = atomic_load(&nmsgs);
+	for (unsigned i = 0; i < n && i < NMSG; i++) {
+		if (!atomic_load(&msgs[i].ready) || atomic_exchange(&msgs[i].sent, 1))
+			continue;
+		char line[MSG_LEN + 16];
+		size_t len = wp_format(line, sizeof(line), "message=%s\n", msgs[i].text);
+		write_all(chan_fd, line, len);
+	}
+}
+
+size_t wp_log_meta(char *buf, size_t cap)
+{
+	size_t len = 0;
+	unsigned n = atomic_load(&nmsgs);
+	for (unsigned i = 0; i < n && i < NMSG && cap; i++)
+		if (atomic_load(&msgs[i].ready))
+			len += wp_format(buf + len, cap - len, "message_%u=%s\n", i + 1, msgs[i].text);
+	return len;
+}
+
+/* "wallprof: " + the formatted text, without the newline. */
+static size_t line_of(char *line, size_t cap, const char *fmt, va_list ap)
+{
+	struct out o = { line, cap - 1, 0 };
+	for (const char *prefix = "wallprof: "; *prefix; prefix++)
+		put(&o, *prefix);
+	vformat(&o, fmt, ap);
+	return o.len;
+}
+
 void wp_log(const char *fmt, ...)
 {
 	char line[512];
-	struct out o = { line, sizeof(line) - 1, 0 };
 	int saved = errno;
 	va_list ap;
-	const char *prefix = "wallprof: ";
-	while (*prefix)
-		put(&o, *prefix++);
 	va_start(ap, fmt);
-	vformat(&o, fmt, ap);
+	size_t n = line_of(line, sizeof(line) - 1, fmt, ap);
 	va_end(ap);
-	line[o.len++] = '\n';
-	for (size_t off = 0; off < o.len;) {
-		ssize_t n = write(log_fd, line + off, o.len - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		off += (size_t)n;
-	}
+	keep(line + 10, n - 10);
+	wp_log_forward();
+	line[n++] = '\n';
+	to_stderr(line, n);
+	errno = saved;
+}
+
+void wp_log_summary(const char *fmt, ...)
+{
+	char line[512];
+	int saved = errno;
+	va_list ap;
+	va_start(ap, fmt);
+	size_t n = line_of(line, sizeof(line) - 1, fmt, ap);
+	va_end(ap);
+	line[n++] = '\n';
+	to_stderr(line, n);
 	errno = saved;
 }

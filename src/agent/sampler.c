@@ -18,6 +18,7 @@
 
 #include "../common/format.h"
 #include "clock.h"
+#include "fds.h"
 #include "handshake.h"
 #include "log.h"
 #include "modules.h"
@@ -552,38 +553,140 @@ static void tick_cpu(uint64_t now)
 	cursor = n ? (cursor + polls) % n : 0;
 }
 
-/* Progress for the CLI: one short line every half second on WALLPROF_PROGRESS_FD (a pipe on
- * a high descriptor). Non-blocking: a reader that stopped reading never stalls the sampler. */
-static int progress_fd = -1;
+/* Progress for the CLI: one short line every half second through the command's channel
+ * (log.c), with any warning the command has not had yet. Non-blocking: a reader that
+ * stopped reading never stalls the sampler. */
 static uint64_t progress_next;
 
 static void progress(uint64_t now)
 {
-	if (progress_fd < 0 || now < progress_next)
+	if (wp_log_channel_fd() < 0 || now < progress_next)
 		return;
 	progress_next = now + 500 * 1000000ull;
 	char line[96];
 	size_t n = wp_format(line, sizeof(line), "samples=%llu threads=%llu\n",
 			     (unsigned long long)wp_stats.samples,
 			     (unsigned long long)wp_threads_seen());
-	if (write(progress_fd, line, n) < 0 && errno != EAGAIN)
-		progress_fd = -1; /* closed by the program or the reader: stop trying */
+	wp_log_channel_write(line, n);
+	wp_log_forward();
 }
 
+/* stop_word's bits: the loop ends on STOP; JOB wakes it for work handed over (below). */
+#define STOP 1u
+#define JOB 2u
+
+/* ---- work done on the sampler thread for others ----
+ * Profile files are written, and /proc read, only by the agent's own threads, so that every
+ * descriptor the agent opens lives in its own table (fds.h): a file opened on a program
+ * thread would take the lowest free number in the program's table, where a thread of the
+ * program could dup2() over it. One job at a time; callers wait with a deadline. */
+static void (*_Atomic job_fn)(void *);
+static _Atomic int job_busy; /* the one caller whose job is in the slot */
+static void *job_arg;
+static _Atomic uint32_t job_done;
+static void (*_Atomic last_fn)(void); /* run after the last tick, before the thread ends */
+static _Atomic uint32_t last_state;
+#define LAST_RUNNING 1u
+static void (*first_fn)(void); /* run on the sampler thread before its first tick */
+/* 0 until the sampler has its descriptor table; then 2 when private, 1 when shared */
+static _Atomic uint32_t private_word;
+
+static void wake_word(_Atomic uint32_t *w)
+{
+	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1 << 30, NULL, NULL, 0);
+}
+
+/* Waits while *w == seen, until `deadline` (CLOCK_MONOTONIC ns). Returns 1 when it changed.
+ * Async-signal-safe (atomics and futex only). */
+static int wait_word(_Atomic uint32_t *w, uint32_t seen, uint64_t deadline)
+{
+	while (atomic_load(w) == seen) {
+		uint64_t now = wp_now_ns();
+		if (now >= deadline)
+			return 0;
+		uint64_t left = deadline - now;
+		struct timespec ts = { (time_t)(left / 1000000000ull), (long)(left % 1000000000ull) };
+		syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, seen, &ts, NULL, 0);
+	}
+	return 1;
+}
+
+static void run_job(void)
+{
+	void (*fn)(void *) = atomic_exchange(&job_fn, NULL);
+	if (!fn)
+		return;
+	fn(job_arg);
+	atomic_fetch_add(&job_done, 1);
+	wake_word(&job_done);
+}
+
+/* Sleeps until `deadline` (CLOCK_MONOTONIC ns), an absolute wait on the stop word, so that a
+ * stop request ends it at once; a job handed over meanwhile is done, and the sleep goes on. */
 static void sleep_until(uint64_t deadline)
 {
 	struct timespec ts = { (time_t)(deadline / 1000000000ull), (long)(deadline % 1000000000ull) };
-	/* An absolute CLOCK_MONOTONIC wait on the stop word: paced ticks that a stop request
-	 * ends at once. */
-	syscall(SYS_futex, (uint32_t *)&stop_word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, 0, &ts,
-		NULL, FUTEX_BITSET_MATCH_ANY);
+	for (;;) {
+		uint32_t w = atomic_load(&stop_word);
+		if (w & STOP)
+			return;
+		if (w & JOB) {
+			atomic_fetch_and(&stop_word, ~JOB);
+			pthread_mutex_lock(&tick_lock);
+			run_job();
+			pthread_mutex_unlock(&tick_lock);
+			continue;
+		}
+		if (wp_now_ns() >= deadline)
+			return;
+		syscall(SYS_futex, (uint32_t *)&stop_word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, 0,
+			&ts, NULL, FUTEX_BITSET_MATCH_ANY);
+	}
+}
+
+static int on_sampler_thread(void)
+{
+	return syscall(SYS_gettid) == atomic_load(&sampler_tid);
+}
+
+int wp_sampler_call(void (*fn)(void *), void *arg, uint64_t timeout_ns)
+{
+	if (!started || atomic_load(&done_word) || on_sampler_thread())
+		return -ESRCH;
+	uint64_t deadline = wp_now_ns() + timeout_ns;
+	int free_ = 0;
+	while (!atomic_compare_exchange_strong(&job_busy, &free_, 1)) {
+		free_ = 0;
+		if (wp_now_ns() >= deadline)
+			return -EBUSY;
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	uint32_t seen = atomic_load(&job_done);
+	job_arg = arg;
+	atomic_store(&job_fn, fn);
+	atomic_fetch_or(&stop_word, JOB);
+	wake_word(&stop_word);
+	int done = wait_word(&job_done, seen, deadline);
+	/* Not taken in time: withdraw it, unless the sampler took it just now. */
+	if (!done && atomic_exchange(&job_fn, NULL) == NULL)
+		done = wait_word(&job_done, seen, wp_now_ns() + 30000 * 1000000ull);
+	atomic_store(&job_busy, 0);
+	return done ? 0 : -ETIMEDOUT;
 }
 
 static void *run(void *arg)
 {
 	sampler_tid = (int)syscall(SYS_gettid);
+	/* Before anything is opened: a descriptor table of our own (fds.h), keeping the stderr
+	 * the process started with and the command's channel. */
+	int keep[2] = { 2, wp_log_channel_fd() };
+	atomic_store(&private_word, wp_fds_go_private(keep, 2) ? 2 : 1);
+	wake_word(&private_word);
 	prctl(PR_SET_NAME, "wallprof", 0, 0, 0);
 	wp_sigmask_quiet_this_thread(); /* started with every signal blocked */
+	if (first_fn)
+		first_fn();
 	/* The expensive set-up happens here rather than in the constructor, so the program's
 	 * main() is not kept waiting (a shell script starting many short commands would be). */
 	static int ready;
@@ -604,13 +707,13 @@ static void *run(void *arg)
 	wp_threads_refresh(wp_now_ns(), start_ns);
 
 	uint64_t next = wp_now_ns();
-	while (!atomic_load(&stop_word)) {
+	while (!(atomic_load(&stop_word) & STOP)) {
 		/* Jitter of up to +-1/8 interval, mean zero: the rate asked is the rate delivered,
 		 * and ticks do not phase-lock with periodic work in the program. */
 		int64_t j = (int64_t)(next_rand() % (interval_ns / 4 + 1)) - (int64_t)(interval_ns / 8);
 		next += (uint64_t)((int64_t)interval_ns + j);
 		sleep_until(next);
-		if (atomic_load(&stop_word))
+		if (atomic_load(&stop_word) & STOP)
 			break;
 		uint64_t now = wp_now_ns();
 		if (now > next + interval_ns) {
@@ -635,32 +738,47 @@ static void *run(void *arg)
 		}
 		pthread_mutex_unlock(&tick_lock);
 	}
+	run_job(); /* one handed over as the stop came */
 	struct timespec ts;
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
 		atomic_store(&cpu_ns_final, wp_ts_ns(&ts));
+	void (*last)(void) = atomic_exchange(&last_fn, NULL);
+	if (last) {
+		atomic_store(&last_state, LAST_RUNNING);
+		last();
+	}
 	atomic_store(&done_word, 1);
-	syscall(SYS_futex, (uint32_t *)&done_word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1 << 30, NULL,
-		NULL, 0);
+	wake_word(&done_word);
 	return NULL;
 }
 
-int wp_sampler_stop_async(uint64_t timeout_ns)
+/* Asks the loop to end, with `last` to run on the sampler thread after its last tick. */
+static void request_stop(void (*last)(void))
 {
-	if (!started || syscall(SYS_gettid) == atomic_load(&sampler_tid))
+	atomic_store(&last_state, 0);
+	atomic_store(&last_fn, last);
+	atomic_fetch_or(&stop_word, STOP);
+	wake_word(&stop_word);
+}
+
+/* After waiting for the sampler: 1 when it ran `last` (or is running it and finishes within
+ * `more_ns`), 0 when it never took it (the caller runs it). Async-signal-safe. */
+static int last_done(uint64_t more_ns)
+{
+	if (atomic_exchange(&last_fn, NULL))
+		return 0;
+	if (atomic_load(&last_state) == LAST_RUNNING)
+		wait_word(&done_word, 0, wp_now_ns() + more_ns);
+	return 1;
+}
+
+int wp_sampler_stop_async(uint64_t timeout_ns, void (*last)(void))
+{
+	if (!started || atomic_load(&done_word) || on_sampler_thread())
 		return -1;
-	atomic_store(&stop_word, 1);
-	syscall(SYS_futex, (uint32_t *)&stop_word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
-	uint64_t deadline = wp_now_ns() + timeout_ns;
-	while (!atomic_load(&done_word)) {
-		uint64_t now = wp_now_ns();
-		if (now >= deadline)
-			return -1;
-		uint64_t left = deadline - now;
-		struct timespec ts = { (time_t)(left / 1000000000ull), (long)(left % 1000000000ull) };
-		syscall(SYS_futex, (uint32_t *)&done_word, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, 0, &ts,
-			NULL, 0);
-	}
-	return 0;
+	request_stop(last);
+	wait_word(&done_word, 0, wp_now_ns() + timeout_ns);
+	return last_done(5000 * 1000000ull) ? 0 : -1;
 }
 
 /* atfork prepare: wait for the sampler to finish its tick. Bounded, because the thread that
@@ -693,16 +811,6 @@ static void fork_child(void)
 	wp_modules_fork_child();
 }
 
-void wp_sampler_pause(void)
-{
-	pthread_mutex_lock(&tick_lock);
-}
-
-void wp_sampler_resume(void)
-{
-	pthread_mutex_unlock(&tick_lock);
-}
-
 void wp_sampler_atfork(void)
 {
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
@@ -715,6 +823,10 @@ void wp_sampler_forget(void)
 	atomic_store(&done_word, 0);
 	atomic_store(&sampler_tid, 0);
 	atomic_store(&cpu_ns_final, 0);
+	atomic_store(&job_fn, NULL);
+	atomic_store(&job_busy, 0);
+	atomic_store(&last_fn, NULL);
+	atomic_store(&private_word, 0);
 	memset(&wp_stats, 0, sizeof(wp_stats));
 	memset(backoffs, 0, sizeof(backoffs));
 	first_look_tokens = FIRST_LOOK_BURST_NS;
@@ -731,7 +843,7 @@ void wp_sampler_set_checkpoint(void (*fn)(void), uint64_t every_ns)
 	checkpoint_next = wp_now_ns() + every_ns;
 }
 
-int wp_sampler_start(const struct wp_config *c)
+int wp_sampler_start(const struct wp_config *c, void (*first)(void))
 {
 	cfg = *c;
 	atomic_store(&stop_word, 0);
@@ -743,18 +855,8 @@ int wp_sampler_start(const struct wp_config *c)
 	clock_gettime(CLOCK_REALTIME, &rt);
 	start_unix_ns = wp_ts_ns(&rt);
 
-	progress_fd = cfg.progress_fd;
-	if (progress_fd >= 0) {
-		/* Only a pipe opened for us: never write into some unrelated file of the program. */
-		int fl = fcntl(progress_fd, F_GETFL);
-		struct stat st;
-		if (fl < 0 || fstat(progress_fd, &st) != 0 || !S_ISFIFO(st.st_mode))
-			progress_fd = -1;
-		else
-			fcntl(progress_fd, F_SETFL, fl | O_NONBLOCK);
-	}
-
-	wp_threads_open();
+	first_fn = first;
+	atomic_store(&private_word, 0);
 	/* The sampler must never receive the program's signals (a process-directed SIGINT
 	 * landing on our thread would run the program's handler here), so it starts with all
 	 * of them blocked. */
@@ -770,20 +872,42 @@ int wp_sampler_start(const struct wp_config *c)
 	if (e)
 		return -e;
 	started = 1;
+	/* The command's channel moves into the sampler's own table: wait (briefly, bounded)
+	 * until it has one, then close the program's copy. */
+	if (wp_log_channel_fd() >= 0 && wait_word(&private_word, 0, wp_now_ns() + 1000000000ull))
+		wp_log_channel_handover(atomic_load(&private_word) == 2);
 	return 0;
 }
 
-void wp_sampler_stop(void)
+void wp_sampler_stop(void (*last)(void))
 {
-	if (!started)
+	if (!started || atomic_load(&done_word)) {
+		if (started)
+			pthread_join(thread, NULL); /* its loop has ended: returns at once */
+		wp_modules_watch_stop();
+		started = 0;
+		if (last)
+			last();
 		return;
-	atomic_store(&stop_word, 1);
-	syscall(SYS_futex, (uint32_t *)&stop_word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
+	}
+	if (on_sampler_thread()) {
+		/* The sampler itself ends the run: it is on its own table already. */
+		atomic_fetch_or(&stop_word, STOP);
+		wp_modules_watch_stop();
+		if (last)
+			last();
+		return;
+	}
+	request_stop(last);
 	struct timespec ts = wp_realtime_in_ms(2000);
-	if (pthread_timedjoin_np(thread, NULL, &ts) != 0)
+	int joined = pthread_timedjoin_np(thread, NULL, &ts) == 0;
+	int ran = last_done(30000 * 1000000ull);
+	if (!joined && !ran)
 		wp_log("the sampler did not stop within 2 s; writing what it has");
 	wp_modules_watch_stop();
 	started = 0;
+	if (!ran && last)
+		last();
 }
 
 uint64_t wp_sampler_cpu_ns(void)

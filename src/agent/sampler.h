@@ -9,17 +9,21 @@
 
 #include "config.h"
 
-/* Starts the thread (named "wallprof", all signals blocked). Returns 0 or -errno. */
-int wp_sampler_start(const struct wp_config *cfg);
-/* Asks it to stop and waits (bounded). Safe to call when it never started. */
-void wp_sampler_stop(void);
-/* From a signal handler or any thread: asks the sampler to stop and waits (futex, no locks)
- * until its loop has exited or `timeout_ns` passed. Returns 0 when it stopped. Returns at
- * once (nonzero) when called on the sampler thread itself. */
-int wp_sampler_stop_async(uint64_t timeout_ns);
-/* Holds the sampler between two ticks (its tables are then consistent and still). */
-void wp_sampler_pause(void);
-void wp_sampler_resume(void);
+/* Starts the thread (named "wallprof", all signals blocked). Its first act is to take a
+ * descriptor table of its own (fds.h); then it runs `first` (may be NULL) before its first
+ * tick. Returns 0 or -errno. */
+int wp_sampler_start(const struct wp_config *cfg, void (*first)(void));
+/* Asks it to stop and waits (bounded), `last` (may be NULL) running on the sampler thread
+ * after its last tick, so that files are written from the agent's own descriptor table.
+ * When the sampler cannot run it (never started, gone, stuck), `last` runs on the caller's
+ * thread. Called on the sampler thread itself, it runs `last` there and returns. */
+void wp_sampler_stop(void (*last)(void));
+/* The same from a signal handler (futex waits, no locks), waiting at most `timeout_ns` for
+ * the loop to end. Returns 0 when the sampler ran `last`; otherwise the caller should. */
+int wp_sampler_stop_async(uint64_t timeout_ns, void (*last)(void));
+/* Runs fn(arg) on the sampler thread between two ticks and waits for it (bounded). Returns 0,
+ * or -ESRCH when the sampler is not running (or this is the sampler), -EBUSY/-ETIMEDOUT. */
+int wp_sampler_call(void (*fn)(void *), void *arg, uint64_t timeout_ns);
 /* Registers the fork handlers that keep fork from catching the sampler mid-tick. Call before
  * the agent's own atfork child handler is registered (so it runs first in the child). */
 void wp_sampler_atfork(void);

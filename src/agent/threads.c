@@ -13,6 +13,7 @@
 
 #include "../common/format.h"
 #include "clock.h"
+#include "fds.h"
 #include "log.h"
 #include "modules.h"
 
@@ -25,6 +26,7 @@ struct linux_dirent64 {
 };
 
 static int task_fd = -1;
+static struct wp_fd_id task_id; /* to notice the program closing or reusing it (fallback) */
 static pid_t sampler_tid;
 static struct wp_athread *by_tid;      /* every kept thread, uthash by tid */
 static struct wp_athread **live;
@@ -222,19 +224,19 @@ int wp_threads_open(void)
 {
 	if (task_fd >= 0)
 		return 0; /* inherited across fork: /proc/self follows whoever reads it */
+	static int complained;
 	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
-		wp_log("cannot open /proc/self/task (%s): no threads can be listed",
-		       strerror(errno));
-		return -errno;
+		int e = errno;
+		if (!complained++)
+			wp_log("cannot open /proc/self/task (%s): no threads can be listed",
+			       strerror(e));
+		return -e;
 	}
-	/* Keep it on a high number: open() hands out the lowest free descriptor, so holding a
-	 * low one would shift every descriptor number the program sees. */
-	task_fd = fcntl(fd, F_DUPFD_CLOEXEC, 900);
-	if (task_fd >= 0)
-		close(fd);
-	else
-		task_fd = fd;
+	/* On the agent's own table this changes nothing; on the program's (fallback) it goes
+	 * to a high number, where it does not shift the numbers the program gets. */
+	task_fd = wp_fds_hide(fd);
+	wp_fds_identify(task_fd, &task_id);
 	return 0;
 }
 
@@ -247,6 +249,14 @@ int wp_threads_init(pid_t self)
 int wp_threads_refresh(uint64_t now_ns, uint64_t run_start_ns)
 {
 	struct stat st;
+	if (task_fd >= 0 && !wp_fds_still_ours(task_fd, &task_id)) {
+		/* The program closed or reused it (only possible on its table): never touch that
+		 * number again. */
+		task_fd = -1;
+		last_nlink = 0;
+	}
+	if (task_fd < 0)
+		wp_threads_open();
 	if (task_fd < 0 || fstat(task_fd, &st) != 0)
 		return 0;
 	/* A birth or death changes the link count, which one fstat sees. The periodic relist
@@ -304,10 +314,10 @@ void wp_threads_reset(void)
 	last_list_ns = 0;
 	relist_cost_ns = 0;
 	seen_total = 0;
-	/* The inherited descriptor names the PARENT's task directory (/proc/self was resolved
-	 * when it was opened): open the child's own, while it is still single-threaded. */
-	if (task_fd >= 0)
+	/* The child's new sampler opens the child's own task directory (the inherited one names
+	 * the parent's). On the agent's own table the number means nothing here: the table
+	 * stayed with the parent's sampler, and in the child that number may be the program's. */
+	if (task_fd >= 0 && !wp_fds_private())
 		close(task_fd);
 	task_fd = -1;
-	wp_threads_open();
 }

@@ -50,9 +50,7 @@ struct wp_athread {
 	UT_hash_handle hh;
 };
 
-/* Opens /proc/self/task on a high descriptor. Call while the process is still single-threaded
- * (the constructor): growing the descriptor table of a multi-threaded process makes the
- * kernel wait for an RCU grace period, milliseconds. */
+/* Opens /proc/self/task, on the sampler thread (the agent's own descriptor table, fds.h). */
 int wp_threads_open(void);
 /* Lists /proc/self/task (opening it if needed). `self` (the sampler) is never registered. */
 int wp_threads_init(pid_t self);

@@ -110,6 +110,7 @@ static size_t build_meta(const char *extra)
 		       (unsigned long long)wp_stats.window_max_ns,
 		       (unsigned long long)wp_stats.window_n,
 		       (unsigned long long)wp_stats.window_sum_ns);
+	n += wp_log_meta(meta + n, sizeof(meta) - n);
 	if (extra)
 		n += wp_format(meta + n, sizeof(meta) - n, "%s", extra);
 	return n;
@@ -221,11 +222,8 @@ static int write_locked(const char *path, const char *extra)
 		return -ENAMETOOLONG;
 	unlink(tmp); /* ours from an earlier checkpoint; O_EXCL below refuses anything else */
 	out_fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (out_fd < 0) {
-		int e = errno;
-		wp_log("cannot create %s: %s; the profile is lost", tmp, strerror(e));
-		return -e;
-	}
+	if (out_fd < 0)
+		return -errno;
 	used = 0;
 	failed = 0;
 	put(WP_MAGIC, WP_MAGIC_LEN);
@@ -248,7 +246,6 @@ static int write_locked(const char *path, const char *extra)
 		e = errno;
 	if (e) {
 		unlink(tmp);
-		wp_log("cannot write %s: %s; the profile is lost", path, strerror(e));
 		return -e;
 	}
 	return 0;

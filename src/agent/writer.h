@@ -7,8 +7,9 @@
 #ifndef WP_WRITER_H
 #define WP_WRITER_H
 
-/* Extra META lines ("key=value\n"...) may be passed in `extra` (or NULL). Returns 0 or -errno;
- * logs its own failure. */
+/* Extra META lines ("key=value\n"...) may be passed in `extra` (or NULL). Returns 0 or -errno
+ * and says nothing: the caller knows whether a failure loses the profile. Opens a file: call
+ * it on the agent's own descriptor table (the sampler thread) but from the fallback paths. */
 int wp_writer_write(const char *path, const char *extra);
 
 #endif

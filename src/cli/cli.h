@@ -48,9 +48,13 @@ struct wp_opts {
 };
 
 /* Runs opts->cmd under the agent, writing the profile to `profile_path` (filled in, cap
- * bytes). Returns 0 when the program ran (its status in opts->exit_status), or -1 with a
- * message printed. */
+ * bytes). Returns 0 when the program ran (its status in opts->exit_status), -1 with a
+ * message printed, or -2 when the profile path cannot be written (nothing was run). */
 int wp_record(struct wp_opts *opts, char *profile_path, size_t cap);
+/* The agent's warnings received while recording, printed to `to` (when no profile shows them). */
+void wp_record_print_messages(FILE *to);
+/* Whether a profile can be written at `path` (its directory is writable); prints why not. */
+int wp_check_profile_path(const char *path);
 /* The exit code the shell expects for a program's wait status: its
  * code, or (after dying of the same signal, which does not return) 128 + the signal. */
 int wp_exit_like(int status);

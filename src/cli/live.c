@@ -1578,6 +1578,8 @@ int wp_live(struct wp_opts *o)
 		snprintf(L.path, sizeof(L.path), "%s", o->out);
 	else
 		snprintf(L.path, sizeof(L.path), "wallprof.%ld.prof", (long)getpid());
+	if (wp_check_profile_path(L.path) != 0)
+		return 2;
 
 	tty_fd = STDOUT_FILENO;
 	if (isatty(STDIN_FILENO)) {

@@ -240,7 +240,10 @@ static int record_and_report(struct wp_opts *o)
 		o->format = WP_FMT_SVG;
 	if (o->format == WP_FMT_SVG && !o->report_out && isatty(1))
 		return bad("an SVG on a terminal is not readable; redirect it: > profile.svg", NULL);
-	if (wp_record(o, path, sizeof(path)) != 0)
+	int rec = wp_record(o, path, sizeof(path));
+	if (rec == -2)
+		return 2;
+	if (rec != 0)
 		return 1;
 	FILE *out = open_report(o);
 	int rc = 0;
@@ -255,7 +258,10 @@ static int record_and_report(struct wp_opts *o)
 			fprintf(stderr, "wallprof: the program left no profile at %s (it may have cleared "
 					"LD_PRELOAD from its environment, or called _exit before the "
 					"agent's first checkpoint)\n", path);
+		wp_record_print_messages(stderr);
 	} else if (out) {
+		if (o->format != WP_FMT_TEXT)
+			wp_record_print_messages(stderr); /* the text report shows them itself */
 		rc = wp_report_file(o, path, out);
 		if (!o->quiet)
 			fprintf(stderr, "wallprof: profile saved to %s (wallprof --report %s)\n", path,

@@ -1,5 +1,7 @@
 /* Running a program under the agent: LD_PRELOAD, the settings as WALLPROF_* variables, a
- * progress pipe on a high descriptor, and the program's exit status passed back. */
+ * channel on a high descriptor (the agent's progress lines and warnings: the agent moves it
+ * into its own descriptor table at start, so the program never sees it), and the program's
+ * exit status passed back. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -132,6 +134,43 @@ static void forward(int sig)
 	forwarded = sig;
 }
 
+/* The agent's warnings, received through the channel (it never writes to the program's
+ * stderr under the command). The profile keeps them too (META message_N), and the text report
+ * shows them from there; these are for when no profile was written. */
+#define MAX_MESSAGES 16
+static char *messages[MAX_MESSAGES];
+static size_t nmessages;
+
+static void keep_message(const char *m)
+{
+	if (nmessages < MAX_MESSAGES)
+		messages[nmessages++] = strdup(m);
+}
+
+void wp_record_print_messages(FILE *to)
+{
+	for (size_t i = 0; i < nmessages; i++)
+		if (messages[i])
+			fprintf(to, "wallprof: the agent said: %s\n", messages[i]);
+}
+
+int wp_check_profile_path(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	if (access(dir, W_OK | X_OK) == 0)
+		return 0;
+	fprintf(stderr, "wallprof: cannot write the profile to %s: %s: %s (choose another -o)\n",
+		path, dir, strerror(errno));
+	return -1;
+}
+
 static void progress(int fd, int tty, int quiet)
 {
 	static char acc[256];
@@ -149,6 +188,10 @@ static void progress(int fd, int tty, int quiet)
 		}
 		acc[len] = 0;
 		len = 0;
+		if (!strncmp(acc, "message=", 8)) {
+			keep_message(acc + 8);
+			continue;
+		}
 		if (quiet)
 			continue;
 		unsigned long long samples = 0, threads = 0;
@@ -173,6 +216,9 @@ int wp_record(struct wp_opts *o, char *profile_path, size_t cap)
 		snprintf(profile_path, cap, "%s", o->out);
 	else
 		snprintf(profile_path, cap, "wallprof.%ld.prof", (long)getpid());
+	/* Said before the program runs, not after: nothing is lost that way. */
+	if (wp_check_profile_path(profile_path) != 0)
+		return -2;
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC) != 0) {
 		perror("wallprof: pipe");

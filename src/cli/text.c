@@ -368,6 +368,16 @@ static void header(struct text *t)
 		fprintf(t->out, "[FILTER]  --thread=%s: %s of %s samples (%.1f%%)\n", t->o->thread,
 			wp_num(t->total), wp_num(all), pct(t->total, all));
 	}
+	/* what the agent said while it ran (it never writes to the program's stderr under the
+	 * command) */
+	for (int i = 1;; i++) {
+		char key[32];
+		snprintf(key, sizeof(key), "message_%d", i);
+		const char *m = wp_profile_meta(p, key);
+		if (!m)
+			break;
+		wrapped(t->out, "[AGENT]   ", m, (int)strlen(m));
+	}
 	const char *w = wp_symbolizer_warnings(t->r->sym);
 	while (w && *w) {
 		const char *nl = strchr(w, '\n');

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "fds.h"
 #include "handshake.h"
 
 /* The history lives in fixed chunks so published entries never move (a fatal-signal
@@ -465,6 +466,7 @@ static int fork_locked;
 
 static void *watch(void *arg)
 {
+	wp_fds_adopt(); /* started by the sampler: its descriptor table is the agent's own */
 	atomic_store(&watcher_tid, (pid_t)syscall(SYS_gettid));
 	syscall(SYS_futex, (uint32_t *)&watcher_tid, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
 	prctl(PR_SET_NAME, "wallprof-mods", 0, 0, 0);

@@ -1,6 +1,7 @@
 #include "fds.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -55,9 +56,9 @@ static void close_listed(const int *keep, size_t n)
 	closedir(d);
 }
 
-int wp_fds_go_private(const int *keep, size_t n)
+int wp_fds_go_private(const int *keep, size_t n, int allowed)
 {
-	if (unshare(CLONE_FILES) != 0)
+	if (!allowed || unshare(CLONE_FILES) != 0)
 		return 0;
 	on_private = 1;
 	atomic_store(&private_table, 1);
@@ -129,6 +130,34 @@ int wp_fds_still_ours(int fd, const struct wp_fd_id *id)
 		return fd >= 0;
 	return fd >= 0 && id->valid && fstat(fd, &st) == 0 && st.st_dev == id->dev &&
 	       st.st_ino == id->ino;
+}
+
+/* ---- libunwind's pipe ----
+ * libunwind's initialisation opens a pipe it only uses to probe memory when unwinding its own
+ * process, which the agent never does (it unwinds copies through its own accessors). On the
+ * agent's table that pipe is harmless; on the program's (the fallback) it would take the
+ * program's lowest numbers for good, so while the sampler sets libunwind up, pipes it makes
+ * move to high numbers. Every other caller gets libc's pipe2 unchanged. */
+static __thread int hiding_pipes __attribute__((tls_model("initial-exec")));
+
+void wp_fds_hide_new_pipes(int on)
+{
+	hiding_pipes = on && !on_private;
+}
+
+__attribute__((visibility("default"))) int pipe2(int fds[2], int flags)
+{
+	static int (*real)(int[2], int);
+	if (!real && !(real = (int (*)(int[2], int))dlsym(RTLD_NEXT, "pipe2"))) {
+		errno = ENOSYS;
+		return -1;
+	}
+	int r = real(fds, flags);
+	if (r == 0 && hiding_pipes) {
+		fds[0] = wp_fds_hide(fds[0]);
+		fds[1] = wp_fds_hide(fds[1]);
+	}
+	return r;
 }
 
 void wp_fds_forget(void)

@@ -22,8 +22,12 @@
 /* On the sampler thread, before it opens anything: gives this thread (and the threads it
  * creates) a descriptor table of its own, then closes every copy of the program's descriptors
  * in it except `keep[0..n)` (the original stderr, the command's channel). Returns 1 when the
- * table is private, 0 when the fallback applies. */
-int wp_fds_go_private(const int *keep, size_t n);
+ * table is private, 0 when the fallback applies (or `allowed` is 0: a test hook). */
+int wp_fds_go_private(const int *keep, size_t n, int allowed);
+
+/* While on (on the calling thread, in the fallback only): pipes made by pipe2 go to high
+ * numbers. The sampler turns it on around libunwind's set-up, which makes one. */
+void wp_fds_hide_new_pipes(int on);
 
 /* On a thread the sampler created (the watcher): it shares the sampler's table. */
 void wp_fds_adopt(void);

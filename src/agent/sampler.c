@@ -681,7 +681,7 @@ static void *run(void *arg)
 	/* Before anything is opened: a descriptor table of our own (fds.h), keeping the stderr
 	 * the process started with and the command's channel. */
 	int keep[2] = { 2, wp_log_channel_fd() };
-	atomic_store(&private_word, wp_fds_go_private(keep, 2) ? 2 : 1);
+	atomic_store(&private_word, wp_fds_go_private(keep, 2, !cfg.test_no_unshare) ? 2 : 1);
 	wake_word(&private_word);
 	prctl(PR_SET_NAME, "wallprof", 0, 0, 0);
 	wp_sigmask_quiet_this_thread(); /* started with every signal blocked */
@@ -692,7 +692,10 @@ static void *run(void *arg)
 	static int ready;
 	pthread_mutex_lock(&tick_lock);
 	if (!ready) {
-		if (wp_modules_init() != 0 || wp_unwind_init() != 0) {
+		wp_fds_hide_new_pipes(1);
+		int bad = wp_modules_init() != 0 || wp_unwind_init() != 0;
+		wp_fds_hide_new_pipes(0);
+		if (bad) {
 			pthread_mutex_unlock(&tick_lock);
 			wp_log("cannot set up unwinding; profiling is off for this run");
 			atomic_store(&done_word, 1);

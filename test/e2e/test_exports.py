@@ -27,6 +27,8 @@ INTERPOSED = {
     "sigaction", "signal",
     # sigmask.c
     "sigprocmask",
+    # fds.c
+    "pipe2",
     # agent.c
     "execve", "execv", "execvp", "execvpe", "fexecve", "execl", "execlp", "execle",
 }

@@ -55,24 +55,42 @@ def check_descriptors(t):
          "same descriptors are open", r0.stdout)
 
 
-def check_closefrom(t):
-    prof = wp.tmp_path("closefrom.prof")
-    r = wp.run(hyg("closefrom", 800), env=env(prof), timeout=60)
-    t.eq(r.returncode, 0, "a program closing every descriptor above 2 runs clean", r.stderr)
+def check_fallback_descriptors(t):
+    """Where unshare(CLONE_FILES) is refused (WALLPROF_TEST=no-unshare stands in for a seccomp
+    policy), the agent's descriptors sit on high numbers: the program's low ones are its own."""
+    base = wp.run(hyg("list"), timeout=60)
+    r = wp.run(hyg("list"), env=env(wp.tmp_path("list-fb.prof"), WALLPROF_TEST="no-unshare"),
+               timeout=60)
+    first = [l for l in r.stdout.splitlines() if l.startswith("first open")]
+    t.eq(first, [l for l in base.stdout.splitlines() if l.startswith("first open")],
+         "fallback: the first open() gets the number it gets unprofiled", r.stdout)
+    extra = sorted(set(r.stdout.splitlines()) - set(base.stdout.splitlines()))
+    t.check(all(int(l.split()[-1]) >= 900 for l in extra if l.startswith("open:")),
+            "fallback: the agent's descriptors are all above 899", repr(extra))
+
+
+def check_closefrom(t, hook):
+    label = "fallback: " if hook else ""
+    prof = wp.tmp_path("closefrom%s.prof" % hook)
+    r = wp.run(hyg("closefrom", 800), env=env(prof, WALLPROF_TEST=hook), timeout=60)
+    t.eq(r.returncode, 0, "%sa program closing every descriptor above 2 runs clean" % label,
+         r.stderr)
     n = samples_in(prof)
     # 2 threads x 0.8 s at 1000 Hz: ~1600; the old agent lost /proc/self/task and took none
-    t.check(n > 500, "and is still sampled (%d samples)" % n)
+    t.check(n > 500, "%sand is still sampled (%d samples)" % (label, n))
 
 
-def check_reused_stderr(t):
-    data = wp.tmp_path("data.txt")
-    e = env(wp.tmp_path("reuse2.prof"))
+def check_reused_stderr(t, hook):
+    label = "fallback: " if hook else ""
+    data = wp.tmp_path("data%s.txt" % hook)
+    e = env(wp.tmp_path("reuse2%s.prof" % hook), WALLPROF_TEST=hook)
     e["WALLPROF_QUIET"] = "0"  # the exit summary would be printed to fd 2
     r = wp.run(hyg("reuse2", data), env=e, timeout=60)
-    t.eq(r.returncode, 0, "a program reusing fd 2 for a data file runs clean", r.stderr)
+    t.eq(r.returncode, 0, "%sa program reusing fd 2 for a data file runs clean" % label,
+         r.stderr)
     with open(data) as f:
         got = f.read()
-    t.eq(got, "data\n", "its data file holds only what it wrote (no agent line)")
+    t.eq(got, "data\n", "%sits data file holds only what it wrote (no agent line)" % label)
 
 
 def check_warnings(t):
@@ -130,8 +148,10 @@ def main(t):
     if not wp.require_built(wp.target("fd_hygiene")):
         return
     check_descriptors(t)
-    check_closefrom(t)
-    check_reused_stderr(t)
+    check_fallback_descriptors(t)
+    for hook in ("", "no-unshare"):
+        check_closefrom(t, hook)
+        check_reused_stderr(t, hook)
     check_warnings(t)
     check_out_path(t)
 

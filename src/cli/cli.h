@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../common/profile.h"
+#include "common/profile.h"
 #include "resolve.h"
 
 enum wp_format {

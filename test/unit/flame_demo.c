@@ -4,7 +4,7 @@
  * matches 650 of them (compute_outer holds compute_inner, which is also called elsewhere);
  * "^sqrt$" matches 450. With --diff, the same stacks are the AFTER profile and BEFORE had
  * 100 fewer samples in sqrt under compute_outer and 100 more in parse_input/read. */
-#include "cli/flame.h"
+#include "cli/reports/flame.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
-/* Unit tests for the SVG flame graph writer (src/cli/flame.c). Every produced document is
+/* Unit tests for the SVG flame graph writer (src/cli/reports/flame.c). Every produced document is
  * also checked with `xmllint --noout` (Debian: libxml2-utils). */
-#include "cli/flame.h"
+#include "cli/reports/flame.h"
 
 #include <errno.h>
 #include <math.h>

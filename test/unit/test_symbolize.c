@@ -1,4 +1,4 @@
-/* Unit tests of the symbolizer (src/cli/symbolize.c).
+/* Unit tests of the symbolizer (src/cli/model/symbolize.c).
  *
  * Runs sym_target (sym_target.c + sym_cxx.cc, linked with the shared sym_lib.c), which prints
  * the runtime addresses of its functions and the source lines they must resolve to, then waits
@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "cli/symbolize.h"
+#include "cli/model/symbolize.h"
 
 static int ends_with(const char *s, const char *suffix)
 {

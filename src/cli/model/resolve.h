@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/profile.h"
+#include "common/profile.h"
 #include "flame.h"
 #include "symbolize.h"
 

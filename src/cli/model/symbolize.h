@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../common/profile.h"
+#include "common/profile.h"
 
 struct wp_symbolizer;
 

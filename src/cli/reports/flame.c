@@ -6,7 +6,7 @@
  * parent's width), and written as one SVG with an inline style sheet and script: hover
  * details, click to zoom, regex search with the matched share, and window.wpFlame for tests
  * and automation. */
-#include "cli/flame.h"
+#include "flame.h"
 
 #include <errno.h>
 #include <math.h>

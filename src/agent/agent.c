@@ -154,20 +154,23 @@ static void check_out_path(void)
 }
 
 /* Writes the profile to out_path, or, when that fails now (its directory went away), to the
- * temporary directory, saying where. */
+ * temporary directory, saying where (once: checkpoints would repeat it every interval). */
 static int write_profile(const char *extra)
 {
+	static _Atomic int said;
 	int r = wp_writer_write(out_path, extra);
 	if (r == 0 || r == -EBUSY)
 		return r;
 	make_fallback();
 	if (strcmp(fallback_path, out_path) && wp_writer_write(fallback_path, extra) == 0) {
-		wp_log("cannot write %s (%s); the profile was written to %s instead", out_path,
-		       strerror(-r), fallback_path);
+		if (!atomic_exchange(&said, 1))
+			wp_log("cannot write %s (%s); the profile was written to %s instead", out_path,
+			       strerror(-r), fallback_path);
 		wp_format(out_path, sizeof(out_path), "%s", fallback_path);
 		return 0;
 	}
-	wp_log("cannot write %s (%s); the profile is lost", out_path, strerror(-r));
+	if (!atomic_exchange(&said, 1))
+		wp_log("cannot write %s (%s); the profile is lost", out_path, strerror(-r));
 	return r;
 }
 

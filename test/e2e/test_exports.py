@@ -25,8 +25,10 @@ INTERPOSED = {
     "send", "sendto", "sendmsg", "accept", "accept4",
     # signals.c
     "sigaction", "signal",
-    # sigmask.c
-    "sigprocmask",
+    # sigmask.c, threadstart.c
+    "sigprocmask", "pthread_sigmask", "pthread_create",
+    # sigwaits.c
+    "signalfd", "sigwait", "sigpending",
     # agent.c
     "execve", "execv", "execvp", "execvpe", "fexecve", "execl", "execlp", "execle",
 }

@@ -8,9 +8,13 @@
  *     toggle    threads block and unblock SIGPROF (or everything) rapidly while busy; after
  *               each block, the kernel's pending set (raw rt_sigpending, which no interposer
  *               sees) must hold no signal: none may have been sent to a thread that blocks it
+ *     vfork     what gdb does to start a program: it handles SIGPROF itself (the agent moves
+ *               to another signal), then vforks children that put every signal back to its
+ *               default and exec; a fork child runs a while first. Busy threads run all along.
  *
  * Exit status: 0 clean, 3 an unexpected signal arrived, 4 one was pending in a blocking
- * thread, 5 one of its own SIGUSR1s never arrived. Thread names: "busy", "sleeper",
+ * thread, 5 one of its own SIGUSR1s never arrived, 6 a child failed (or the program died of
+ * a signal). Thread names: "busy", "sleeper",
  * "toggler", "waiter". */
 #include <errno.h>
 #include <poll.h>
@@ -20,6 +24,7 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -40,6 +45,15 @@ KEEP static void spin_busy(void)
 {
 	for (int i = 0; i < 20000; i++)
 		sink += (unsigned long)i * 7;
+	BARRIER();
+}
+
+/* About a millisecond on the CPU. */
+KEEP static void work_a_while(void)
+{
+	uint64_t until = mono_ns() + 1000000;
+	while (mono_ns() < until)
+		spin_busy();
 	BARRIER();
 }
 
@@ -121,9 +135,15 @@ static void *toggler(void *arg)
  * signals do not queue), so every one must arrive. */
 static _Atomic unsigned long sent_usr1;
 
+/* at most one every 10 ms */
 static void send_own(void)
 {
+	static uint64_t last;
+	uint64_t now = mono_ns();
+	if (now - last < 10 * 1000000)
+		return;
 	if (atomic_load(&received_usr1) == atomic_load(&sent_usr1)) {
+		last = now;
 		atomic_fetch_add(&sent_usr1, 1);
 		kill(getpid(), SIGUSR1);
 	}
@@ -148,9 +168,12 @@ static void read_signalfd(double seconds)
 	}
 	uint64_t end = mono_ns() + (uint64_t)(seconds * 1e9);
 	while (mono_ns() < end) {
+		/* busy half the time (a signal sent to this thread then would stay pending and
+		 * show up here), waiting in the kernel the other half */
+		work_a_while();
 		send_own();
 		struct pollfd p = { fd, POLLIN, 0 };
-		if (poll(&p, 1, 20) <= 0)
+		if (poll(&p, 1, 2) <= 0)
 			continue;
 		struct signalfd_siginfo si;
 		if (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
@@ -176,13 +199,78 @@ static void *waiter(void *arg)
 			atomic_fetch_add(&received_usr1, 1);
 		else
 			complain(sig, 0, 0);
+		work_a_while();
 	}
+}
+
+static _Atomic unsigned long own_prof;
+
+static void on_prof(int sig)
+{
+	(void)sig;
+	atomic_fetch_add(&own_prof, 1);
+}
+
+/* A child about to exec, as gdb's: every disposition back to the default, mask emptied. */
+static void restore_signals(void)
+{
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	for (int s = 1; s < 65; s++)
+		if (s != SIGKILL && s != SIGSTOP && (s < 32 || s > 33))
+			sigaction(s, &dfl, NULL);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+static int run_children(double seconds)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_prof;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGPROF, &sa, NULL);
+	pthread_t th[2];
+	pthread_create(&th[0], NULL, busy, NULL);
+	pthread_create(&th[1], NULL, busy, NULL);
+	uint64_t end = mono_ns() + (uint64_t)(seconds * 1e9);
+	int bad = 0, n = 0;
+	while (mono_ns() < end && !bad) {
+		pid_t c = n % 4 == 3 ? fork() : vfork();
+		if (c == 0) {
+			if (n % 4 == 3) {
+				/* a fork child: samples itself a while, on the parent's signal */
+				uint64_t until = mono_ns() + 300 * 1000000ull;
+				while (mono_ns() < until)
+					spin_busy();
+			}
+			restore_signals();
+			execl("/bin/true", "true", (char *)NULL);
+			_exit(127);
+		}
+		int st = 0;
+		if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+			fprintf(stderr, "sig_owner: child %d ended with status %#x\n", n, st);
+			bad = 1;
+		}
+		n++;
+		nap();
+	}
+	atomic_store(&stop, 1);
+	pthread_join(th[0], NULL);
+	pthread_join(th[1], NULL);
+	printf("children %d\n", n);
+	return bad ? 6 : 0;
 }
 
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "signalfd";
 	double seconds = argc > 2 ? atof(argv[2]) : 2.0;
+	if (!strcmp(mode, "vfork"))
+		return run_children(seconds);
 	int toggle = !strcmp(mode, "toggle");
 	if (!toggle) {
 		sigset_t all;

@@ -3,16 +3,16 @@
  * creator's mask (or the one pthread_attr_setsigmask_np gives it), and a program that blocks
  * every signal before starting its threads must never see one of ours in any of them.
  *
- * The creator itself is marked as blocking everything for the duration of the call: glibc
- * blocks every signal around the clone (the child starts with all blocked), and a signal of
- * ours sent in that window would wait pending until the call returns. */
+ * (glibc also blocks every signal in the creator around the clone. A signal of ours sent in
+ * that window waits a few microseconds, inside pthread_create, and reaches our handler when
+ * the mask is restored: the program cannot look at its pending signals meanwhile, so the
+ * creator is not marked as blocking, which would only lose its samples.) */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "handshake.h"
 #include "threadmask.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -48,15 +48,7 @@ EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)
 		return real(th, attr, fn, arg); /* it gets one /proc read instead (sampler.c) */
 	s->fn = fn;
 	s->arg = arg;
-	struct wp_tmask *e = wp_tmask_self();
-	uint64_t before = e ? wp_tmask_get(e) : 0;
-	if (e) {
-		wp_tmask_set(e, ~0ull);
-		wp_handshake_settle(wp_tmask_tid(e));
-	}
 	int r = real(th, attr, trampoline, s);
-	if (e)
-		wp_tmask_set(e, before);
 	if (r)
 		free(s);
 	return r;

@@ -2,7 +2,8 @@
 them itself (a signalfd, a sigwait thread) never receives wallprof's signal, in wall mode
 (1000 Hz, every thread) and cpu mode; threads that block and unblock it rapidly never have one
 of ours pending while they block it; and such threads are still sampled, from /proc, whenever
-they are blocked in the kernel. gdb, which takes SIGPROF and starts programs from vfork
+they are blocked in the kernel. A program reading its own SIGPROF timer with sigtimedwait gets
+only its own ticks (wallprof moves to another signal). gdb, which takes SIGPROF and starts programs from vfork
 children that reset every signal, runs under the agent (it died of signal 63)."""
 
 import os
@@ -17,7 +18,7 @@ CPU = dict(mode="cpu", hz=1000, threads=0)
 
 def owner(mode, settings, tag):
     prof = wp.tmp_path("owner-%s-%s.prof" % (mode, tag))
-    env = wp.preload_env(out=prof, **settings)
+    env = wp.preload_env(out=prof, quiet=(mode != "waitprof"), **settings)
     r = wp.run([wp.target("sig_owner"), mode, SECONDS], env=env, timeout=120)
     return r, prof
 
@@ -54,6 +55,13 @@ def main(t):
         if r.returncode == 0:
             n = sampled(wp.read_raw(prof), "toggler")
             t.check(n > 100, "toggle, %s mode: the toggling threads are sampled (%d)" % (tag, n))
+
+    # a program that reads its own SIGPROF timer with sigtimedwait: wallprof moves away
+    r, prof = owner("waitprof", WALL, "wall")
+    t.eq(r.returncode, 0, "waitprof: sigtimedwait returns only the program's own SIGPROF ticks",
+         r.describe())
+    t.check("now samples with signal" in r.stderr or r.returncode != 0,
+            "waitprof: wallprof says it moved", r.stderr[-300:])
 
     # gdb's way of starting programs, reduced: SIGPROF taken (the agent moves), vfork
     # children resetting every signal, a fork child sampling itself on the moved signal

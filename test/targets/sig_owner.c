@@ -8,6 +8,8 @@
  *     toggle    threads block and unblock SIGPROF (or everything) rapidly while busy; after
  *               each block, the kernel's pending set (raw rt_sigpending, which no interposer
  *               sees) must hold no signal: none may have been sent to a thread that blocks it
+ *     waitprof  SIGPROF is the program's: blocked, driven by its own ITIMER_PROF and read with
+ *               sigwaitinfo while the thread works in between; every one must be the timer's
  *     vfork     what gdb does to start a program: it handles SIGPROF itself (the agent moves
  *               to another signal), then vforks children that put every signal back to its
  *               default and exec; a fork child runs a while first. Busy threads run all along.
@@ -23,6 +25,7 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/time.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -265,12 +268,43 @@ static int run_children(double seconds)
 	return bad ? 6 : 0;
 }
 
+static int wait_for_prof(double seconds)
+{
+	sigset_t prof;
+	sigemptyset(&prof);
+	sigaddset(&prof, SIGPROF);
+	pthread_sigmask(SIG_BLOCK, &prof, NULL);
+	struct itimerval it = { { 0, 10000 }, { 0, 10000 } };
+	setitimer(ITIMER_PROF, &it, NULL);
+	unsigned long ticks = 0;
+	uint64_t end = mono_ns() + (uint64_t)(seconds * 1e9);
+	while (mono_ns() < end) {
+		work_a_while(); /* on a CPU: where a sampler would signal it */
+		siginfo_t si;
+		struct timespec tmo = { 0, 0 };
+		if (sigtimedwait(&prof, &si, &tmo) != SIGPROF)
+			continue;
+		if (si.si_code == SI_KERNEL)
+			ticks++; /* the timer's */
+		else
+			complain(si.si_signo, si.si_code, si.si_pid);
+	}
+	it = (struct itimerval){ 0 };
+	setitimer(ITIMER_PROF, &it, NULL);
+	printf("own_ticks %lu\n", ticks);
+	if (atomic_load(&failures))
+		return atomic_load(&failures);
+	return ticks ? 0 : 5;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "signalfd";
 	double seconds = argc > 2 ? atof(argv[2]) : 2.0;
 	if (!strcmp(mode, "vfork"))
 		return run_children(seconds);
+	if (!strcmp(mode, "waitprof"))
+		return wait_for_prof(seconds);
 	int toggle = !strcmp(mode, "toggle");
 	if (!toggle) {
 		sigset_t all;

@@ -48,10 +48,6 @@
 #include "cli.h"
 #include "textfmt.h"
 
-/* record.c: the child's side of running a program under the agent. */
-void wp_exec_under_agent(const struct wp_opts *o, const char *agent, const char *profile_path,
-			 int progress_fd) __attribute__((noreturn));
-
 #define STAT_EVERY_NS 200000000ull /* how often to look for a new checkpoint */
 #define OUT_LINES 4                /* program output lines shown at the bottom */
 #define OUT_LINE_MAX 512
@@ -1509,16 +1505,6 @@ static int live_loop(struct live *L)
 	return status;
 }
 
-static FILE *open_report(const struct wp_opts *o)
-{
-	if (!o->report_out)
-		return stdout;
-	FILE *f = fopen(o->report_out, "w");
-	if (!f)
-		fprintf(stderr, "wallprof: cannot write %s: %s\n", o->report_out, strerror(errno));
-	return f;
-}
-
 static void free_model(struct live *L)
 {
 	drop_memo(L);
@@ -1637,20 +1623,5 @@ int wp_live(struct wp_opts *o)
 
 	o->exit_status = status;
 	o->have_exit_status = 1;
-	if (access(L.path, R_OK) != 0) {
-		fprintf(stderr, "wallprof: the program left no profile at %s (it may have replaced its "
-				"environment or called _exit before the agent could write)\n", L.path);
-	} else {
-		FILE *out = open_report(o);
-		if (out) {
-			int rc = wp_report_file(o, L.path, out);
-			if (out != stdout && fclose(out) != 0 && !rc)
-				fprintf(stderr, "wallprof: cannot write %s: %s\n", o->report_out,
-					strerror(errno));
-			if (!o->quiet)
-				fprintf(stderr, "wallprof: profile saved to %s (wallprof --report %s)\n",
-					L.path, L.path);
-		}
-	}
-	return wp_exit_like(status);
+	return wp_report_after_run(o, L.path);
 }

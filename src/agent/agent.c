@@ -33,6 +33,7 @@
 #include "stats.h"
 #include "threadmask.h"
 #include "threads.h"
+#include "transfers.h"
 #include "writer.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -380,6 +381,8 @@ __attribute__((constructor)) static void wallprof_agent_init(void)
 {
 	wp_log_init(getenv);
 	wp_eintr_init();
+	wp_transfers_init();
+	wp_signals_find_libc();
 	wp_sigmask_init();
 	wp_tmask_init(); /* the main thread's mask, before anything is signalled */
 	struct wp_config c;

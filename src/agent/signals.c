@@ -1,8 +1,8 @@
 #include "signals.h"
 
 #include <dlfcn.h>
-#include <link.h>
 #include <errno.h>
+#include <link.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>

@@ -358,8 +358,22 @@ static void own_case(int sock, int restart, int prefill)
 
 /* ---- diagnostics: how often a signal lands inside a blocked write ---- */
 
+/* This thread's time on a CPU, time waiting for one, and its number of runs (schedstat). */
+static void schedstat(unsigned long long v[3])
+{
+	v[0] = v[1] = v[2] = 0;
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+	if (f) {
+		if (fscanf(f, "%llu %llu %llu", &v[0], &v[1], &v[2]) != 3)
+			v[0] = v[1] = v[2] = 0;
+		fclose(f);
+	}
+}
+
 static int measure(double seconds)
 {
+	unsigned long long s0[3], s1[3];
+	schedstat(s0);
 	int fds[2];
 	must(!pipe(fds), "pipe");
 	struct side s = { .fd = fds[0], .nocheck = 1 };
@@ -373,8 +387,12 @@ static int measure(double seconds)
 		if (r != (ssize_t)n)
 			short_++;
 	}
+	schedstat(s1);
 	close(fds[1]);
 	pthread_join(s.th, NULL);
+	unsigned long long runs = s1[2] - s0[2] ? s1[2] - s0[2] : 1;
+	fprintf(stderr, "writer: %llu runs, %.1f us on a CPU and %.1f us waiting for one per run\n",
+		runs, (s1[0] - s0[0]) / 1e3 / runs, (s1[1] - s0[1]) / 1e3 / runs);
 	printf("measure: %lu writes of %zu bytes in %.1f s, %lu short\n", calls, n, seconds, short_);
 	return 0;
 }

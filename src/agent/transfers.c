@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdint.h>
 #include <sys/ioctl.h>
@@ -183,7 +184,7 @@ static size_t rest_blocking(const struct xfer *x, size_t done, size_t want)
 	return done;
 }
 
-/* The socket's own send or receive timeout in ms, -1 for none. */
+/* The socket's own send or receive timeout in ms (at most INT_MAX), -1 for none. */
 static int64_t socket_timeout_ms(int fd, enum way way)
 {
 	struct timeval tv = { 0, 0 };
@@ -191,6 +192,8 @@ static int64_t socket_timeout_ms(int fd, enum way way)
 	if (getsockopt(fd, SOL_SOCKET, way == IN ? SO_RCVTIMEO : SO_SNDTIMEO, &tv, &len) != 0 ||
 	    (tv.tv_sec == 0 && tv.tv_usec == 0))
 		return -1;
+	if (tv.tv_sec >= INT_MAX / 1000)
+		return INT_MAX;
 	return (int64_t)tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000;
 }
 

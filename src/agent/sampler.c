@@ -671,9 +671,14 @@ static void fork_prepare(void)
 {
 	if (!started || syscall(SYS_gettid) == atomic_load(&sampler_tid))
 		return;
-	wp_modules_fork_prepare();
 	struct timespec ts = wp_realtime_in_ms(200);
 	fork_locked = pthread_mutex_timedlock(&tick_lock, &ts) == 0;
+	/* Then the watcher's lock. In this order: the sampler starts the watcher while it holds
+	 * tick_lock, so the watcher is now either known or not started. The other way round, a
+	 * fork just after the start found the watcher running its first dl_iterate_phdr but not
+	 * yet known, and the child inherited the loader's lock held (its own watcher then hung,
+	 * and would any dlopen). */
+	wp_modules_fork_prepare();
 }
 
 static void fork_parent(void)

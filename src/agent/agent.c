@@ -54,10 +54,13 @@ const char *wp_agent_meta(void)
 	return meta_text;
 }
 
-/* The command line from /proc/self/cmdline, NULs turned into spaces, for the report header. */
+/* The command line, NULs turned into spaces, for the report header. From thread-self: once
+ * main has ended (pthread_exit), /proc/self names a zombie without memory, and no command. */
 static void read_command(char *out, size_t cap)
 {
-	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	int fd = open("/proc/thread-self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
 	ssize_t n = fd >= 0 ? read(fd, out, cap - 1) : -1;
 	if (fd >= 0)
 		close(fd);

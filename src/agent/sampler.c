@@ -57,6 +57,10 @@ static pthread_mutex_t tick_lock = PTHREAD_MUTEX_INITIALIZER;
 static int fork_locked;
 static uint64_t checkpoint_every_ns, checkpoint_next;
 static pid_t pid;
+/* Whose memory process_vm_readv reads: the sampler's own tid. The pid names the leader, and
+ * once main has ended (pthread_exit) the leader is a zombie without memory: every read would
+ * fail with ESRCH and every stack would be cut to its pc. */
+static pid_t mem_tid;
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
 /* One stack copy per thread of a batch: all are copied while held, then unwound. */
@@ -222,7 +226,7 @@ static void read_held(size_t i, const struct wp_capture *cap, void *arg)
 	j->want = copy_len_for(j->t, sp);
 	struct iovec local = { j->stack, j->want }, remote = { (void *)sp, j->want };
 	/* process_vm_readv on ourselves cannot fault: it stops at the first unmapped byte. */
-	j->got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	j->got = process_vm_readv(mem_tid, &local, 1, &remote, 1, 0);
 }
 
 /* The code bytes around a pc (was the thread in a system call?), read after the thread runs
@@ -231,7 +235,7 @@ static void read_held(size_t i, const struct wp_capture *cap, void *arg)
 static int read_code(uintptr_t pc, uint8_t code[4])
 {
 	struct iovec local = { code, 4 }, remote = { (void *)(pc - 2), 4 };
-	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == 4;
+	return process_vm_readv(mem_tid, &local, 1, &remote, 1, 0) == 4;
 }
 
 /* A thread that did not answer in time. */
@@ -371,6 +375,12 @@ static int sample_blocked(struct wp_athread *t, int64_t cpu_before, uint64_t wei
 			miss(WP_MISS_ERROR);
 			return 1;
 		}
+		if (sp == 0) {
+			/* "-1 0x0 0x0": no user context, the thread has ended (the leader stays a
+			 * zombie until the process ends; threads.c stops listing it soon) */
+			miss(WP_MISS_EXITED);
+			return 1;
+		}
 		static greg_t gregs[NGREG];
 		memset(gregs, 0, sizeof(gregs));
 		gregs[REG_RSP] = (greg_t)sp;
@@ -378,7 +388,7 @@ static int sample_blocked(struct wp_athread *t, int64_t cpu_before, uint64_t wei
 		size_t want = copy_len_for(t, sp);
 		/* no batch is in flight here: its first buffer is free */
 		struct iovec local = { stack_bufs[0], want }, remote = { (void *)sp, want };
-		ssize_t got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+		ssize_t got = process_vm_readv(mem_tid, &local, 1, &remote, 1, 0);
 		int64_t cpu_after = wp_thread_cpu_ns(t->tid);
 		if (cpu_after < 0) {
 			miss(WP_MISS_EXITED);
@@ -582,6 +592,7 @@ static void sleep_until(uint64_t deadline)
 static void *run(void *arg)
 {
 	sampler_tid = (int)syscall(SYS_gettid);
+	mem_tid = sampler_tid;
 	prctl(PR_SET_NAME, "wallprof", 0, 0, 0);
 	wp_sigmask_quiet_this_thread(); /* started with every signal blocked */
 	/* The expensive set-up happens here rather than in the constructor, so the program's

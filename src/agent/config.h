@@ -25,13 +25,16 @@ struct wp_config {
 	int autostart;        /* WALLPROF_AUTOSTART: 1/0; -1 = when preloaded, not when linked */
 	int log_fd;           /* where the agent's lines go; -1 = stderr */
 	int progress_fd;      /* WALLPROF_PROGRESS_FD, set by the CLI; -1 = none */
-	/* Test hooks (WALLPROF_TEST=signal-all,no-retry,tight-ration): make the sampler signal
-	 * every chosen thread, make the EINTR interposers pass EINTR through, or shrink the
-	 * first-look ration (0.1% of a core, a 100 µs allowance), so the tests can show that each
-	 * protection does what it says. Never for real use. */
+	/* Test hooks (WALLPROF_TEST=signal-all,no-retry,tight-ration,exit-on-sampler): make the
+	 * sampler signal every chosen thread, make the EINTR interposers pass EINTR through,
+	 * shrink the first-look ration (0.1% of a core, a 100 µs allowance), or have the sampler
+	 * end a process left without threads itself, as when no thread can be started for it,
+	 * so the tests can show that each protection or fallback does what it says. Never for
+	 * real use. */
 	int test_signal_all;
 	int test_no_retry;
 	int test_tight_ration;
+	int test_exit_on_sampler;
 };
 
 /* Reads `getenv` into cfg. Returns 0, or -1 after printing the one-line complaint. */

@@ -62,6 +62,11 @@ static pid_t pid;
  * fail with ESRCH and every stack would be cut to its pc. */
 static pid_t mem_tid;
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
+/* The signal mask of the program's thread that started us, and the leader's as it called
+ * pthread_exit: the mask of the thread that ends the process for the program (end_process). */
+static sigset_t starter_mask, leader_mask;
+static _Atomic pid_t leader_mask_pid;
+static int ending; /* end_process has run */
 
 /* One stack copy per thread of a batch: all are copied while held, then unwound. */
 static uint8_t stack_bufs[WP_HS_BATCH][STACK_MAX];
@@ -589,6 +594,88 @@ static void sleep_until(uint64_t deadline)
 		NULL, FUTEX_BITSET_MATCH_ANY);
 }
 
+/* ---- the end of the program's threads ----
+ * glibc ends the process when the last thread it counts ends: that thread calls exit(0).
+ * Ours are counted too, so without this the process would never end. When no program
+ * thread is left (threads.h says how that is noticed), the sampler starts one more thread
+ * that calls exit(0) in the program's stead: atexit handlers and destructors run (ours
+ * writes the profile, once, and stops the sampler the ordinary way) on a thread with the
+ * program's default stack and the signal mask its last thread most likely had, not on ours
+ * (256 KiB, every signal blocked). */
+
+static char exiter_name[16];
+
+static void *exiter(void *arg)
+{
+	(void)arg;
+	prctl(PR_SET_NAME, exiter_name, 0, 0, 0); /* it inherited "wallprof" */
+	exit(0);
+}
+
+/* The mask of the thread that ends the process: the leader's when it left by pthread_exit
+ * (threads it started before inherited it), else that of the thread that started us. Signals
+ * pending now stay blocked: they came while every thread alive blocked them, or after the
+ * last program thread ended, when the process was already ending with status 0. */
+static void exiter_mask(sigset_t *mask)
+{
+	*mask = atomic_load(&leader_mask_pid) == pid ? leader_mask : starter_mask;
+	sigset_t pending;
+	if (sigpending(&pending) == 0)
+		for (int sig = 1; sig < NSIG; sig++)
+			if (sigismember(&pending, sig) == 1)
+				sigaddset(mask, sig);
+}
+
+/* No program thread is left (sampler thread, tick_lock not held). */
+static void end_process(void)
+{
+	if (!ending && !cfg.test_exit_on_sampler) {
+		ending = 1;
+		ssize_t n = wp_threads_read_proc(pid, "comm", exiter_name, sizeof(exiter_name));
+		if (n > 0 && exiter_name[n - 1] == '\n')
+			exiter_name[n - 1] = 0;
+		sigset_t mask;
+		exiter_mask(&mask);
+		pthread_attr_t attr;
+		pthread_t t;
+		int e = pthread_attr_init(&attr);
+		if (!e) {
+			pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+			e = pthread_attr_setsigmask_np(&attr, &mask) ||
+			    pthread_create(&t, &attr, exiter, NULL);
+			pthread_attr_destroy(&attr);
+		}
+		if (!e)
+			return; /* sampling goes on (the exit handlers are the program's work) */
+	}
+	/* No thread could be started (or the one started left without ending the process):
+	 * end it from here, every signal blocked. wp_sampler_stop knows not to wait for this
+	 * thread; tick_lock is free, so a flush or fork from an exit handler goes ahead. */
+	exit(0);
+}
+
+/* Sleeps until the next tick at `next`, refreshing the thread list between ticks when
+ * threads.c asks (the end of the program's threads is noticed soon at any rate). Returns 0
+ * at `next`, -1 when asked to stop. */
+static int wait_tick(uint64_t next)
+{
+	for (;;) {
+		uint64_t look = wp_threads_next_look();
+		sleep_until(look < next ? look : next);
+		if (atomic_load(&stop_word))
+			return -1;
+		uint64_t now = wp_now_ns();
+		if (now >= next)
+			return 0;
+		pthread_mutex_lock(&tick_lock);
+		wp_threads_refresh(now, start_ns);
+		int left = wp_threads_program_left();
+		pthread_mutex_unlock(&tick_lock);
+		if (!left && !ending)
+			end_process();
+	}
+}
+
 static void *run(void *arg)
 {
 	sampler_tid = (int)syscall(SYS_gettid);
@@ -620,8 +707,7 @@ static void *run(void *arg)
 		 * and ticks do not phase-lock with periodic work in the program. */
 		int64_t j = (int64_t)(next_rand() % (interval_ns / 4 + 1)) - (int64_t)(interval_ns / 8);
 		next += (uint64_t)((int64_t)interval_ns + j);
-		sleep_until(next);
-		if (atomic_load(&stop_word))
+		if (wait_tick(next) < 0)
 			break;
 		uint64_t now = wp_now_ns();
 		if (now > next + interval_ns) {
@@ -635,6 +721,7 @@ static void *run(void *arg)
 		 * builds the table; the sampler never takes that lock. */
 		wp_modules_adopt();
 		wp_threads_refresh(now, start_ns);
+		int left = wp_threads_program_left();
 		if (cfg.mode == WP_MODE_CPU)
 			tick_cpu(now);
 		else
@@ -645,6 +732,8 @@ static void *run(void *arg)
 			checkpoint_fn();
 		}
 		pthread_mutex_unlock(&tick_lock);
+		if (!left && !ending)
+			end_process();
 	}
 	struct timespec ts;
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
@@ -771,12 +860,14 @@ int wp_sampler_start(const struct wp_config *c)
 	}
 
 	wp_threads_open();
+	ending = 0;
 	/* The sampler must never receive the program's signals (a process-directed SIGINT
 	 * landing on our thread would run the program's handler here), so it starts with all
 	 * of them blocked. */
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
+	starter_mask = old;
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 256 << 10);
@@ -795,11 +886,31 @@ void wp_sampler_stop(void)
 		return;
 	atomic_store(&stop_word, 1);
 	syscall(SYS_futex, (uint32_t *)&stop_word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
-	struct timespec ts = wp_realtime_in_ms(2000);
-	if (pthread_timedjoin_np(thread, NULL, &ts) != 0)
-		wp_log("the sampler did not stop within 2 s; writing what it has");
+	if (syscall(SYS_gettid) == atomic_load(&sampler_tid)) {
+		/* Called from the exit the sampler itself started (end_process): its loop is
+		 * not running and never will again; there is nothing to wait for. */
+		struct timespec ts;
+		if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
+			atomic_store(&cpu_ns_final, wp_ts_ns(&ts));
+	} else {
+		struct timespec ts = wp_realtime_in_ms(2000);
+		if (pthread_timedjoin_np(thread, NULL, &ts) != 0)
+			wp_log("the sampler did not stop within 2 s; writing what it has");
+	}
 	wp_modules_watch_stop();
 	started = 0;
+}
+
+void wp_sampler_leader_leaving(void)
+{
+	pid_t self = getpid();
+	if (syscall(SYS_gettid) != self)
+		return;
+	pthread_sigmask(SIG_BLOCK, NULL, &leader_mask);
+	atomic_store(&leader_mask_pid, self);
+	wp_threads_leader_leaving(self);
+	/* wake the sampler, which then looks at the leader soon whatever the rate */
+	syscall(SYS_futex, (uint32_t *)&stop_word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
 }
 
 uint64_t wp_sampler_cpu_ns(void)

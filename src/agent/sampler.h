@@ -11,8 +11,13 @@
 
 /* Starts the thread (named "wallprof", all signals blocked). Returns 0 or -errno. */
 int wp_sampler_start(const struct wp_config *cfg);
-/* Asks it to stop and waits (bounded). Safe to call when it never started. */
+/* Asks it to stop and waits (bounded). Safe to call when it never started, and on the
+ * sampler thread itself (when it ends the process: nothing to wait for then). */
 void wp_sampler_stop(void);
+/* Called by the interposed pthread_exit: when the caller is the leader, records its signal
+ * mask and has the sampler look soon whether it was the program's last thread.
+ * Async-signal-safe (system calls and atomics only). */
+void wp_sampler_leader_leaving(void);
 /* From a signal handler or any thread: asks the sampler to stop and waits (futex, no locks)
  * until its loop has exited or `timeout_ns` passed. Returns 0 when it stopped. Returns at
  * once (nonzero) when called on the sampler thread itself. */

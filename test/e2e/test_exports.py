@@ -5,8 +5,8 @@ An LD_PRELOADed library's exported symbols join the global scope of every progra
 loaded into, so a stray export (a helper, a bundled library's function such as libunwind's
 _Unwind_*) could replace the program's own. The interposers are the exception by design
 (docs/design.md): they retry calls that wallprof's own signal interrupted (eintr.c), keep the
-program's sigaction/signal working when it takes wallprof's signal (signals.c) and write the
-profile before exec replaces the image (agent.c). The list is exact: a new export must be
+program's sigaction/signal working when it takes wallprof's signal (signals.c), write the
+profile before exec replaces the image and notice the main thread's pthread_exit (agent.c). The list is exact: a new export must be
 added here on purpose.
 """
 import os
@@ -29,6 +29,7 @@ INTERPOSED = {
     "sigprocmask",
     # agent.c
     "execve", "execv", "execvp", "execvpe", "fexecve", "execl", "execlp", "execle",
+    "pthread_exit",
 }
 
 

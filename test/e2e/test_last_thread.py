@@ -3,8 +3,11 @@ the last thread it counts ends, whichever that is: main may call pthread_exit an
 work to its threads, and in a child forked from a thread the forking thread may start helpers
 and leave before them (CPython's test_threading does). wallprof's own threads must not keep
 such a process alive: it ends with status 0 and the same output as without wallprof, and the
-profile is written once, with the threads' work. Before the fix every run below hung (the
-watchdog kills it and counts a failure); test/targets/last_thread.c says what each mode does."""
+profile is written once, with the threads' work. Before the fix every such run hung (the
+watchdog kills it and counts a failure); main-exit-term passed then, and guards the fatal
+signal path once main has ended. fork-early and main-exit-now check two fixes found on the
+way (the fork lock order; reading through a live thread rather than the ended leader).
+test/targets/last_thread.c says what each mode does."""
 
 import os
 import signal

@@ -9,6 +9,7 @@
 
 #include "common/profile.h"
 #include "resolve.h"
+#include "summary.h"
 
 enum wp_format {
 	WP_FMT_TEXT = 0,
@@ -40,8 +41,6 @@ struct wp_opts {
 	int flame_graph;         /* --flame-graph */
 	int overhead_test;
 	int live;
-	/* the profile being reported, for filters that need thread names (set by wp_report) */
-	const struct wp_profile *profile_for_filters;
 	/* recorded by `record`, for the report header */
 	int exit_status;         /* as from waitpid */
 	int have_exit_status;
@@ -61,26 +60,32 @@ int wp_exit_like(int status);
 /* The agent library to preload, or NULL with a message printed. */
 const char *wp_find_agent(void);
 
-/* Loads and symbolizes a profile, then writes the report in opts->format to `out`.
- * Returns the process exit code (0, or 1 with a message printed). */
-int wp_report_file(const struct wp_opts *opts, const char *path, FILE *out);
-int wp_report(const struct wp_opts *opts, const struct wp_profile *p, struct wp_resolved *r,
-	      FILE *out);
+/* What the report options keep of a profile (--thread), for wp_resolve. */
+struct wp_filter wp_opts_filter(const struct wp_opts *opts);
 
-/* The reports. Each returns 0 or -1 (write error). */
-int wp_report_text(const struct wp_opts *opts, const struct wp_profile *p,
-		   const struct wp_resolved *r, FILE *out);
-int wp_report_folded(const struct wp_opts *opts, const struct wp_resolved *r, FILE *out);
+/* Loads a profile, builds its model with the options' filter, then writes the report in
+ * opts->format to `out`. Returns the process exit code (0, or 1 with a message printed). */
+int wp_report_file(const struct wp_opts *opts, const char *path, FILE *out);
+/* The same for a model already built (with wp_opts_filter(opts)). */
+int wp_report(const struct wp_opts *opts, const struct wp_resolved *r, FILE *out);
+
+/* The reports: each formats the model `r` (filtered already) and the figures `s` computed
+ * from it, and computes nothing of its own. Each returns 0 or -1 (write error). */
+int wp_report_text(const struct wp_opts *opts, const struct wp_resolved *r,
+		   const struct wp_summary *s, FILE *out);
+int wp_report_folded(const struct wp_opts *opts, const struct wp_resolved *r,
+		     const struct wp_summary *s, FILE *out);
 /* One stack as folded text (with the thread root when opts->per_thread); returns its length. */
 size_t wp_folded_stack(const struct wp_opts *opts, const struct wp_resolved *r,
 		       const struct wp_rstack *s, char *buf, size_t cap);
-int wp_report_csv(const struct wp_opts *opts, const struct wp_resolved *r, FILE *out);
-int wp_report_svg(const struct wp_opts *opts, const struct wp_profile *p,
-		  const struct wp_resolved *r, FILE *out);
-int wp_report_pprof(const struct wp_opts *opts, const struct wp_profile *p,
-		    const struct wp_resolved *r, FILE *out);
-int wp_report_speedscope(const struct wp_opts *opts, const struct wp_profile *p,
-			 const struct wp_resolved *r, FILE *out);
+int wp_report_csv(const struct wp_opts *opts, const struct wp_resolved *r,
+		  const struct wp_summary *s, FILE *out);
+int wp_report_svg(const struct wp_opts *opts, const struct wp_resolved *r,
+		  const struct wp_summary *s, FILE *out);
+int wp_report_pprof(const struct wp_opts *opts, const struct wp_resolved *r,
+		    const struct wp_summary *s, FILE *out);
+int wp_report_speedscope(const struct wp_opts *opts, const struct wp_resolved *r,
+			 const struct wp_summary *s, FILE *out);
 
 /* --compare A B (text, or SVG with opts->flame_graph). Returns the exit code. */
 int wp_compare(const struct wp_opts *opts, const char *before, const char *after, FILE *out);

@@ -250,8 +250,12 @@ static void test_filter(void)
 	f.thread = "nosuch";
 	r = wp_resolve(p, &f);
 	CHECK(r && r->nthreads == 0 && r->nstacks == 0 && r->total == 0);
-	CHECK(!wp_filter_keeps(p, &f, 10));
-	CHECK(wp_filter_keeps(p, NULL, 10));
+	CHECK(!wp_filter_keeps_thread(p, &f, 10));
+	CHECK(!wp_filter_keeps_stack(p, &f, &p->stacks[0]));
+	CHECK(wp_filter_keeps_thread(p, NULL, 10));
+	f.thread = "main";
+	CHECK(wp_filter_keeps_stack(p, &f, &p->stacks[0]));
+	CHECK(!wp_filter_keeps_stack(p, &f, &p->stacks[1]));
 	wp_resolved_free(r);
 	wp_resolved_free(all);
 	wp_profile_free(p);

@@ -65,11 +65,19 @@ static int thread_matches(const struct wp_profile *p, uint32_t tid, const char *
 	return t && t->name && !strcmp(t->name, sel);
 }
 
-int wp_filter_keeps(const struct wp_profile *p, const struct wp_filter *f, uint32_t tid)
+int wp_filter_keeps_thread(const struct wp_profile *p, const struct wp_filter *f, uint32_t tid)
 {
-	if (!f || !f->thread)
+	if (!f)
 		return 1;
-	return thread_matches(p, tid, f->thread);
+	if (f->thread && !thread_matches(p, tid, f->thread))
+		return 0;
+	return 1;
+}
+
+int wp_filter_keeps_stack(const struct wp_profile *p, const struct wp_filter *f,
+			  const struct wp_stack *s)
+{
+	return wp_filter_keeps_thread(p, f, s->tid);
 }
 
 /* ---- functions and locations ---- */
@@ -426,7 +434,7 @@ static void build(struct wp_resolved *r, const struct wp_profile *p)
 		oom();
 	pv->nstack_at = p->nstacks;
 	for (size_t i = 0; i < p->nthreads; i++)
-		if (wp_filter_keeps(p, &r->filter, p->threads[i].tid))
+		if (wp_filter_keeps_thread(p, &r->filter, p->threads[i].tid))
 			r->threads[r->nthreads++] = &p->threads[i];
 
 	/* frames of one stack leaf first, inline chains expanded; capped as a stack of that
@@ -449,7 +457,7 @@ static void build(struct wp_resolved *r, const struct wp_profile *p)
 		 * counts it */
 		for (uint32_t j = 0; j < n; j++)
 			count_line(pv, &tmp[n - 1 - j], s->count, j == n - 1);
-		if (!wp_filter_keeps(p, &r->filter, s->tid))
+		if (!wp_filter_keeps_stack(p, &r->filter, s))
 			continue;
 		keep_stack(&r->stacks[r->nstacks], s, tmp, n, locs, nl);
 		pv->stack_at[i] = (uint32_t)++r->nstacks;

@@ -12,8 +12,10 @@
  * Derived figures (rates, lifetimes, overhead, confidence intervals) are summary.h's.
  *
  * Adding a dimension (the process a sample came from, why a thread waits): a field in
- * struct wp_rstack, filled in resolve.c's keep_stack(); a field in struct wp_filter, tested
- * in wp_filter_keeps(). Every report then sees the field, and every count respects the filter.
+ * struct wp_rstack, filled in resolve.c's keep_stack(); to select by it, a field in struct
+ * wp_filter, tested in wp_filter_keeps_thread() (a selector of threads, like a process) or
+ * wp_filter_keeps_stack() (of samples, like a wait reason). Every report then sees the field,
+ * and every count respects the filter.
  *
  * The model points into the profile (stacks, thread records, META, the timeline): keep the
  * profile alive while the model is used. */
@@ -110,8 +112,12 @@ const struct wp_thread *wp_resolved_thread(const struct wp_resolved *r, uint32_t
  * ("(no stack)"), which no stack of the model refers to. */
 uint32_t wp_resolved_func(struct wp_resolved *r, const char *name, const char *module);
 
-/* Whether `f` keeps thread `tid` of `p` (a tid, or the name of its last THREAD record). */
-int wp_filter_keeps(const struct wp_profile *p, const struct wp_filter *f, uint32_t tid);
+/* Whether `f` keeps thread `tid` of `p` (--thread: a tid, or the name of its last THREAD
+ * record). Selectors of threads are tested here. */
+int wp_filter_keeps_thread(const struct wp_profile *p, const struct wp_filter *f, uint32_t tid);
+/* Whether `f` keeps stack `s` of `p`: its thread, then any selector of samples. */
+int wp_filter_keeps_stack(const struct wp_profile *p, const struct wp_filter *f,
+			  const struct wp_stack *s);
 
 /* Self and total samples per function over some of the model's stacks: a thread's section,
  * a view's selection. Indexed by function id. */

@@ -358,8 +358,9 @@ static void test_inline(void)
 
 /* ---- the live view's incremental update ---- */
 
-/* A later checkpoint: stack 1 counted further, a new function, stack 2 gone; with
- * `more_modules`, the module map changed too (a dlopen). */
+/* A later checkpoint: stack 1 counted further; stacks 2 and 4 are other stacks under the same
+ * ids (as after an exec): 2 with a new function, 4 of the same thread and length; 3, 5, 6
+ * gone. With `more_modules`, the module map changed too (a dlopen). */
 static struct wp_profile *later(int more_modules)
 {
 	struct buf b;
@@ -372,9 +373,11 @@ static struct wp_profile *later(int more_modules)
 	fx_self_modules(&b);
 	rec_thread(&b, 10, 0, 10, 6, 4, 0, 900000000, "main");
 	const uint64_t s1[] = { fx_addr(t_leaf), fx_ret(t_mid), fx_ret(t_root) };
-	const uint64_t s7[] = { fx_addr(t_other), fx_ret(t_root) };
+	const uint64_t s2[] = { fx_addr(t_other), fx_ret(t_root) };
+	const uint64_t s4[] = { fx_addr(t_leaf), fx_ret(t_leaf), fx_ret(t_mid) };
 	rec_stack(&b, 1, 10, 0, 9, 0, s1, 3);
-	rec_stack(&b, 7, 10, 0, 2, 0, s7, 2);
+	rec_stack(&b, 2, 10, 0, 2, 0, s2, 2);
+	rec_stack(&b, 4, 10, 0, 1, 0, s4, 3);
 	rec_end_marker(&b);
 	struct wp_profile *p = NULL;
 	char err[256];
@@ -395,27 +398,34 @@ static void test_update(void)
 	uint32_t root = func_id(r, "t_root"), leaf = func_id(r, "t_leaf");
 	size_t nfuncs = r->nfuncs, nlocs = r->nlocs;
 	uint32_t leaf_loc = r->stacks[0].locs[0];
+	const struct wp_rframe *frames1 = r->stacks[0].frames;
 
 	struct wp_profile *p2 = later(0);
 	CHECK_INT(wp_resolve_update(r, p2), 0);
 	wp_profile_free(p1);
 	CHECK(r->p == p2);
-	CHECK_EQ_U(r->nstacks, 2);
+	CHECK_EQ_U(r->nstacks, 3);
 	CHECK_EQ_U(r->nthreads, 1);
-	CHECK_EQ_U(r->total, 11);
+	CHECK_EQ_U(r->total, 12);
+	/* stack 1 is the same stack: reused; 2 and 4 are new under old ids: resolved afresh */
+	CHECK(r->stacks[0].frames == frames1);
+	CHECK(reads(r, &r->stacks[0], (const char *const[]){ "t_root", "t_mid", "t_leaf" }, 3));
+	CHECK(reads(r, &r->stacks[1], (const char *const[]){ "t_root", "t_other" }, 2));
+	CHECK(reads(r, &r->stacks[2], (const char *const[]){ "t_mid", "t_leaf", "t_leaf" }, 3));
+	CHECK_EQ_U(r->stacks[1].tid, 10);
 	CHECK_EQ_U(func_id(r, "t_root"), root);
 	CHECK_EQ_U(func_id(r, "t_leaf"), leaf);
 	CHECK_EQ_U(r->nfuncs, nfuncs + 1);
 	CHECK_EQ_U(func_id(r, "t_other"), nfuncs);
 	CHECK_EQ_U(r->funcs[root].total, 11);
-	CHECK_EQ_U(r->funcs[leaf].self, 9);
+	CHECK_EQ_U(r->funcs[leaf].self, 10);
 	CHECK_EQ_U(r->funcs[func_id(r, "t_mid")].self, 0); /* p1's counts are gone */
 	CHECK(r->funcs[leaf].line > 0);
 	/* the same module map: locations reused, not symbolized again */
 	CHECK_EQ_U(r->stacks[0].locs[0], leaf_loc);
-	CHECK_EQ_U(r->nlocs, nlocs + 1);
-	CHECK(wp_resolved_stack(r, 7) == &r->stacks[1]);
-	CHECK(wp_resolved_stack(r, 2) == NULL);
+	CHECK_EQ_U(r->nlocs, nlocs + 1); /* t_other's, the only new address */
+	CHECK(wp_resolved_stack(r, 2) == &r->stacks[1]);
+	CHECK(wp_resolved_stack(r, 3) == NULL);
 
 	/* a new module map: symbolized afresh, function ids kept */
 	struct wp_profile *p3 = later(1);
@@ -423,9 +433,10 @@ static void test_update(void)
 	wp_profile_free(p2);
 	CHECK_EQ_U(func_id(r, "t_root"), root);
 	CHECK_EQ_U(r->nfuncs, nfuncs + 1);
-	CHECK_EQ_U(r->nlocs, 4); /* only this profile's: t_leaf, t_mid+1, t_root+1, t_other */
-	CHECK_EQ_U(r->funcs[leaf].self, 9);
+	CHECK_EQ_U(r->nlocs, 5); /* this profile's: t_leaf, t_mid+1, t_root+1, t_other, t_leaf+1 */
+	CHECK_EQ_U(r->funcs[leaf].self, 10);
 	CHECK(r->funcs[leaf].file && r->funcs[leaf].line > 0);
+	CHECK(reads(r, &r->stacks[0], (const char *const[]){ "t_root", "t_mid", "t_leaf" }, 3));
 	CHECK(reads(r, &r->stacks[1], (const char *const[]){ "t_root", "t_other" }, 2));
 	wp_resolved_free(r);
 	wp_profile_free(p3);

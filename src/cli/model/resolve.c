@@ -35,10 +35,18 @@ struct loc_key {
 	uint32_t idx; /* in r->locs, or NO_LOC */
 };
 
+/* Per location, during a build: how often it occurs in the stacks (once per occurrence) and
+ * as the leaf, to count source lines per location rather than per frame of every stack. */
+struct loc_use {
+	uint64_t total, self;
+	int seen;
+};
+
 struct priv {
 	struct func_key *by_key;
 	size_t capfuncs;
 	struct loc_key *memo;
+	struct loc_use *use; /* parallel to r->locs */
 	size_t caplocs;
 	uint64_t modsig;    /* the module map the symbolizer and the locations are for */
 	struct line_count *lines;
@@ -159,9 +167,11 @@ static uint32_t location(struct wp_resolved *r, const struct wp_profile *p, uint
 	if (r->nlocs == pv->caplocs) {
 		pv->caplocs = pv->caplocs ? pv->caplocs * 2 : 1024;
 		r->locs = realloc(r->locs, pv->caplocs * sizeof(*r->locs));
-		if (!r->locs)
+		pv->use = realloc(pv->use, pv->caplocs * sizeof(*pv->use));
+		if (!r->locs || !pv->use)
 			oom();
 	}
+	memset(&pv->use[r->nlocs], 0, sizeof(pv->use[0]));
 	struct wp_loc *l = &r->locs[r->nlocs];
 	const struct wp_module *m = wp_profile_module_at(p, pc);
 	l->pc = pc;
@@ -181,7 +191,7 @@ static uint32_t location(struct wp_resolved *r, const struct wp_profile *p, uint
 
 /* ---- counting ---- */
 
-static void count_line(struct priv *pv, const struct wp_rframe *f, uint64_t n, int self)
+static struct line_count *line_entry(struct priv *pv, const struct wp_rframe *f)
 {
 	struct line_count probe, *lc;
 	memset(&probe.k, 0, sizeof(probe.k));
@@ -196,9 +206,45 @@ static void count_line(struct priv *pv, const struct wp_rframe *f, uint64_t n, i
 		lc->k = probe.k;
 		HASH_ADD(hh, pv->lines, k, sizeof(lc->k), lc);
 	}
-	lc->total += n;
-	if (self)
-		lc->self += n;
+	return lc;
+}
+
+/* Notes one stack's locations (leaf first) for the line counts. A (function, file, line) is
+ * entered when first met in reading the stacks in order, each root first: pick_lines breaks
+ * ties by that order, the same whoever builds the model. */
+static void use_locations(struct wp_resolved *r, const uint32_t *locs, uint32_t nl,
+			  uint64_t count)
+{
+	struct priv *pv = r->priv;
+	for (uint32_t j = nl; j-- > 0;) {
+		struct loc_use *u = &pv->use[locs[j]];
+		if (!u->seen) {
+			const struct wp_loc *l = &r->locs[locs[j]];
+			u->seen = 1;
+			for (uint32_t k = l->n; k-- > 0;)
+				line_entry(pv, &l->frames[k]);
+		}
+		u->total += count;
+	}
+	if (nl)
+		pv->use[locs[0]].self += count; /* its innermost frame is the stack's leaf */
+}
+
+/* The line counts: each frame of a location counts that location's occurrences. */
+static void count_lines(struct wp_resolved *r)
+{
+	struct priv *pv = r->priv;
+	for (size_t i = 0; i < r->nlocs; i++) {
+		const struct loc_use *u = &pv->use[i];
+		if (!u->seen)
+			continue;
+		for (uint32_t k = 0; k < r->locs[i].n; k++) {
+			struct line_count *lc = line_entry(pv, &r->locs[i].frames[k]);
+			lc->total += u->total;
+			if (k == 0)
+				lc->self += u->self;
+		}
+	}
 }
 
 /* Each function's file:line is where most of its own samples were; for a function that is
@@ -378,8 +424,15 @@ static void drop_locations(struct wp_resolved *r)
 	r->nlocs = 0;
 }
 
-/* Forgets the stacks, threads and line counts of the last build. */
-static void drop_build(struct wp_resolved *r)
+static void free_stacks(struct wp_rstack *stacks, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(stacks[i].frames); /* the locs share the allocation */
+	free(stacks);
+}
+
+/* Forgets the line counts of the last build. */
+static void drop_lines(struct wp_resolved *r)
 {
 	struct priv *pv = r->priv;
 	struct line_count *lc, *tmp;
@@ -387,45 +440,75 @@ static void drop_build(struct wp_resolved *r)
 		HASH_DEL(pv->lines, lc);
 		free(lc);
 	}
-	for (size_t i = 0; i < r->nstacks; i++)
-		free(r->stacks[i].frames); /* the locs share the allocation */
-	free(r->stacks);
-	free(r->threads);
-	free(pv->stack_at);
-	r->stacks = NULL;
-	r->threads = NULL;
-	pv->stack_at = NULL;
-	r->nstacks = r->nthreads = pv->nstack_at = 0;
-	r->total = 0;
+	for (size_t i = 0; i < r->nlocs; i++)
+		memset(&pv->use[i], 0, sizeof(pv->use[i]));
 }
 
-/* Fills in the kept stack `rs` from profile stack `s`: frames (root first) and locations
- * (leaf first). A new dimension of a sample is copied from `s` here. */
-static void keep_stack(struct wp_rstack *rs, const struct wp_stack *s,
-		       const struct wp_rframe *leaf_first, uint32_t n, const uint32_t *locs,
-		       uint32_t nlocs)
+/* Fills in the kept stack `rs` from profile stack `s`: frames (root first, inline chains
+ * expanded) and locations (leaf first). A new dimension of a sample is copied from `s` here. */
+static void keep_stack(const struct wp_resolved *r, struct wp_rstack *rs, const struct wp_stack *s,
+		       const uint32_t *locs, uint32_t nlocs)
 {
 	rs->src = s;
 	rs->tid = s->tid;
 	rs->flags = s->flags;
 	rs->count = s->count;
 	rs->weight_ns = s->weight_ns;
+	if (rs->frames)
+		return; /* the same stack in the last build: its frames and locations reused */
+	uint32_t n = 0;
+	for (uint32_t j = 0; j < nlocs; j++)
+		n += r->locs[locs[j]].n;
 	rs->frames = malloc((n ? n : 1) * sizeof(*rs->frames) +
 			    (nlocs ? nlocs : 1) * sizeof(uint32_t));
 	if (!rs->frames)
 		oom();
-	for (uint32_t j = 0; j < n; j++)
-		rs->frames[j] = leaf_first[n - 1 - j];
+	/* root first: the last location's outermost frame first */
+	uint32_t at = 0;
+	for (uint32_t j = nlocs; j-- > 0;) {
+		const struct wp_loc *l = &r->locs[locs[j]];
+		for (uint32_t k = l->n; k-- > 0;)
+			rs->frames[at++] = l->frames[k];
+	}
 	rs->n = n;
 	rs->locs = (uint32_t *)(rs->frames + (n ? n : 1));
 	memcpy(rs->locs, locs, nlocs * sizeof(*locs));
 	rs->nlocs = nlocs;
 }
 
-static void build(struct wp_resolved *r, const struct wp_profile *p)
+/* The last build, when its frames and locations can be reused (same module map). */
+struct last {
+	const struct wp_profile *p;
+	struct wp_rstack *stacks;
+	uint32_t *stack_at;
+	size_t nstack_at;
+};
+
+/* The kept stack of the last build that `s` repeats (same id, thread and addresses), or NULL. */
+static struct wp_rstack *same_as_last(const struct last *last, const struct wp_stack *s)
+{
+	if (!last || !last->p)
+		return NULL;
+	const struct wp_stack *o = wp_profile_stack(last->p, s->id);
+	if (!o)
+		return NULL;
+	size_t i = (size_t)(o - last->p->stacks);
+	if (i >= last->nstack_at || !last->stack_at[i])
+		return NULL;
+	struct wp_rstack *rs = &last->stacks[last->stack_at[i] - 1];
+	if (!rs->frames || o->tid != s->tid || o->nframes != s->nframes ||
+	    memcmp(o->pcs, s->pcs, s->nframes * sizeof(*s->pcs)))
+		return NULL;
+	return rs;
+}
+
+static void build(struct wp_resolved *r, const struct wp_profile *p, struct last *last)
 {
 	struct priv *pv = r->priv;
-	drop_build(r);
+	drop_lines(r);
+	free(r->threads);
+	r->threads = NULL;
+	r->nthreads = r->nstacks = 0;
 	r->p = p;
 	r->threads = malloc((p->nthreads ? p->nthreads : 1) * sizeof(*r->threads));
 	r->stacks = calloc(p->nstacks ? p->nstacks : 1, sizeof(*r->stacks));
@@ -437,31 +520,33 @@ static void build(struct wp_resolved *r, const struct wp_profile *p)
 		if (wp_filter_keeps_thread(p, &r->filter, p->threads[i].tid))
 			r->threads[r->nthreads++] = &p->threads[i];
 
-	/* frames of one stack leaf first, inline chains expanded; capped as a stack of that
-	 * many frames would be in any report */
-	static struct wp_rframe tmp[WP_MAX_FRAMES * 4];
 	uint32_t locs[WP_MAX_FRAMES];
 	for (size_t i = 0; i < p->nstacks; i++) {
 		const struct wp_stack *s = &p->stacks[i];
-		uint32_t n = 0, nl = 0;
-		for (uint32_t j = 0; j < s->nframes && j < WP_MAX_FRAMES; j++) {
-			uint32_t li = location(r, p, s->pcs[j], j == 0);
-			if (li == NO_LOC)
-				continue;
-			const struct wp_loc *l = &r->locs[li];
-			locs[nl++] = li;
-			for (uint32_t k = 0; k < l->n && n < sizeof(tmp) / sizeof(tmp[0]); k++)
-				tmp[n++] = l->frames[k];
+		int keep = wp_filter_keeps_stack(p, &r->filter, s);
+		struct wp_rstack *rs = &r->stacks[r->nstacks];
+		struct wp_rstack *old = keep ? same_as_last(last, s) : NULL;
+		const uint32_t *l = locs;
+		uint32_t nl = 0;
+		if (old) {
+			*rs = *old;
+			old->frames = NULL; /* moved */
+			l = rs->locs;
+			nl = rs->nlocs;
+		} else {
+			for (uint32_t j = 0; j < s->nframes && j < WP_MAX_FRAMES; j++) {
+				uint32_t li = location(r, p, s->pcs[j], j == 0);
+				if (li != NO_LOC)
+					locs[nl++] = li;
+			}
 		}
-		/* root first, as the stack reads, so that the hottest line is the same whoever
-		 * counts it */
-		for (uint32_t j = 0; j < n; j++)
-			count_line(pv, &tmp[n - 1 - j], s->count, j == n - 1);
-		if (!wp_filter_keeps_stack(p, &r->filter, s))
+		use_locations(r, l, nl, s->count);
+		if (!keep)
 			continue;
-		keep_stack(&r->stacks[r->nstacks], s, tmp, n, locs, nl);
+		keep_stack(r, rs, s, l, nl);
 		pv->stack_at[i] = (uint32_t)++r->nstacks;
 	}
+	count_lines(r);
 	count_funcs(r);
 	pick_lines(r);
 }
@@ -486,7 +571,7 @@ struct wp_resolved *wp_resolve(const struct wp_profile *p, const struct wp_filte
 		return NULL;
 	}
 	pv->modsig = modules_sig(p);
-	build(r, p);
+	build(r, p, NULL);
 	return r;
 }
 
@@ -494,7 +579,16 @@ int wp_resolve_update(struct wp_resolved *r, const struct wp_profile *p)
 {
 	struct priv *pv = r->priv;
 	uint64_t sig = modules_sig(p);
+	struct last last = { r->p, r->stacks, pv->stack_at, pv->nstack_at };
+	size_t nlast = r->nstacks;
+	r->stacks = NULL;
+	pv->stack_at = NULL;
 	if (sig != pv->modsig) {
+		last.p = NULL; /* its locations are gone */
+		free_stacks(last.stacks, nlast);
+		last.stacks = NULL;
+		nlast = 0;
+		drop_lines(r);
 		drop_locations(r);
 		wp_symbolizer_free(r->sym);
 		r->sym = wp_symbolizer_new(p);
@@ -504,7 +598,9 @@ int wp_resolve_update(struct wp_resolved *r, const struct wp_profile *p)
 		}
 		pv->modsig = sig;
 	}
-	build(r, p);
+	build(r, p, &last);
+	free_stacks(last.stacks, nlast);
+	free(last.stack_at);
 	return 0;
 }
 
@@ -514,8 +610,12 @@ void wp_resolved_free(struct wp_resolved *r)
 		return;
 	struct priv *pv = r->priv;
 	if (pv) {
-		drop_build(r);
+		drop_lines(r);
 		drop_locations(r);
+		free_stacks(r->stacks, r->nstacks);
+		free(r->threads);
+		free(pv->stack_at);
+		free(pv->use);
 		struct func_key *fk, *t1;
 		HASH_ITER(hh, pv->by_key, fk, t1) {
 			HASH_DEL(pv->by_key, fk);

@@ -96,8 +96,11 @@ struct wp_resolved *wp_resolve(const struct wp_profile *p, const struct wp_filte
 
 /* Rebuilds the model over `p`, a later profile of the same program (the live view's
  * checkpoints), with the same filter. Function ids stay what they were (new functions get new
- * ids); the symbolizer and the locations are reused unless the module map changed (dlopen,
- * exec). Returns 0, or -1 when out of memory (message printed; free the model). */
+ * ids); unless the module map changed (dlopen, exec), the symbolizer and the locations are
+ * reused, and so is every kept stack that `p` repeats (same id, thread and addresses): a
+ * checkpoint costs a walk over its stacks. The profile the model was built from must still be
+ * alive (its stacks are compared with p's); free it after. Returns 0, or -1 when out of
+ * memory (message printed; free the model). */
 int wp_resolve_update(struct wp_resolved *r, const struct wp_profile *p);
 
 void wp_resolved_free(struct wp_resolved *r);

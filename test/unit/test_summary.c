@@ -69,6 +69,7 @@ static void test_wall(void)
 	wp_summarize(p, r, &s);
 	CHECK_INT(s.cpu_mode, 0);
 	CHECK_EQ_U(s.duration_ns, 10 * S);
+	CHECK_EQ_U(s.interval_ns, 10000000);
 	CHECK_EQ_U(s.thread_life_ns, 19 * S);
 	CHECK_EQ_U(s.samples_all, 1900);
 	CHECK_EQ_U(s.samples, 1900);
@@ -138,6 +139,7 @@ static void test_no_duration(void)
 	CHECK_EQ_U(s.thread_life_ns, 12 * S);
 	CHECK_NEAR(s.ns_per_sample, 1e9, 1e-3);
 	CHECK_NEAR(s.ticks_per_s, 0, 0);
+	CHECK_EQ_U(s.interval_ns, 0); /* no rate */
 	CHECK_NEAR(s.sampler_core_pct, 0, 0);
 	CHECK_NEAR(s.sampler_pct, 0, 0);
 	CHECK_NEAR(s.units, 1.0, 0); /* no "samples" key */

@@ -502,13 +502,14 @@ static struct wp_rstack *same_as_last(const struct last *last, const struct wp_s
 	return rs;
 }
 
+/* The model over `p`: its threads and stacks (none at entry: the last build's are `last`'s),
+ * their counts and every function's hottest line. */
 static void build(struct wp_resolved *r, const struct wp_profile *p, struct last *last)
 {
 	struct priv *pv = r->priv;
 	drop_lines(r);
 	free(r->threads);
-	r->threads = NULL;
-	r->nthreads = r->nstacks = 0;
+	r->nthreads = 0;
 	r->p = p;
 	r->threads = malloc((p->nthreads ? p->nthreads : 1) * sizeof(*r->threads));
 	r->stacks = calloc(p->nstacks ? p->nstacks : 1, sizeof(*r->stacks));
@@ -582,7 +583,9 @@ int wp_resolve_update(struct wp_resolved *r, const struct wp_profile *p)
 	struct last last = { r->p, r->stacks, pv->stack_at, pv->nstack_at };
 	size_t nlast = r->nstacks;
 	r->stacks = NULL;
+	r->nstacks = 0;
 	pv->stack_at = NULL;
+	pv->nstack_at = 0;
 	if (sig != pv->modsig) {
 		last.p = NULL; /* its locations are gone */
 		free_stacks(last.stacks, nlast);
@@ -594,6 +597,7 @@ int wp_resolve_update(struct wp_resolved *r, const struct wp_profile *p)
 		r->sym = wp_symbolizer_new(p);
 		if (!r->sym) {
 			fprintf(stderr, "wallprof: out of memory while symbolizing\n");
+			free(last.stack_at);
 			return -1;
 		}
 		pv->modsig = sig;

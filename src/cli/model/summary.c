@@ -79,6 +79,7 @@ void wp_summarize(const struct wp_profile *p, const struct wp_resolved *r, struc
 	s->cpu_sys_ns = meta_u(p, "cpu_sys_ns");
 	s->sampler_cpu_ns = meta_u(p, "sampler_cpu_ns");
 	s->hz = meta_u(p, "hz");
+	s->interval_ns = s->hz ? 1000000000ull / s->hz : 0;
 	s->ticks = meta_u(p, "ticks");
 	s->ticks_late = meta_u(p, "ticks_late");
 	s->window_sum_ns = meta_u(p, "window_sum_ns");

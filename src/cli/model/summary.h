@@ -22,6 +22,7 @@ struct wp_summary {
 	uint64_t duration_ns, cpu_user_ns, cpu_sys_ns, sampler_cpu_ns;
 	uint64_t hz, ticks, ticks_late, window_sum_ns;
 	long ncpus;              /* of the machine that ran it ("ncpus"), else this one's, >= 1 */
+	uint64_t interval_ns;    /* between ticks: 1e9 / hz; 0 when the rate is unknown */
 
 	/* samples */
 	uint64_t samples_all;    /* every stack's count: the whole run */
@@ -53,10 +54,16 @@ struct wp_summary {
 	double samples_per_thread_s; /* samples_all per second of thread lifetime */
 	double samples_per_cpu_s;    /* samples_all per second of program_cpu_ns */
 
-	/* overhead estimate, in percent */
-	double held_pct;         /* threads held by the sampler: window_sum_ns of thread_life_ns */
+	/* Overhead estimate, in percent, two parts:
+	 *   held    = window_sum_ns / thread_life_ns: the share of its life a thread spent held
+	 *             by the sampler (an upper bound: a thread held while it was blocked anyway
+	 *             lost nothing);
+	 *   sampler = sampler_cpu_ns / (duration_ns x ncpus): the share of the machine the
+	 *             sampler thread used, which the program could not use when it wanted every
+	 *             CPU. */
+	double held_pct;
 	double sampler_core_pct; /* the sampler's CPU time, of one core over the run */
-	double sampler_pct;      /* the same of the whole machine (ncpus cores) */
+	double sampler_pct;
 	double overhead_pct;     /* held_pct + sampler_pct */
 };
 

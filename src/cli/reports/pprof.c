@@ -383,14 +383,12 @@ int wp_report_pprof(const struct wp_opts *o, const struct wp_resolved *r,
 
 	int cpu = sum->cpu_mode;
 	const char *vtype = cpu ? "cpu" : "wall";
-	long long hz = wp_profile_meta_ll(p, "hz", 0);
 
 	/* sample_type = 1, period_type = 11, period = 12, default_sample_type = 14 */
 	value_type(&e, &head, 1, "samples", "count");
 	value_type(&e, &head, 1, vtype, "nanoseconds");
 	value_type(&e, &head, 11, vtype, "nanoseconds");
-	if (hz > 0)
-		b_num(&head, 12, (uint64_t)(1000000000LL / hz));
+	b_num(&head, 12, sum->interval_ns);
 	b_num(&head, 14, (uint64_t)str_index(&e, vtype));
 	/* time_nanos = 9, duration_nanos = 10 */
 	long long t0 = wp_profile_meta_ll(p, "start_unix_ns", 0);

@@ -232,7 +232,7 @@ int wp_report_speedscope(const struct wp_opts *o, const struct wp_resolved *r,
 	struct tid_ent *tids = NULL, *te, *tmp;
 	int rc = -1;
 	long long hz = wp_profile_meta_ll(p, "hz", 0);
-	uint64_t interval = hz > 0 ? (uint64_t)(1000000000LL / hz) : 10000000;
+	uint64_t interval = sum->interval_ns ? sum->interval_ns : 10000000; /* 100 Hz, the default */
 	uint64_t dur = sum->duration_ns;
 	const char *mode = wp_profile_meta(p, "mode");
 	int cpu = sum->cpu_mode;

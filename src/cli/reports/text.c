@@ -338,14 +338,7 @@ static void stats(struct text *t)
 		fprintf(t->out, "[STATS]   sampler CPU time: %s (%.1f%% of one core)\n", dur(sampler),
 			s->sampler_core_pct);
 
-	/* Estimated overhead on the program, two parts:
-	 *   suspension = window_sum_ns / (sum over threads of their lifetime): the share of its
-	 *                life a thread spent held by the sampler (an upper bound: a thread held
-	 *                while it was blocked anyway lost nothing);
-	 *   sampler    = sampler_cpu_ns / (duration_ns × CPUs): the share of the machine the
-	 *                sampler thread used, which the program could not use when it wanted
-	 *                every CPU (CPUs: the "ncpus" META key, else this machine's count).
-	 * overhead ≈ suspension + sampler. */
+	/* Estimated overhead on the program: threads held + sampler CPU (summary.h says why) */
 	if (duration)
 		fprintf(t->out, "[STATS]   estimated overhead: ~%.1f%% = %.1f%% threads held (%s in %s of "
 				"thread lifetime)\n          + %.1f%% sampler CPU (%s in %s on %ld CPU%s)\n",

@@ -11,6 +11,7 @@
 
 #include "common/profile.h"
 #include "resolve.h"
+#include "summary.h"
 
 enum wp_format {
 	WP_FMT_TEXT = 0,
@@ -44,8 +45,6 @@ struct wp_opts {
 	int live;
 	int help;                /* -h: print the usage, nothing else */
 	int version;             /* -V */
-	/* the profile being reported, for filters that need thread names (set by wp_report) */
-	const struct wp_profile *profile_for_filters;
 	/* recorded by `record`, for the report header */
 	int exit_status;         /* as from waitpid */
 	int have_exit_status;
@@ -81,11 +80,9 @@ const char *wp_find_agent(void);
 void wp_exec_under_agent(const struct wp_opts *opts, const char *agent,
 			 const char *profile_path, int progress_fd) __attribute__((noreturn));
 
-/* Loads and symbolizes a profile, then writes the report in opts->format to `out`.
- * Returns the process exit code (0, or 1 with a message printed). */
-int wp_report_file(const struct wp_opts *opts, const char *path, FILE *out);
-int wp_report(const struct wp_opts *opts, const struct wp_profile *p, struct wp_resolved *r,
-	      FILE *out);
+/* What the report options keep of a profile (--thread), for wp_resolve. */
+struct wp_filter wp_opts_filter(const struct wp_opts *opts);
+
 /* Where the report goes: opts->report_out opened for writing, or stdout; NULL with a message
  * printed when the file cannot be opened. */
 FILE *wp_open_report(const struct wp_opts *opts);
@@ -97,20 +94,29 @@ int wp_close_report(const struct wp_opts *opts, FILE *f, int rc);
  * shell should see: the program's (wp_exit_like; dying of its signal does not return). */
 int wp_report_after_run(const struct wp_opts *opts, const char *path);
 
-/* The reports. Each returns 0 or -1 (write error). */
-int wp_report_text(const struct wp_opts *opts, const struct wp_profile *p,
-		   const struct wp_resolved *r, FILE *out);
-int wp_report_folded(const struct wp_opts *opts, const struct wp_resolved *r, FILE *out);
+/* Loads a profile, builds its model with the options' filter, then writes the report in
+ * opts->format to `out`. Returns the process exit code (0, or 1 with a message printed). */
+int wp_report_file(const struct wp_opts *opts, const char *path, FILE *out);
+/* The same for a model already built (with wp_opts_filter(opts)). */
+int wp_report(const struct wp_opts *opts, const struct wp_resolved *r, FILE *out);
+
+/* The reports: each formats the model `r` (filtered already) and the figures `s` computed
+ * from it, and computes nothing of its own. Each returns 0 or -1 (write error). */
+int wp_report_text(const struct wp_opts *opts, const struct wp_resolved *r,
+		   const struct wp_summary *s, FILE *out);
+int wp_report_folded(const struct wp_opts *opts, const struct wp_resolved *r,
+		     const struct wp_summary *s, FILE *out);
 /* One stack as folded text (with the thread root when opts->per_thread); returns its length. */
 size_t wp_folded_stack(const struct wp_opts *opts, const struct wp_resolved *r,
 		       const struct wp_rstack *s, char *buf, size_t cap);
-int wp_report_csv(const struct wp_opts *opts, const struct wp_resolved *r, FILE *out);
-int wp_report_svg(const struct wp_opts *opts, const struct wp_profile *p,
-		  const struct wp_resolved *r, FILE *out);
-int wp_report_pprof(const struct wp_opts *opts, const struct wp_profile *p,
-		    const struct wp_resolved *r, FILE *out);
-int wp_report_speedscope(const struct wp_opts *opts, const struct wp_profile *p,
-			 const struct wp_resolved *r, FILE *out);
+int wp_report_csv(const struct wp_opts *opts, const struct wp_resolved *r,
+		  const struct wp_summary *s, FILE *out);
+int wp_report_svg(const struct wp_opts *opts, const struct wp_resolved *r,
+		  const struct wp_summary *s, FILE *out);
+int wp_report_pprof(const struct wp_opts *opts, const struct wp_resolved *r,
+		    const struct wp_summary *s, FILE *out);
+int wp_report_speedscope(const struct wp_opts *opts, const struct wp_resolved *r,
+			 const struct wp_summary *s, FILE *out);
 
 /* --compare A B (text, or SVG with opts->flame_graph). Returns the exit code. */
 int wp_compare(const struct wp_opts *opts, const char *before, const char *after, FILE *out);

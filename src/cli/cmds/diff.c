@@ -23,6 +23,7 @@
 #include <uthash.h>
 
 #include "cli.h"
+#include "flame.h"
 #include "textfmt.h"
 
 #define LISTED 25   /* rows per section at most */
@@ -31,10 +32,9 @@
 struct side {
 	const char *path;
 	struct wp_profile *p;
-	struct wp_resolved *r;
-	uint64_t total;
-	double ns_per_sample; /* the time one sample stands for, for the estimates */
-	double units;         /* stack counts per sample taken (late ticks count more) */
+	struct wp_resolved *r;  /* filtered by the options */
+	struct wp_summary s;    /* its figures: units, what one sample stands for */
+	uint64_t total;         /* samples kept */
 };
 
 struct entry {
@@ -87,34 +87,6 @@ static const char *fit(const char *s, int w, char *buf, size_t cap)
 	return buf;
 }
 
-static int keep(const struct wp_rstack *s, void *arg)
-{
-	const struct wp_opts *o = arg;
-	return wp_thread_matches(o->profile_for_filters, s->tid, o->thread);
-}
-
-/* What one sample stands for: in cpu mode the program's CPU time (the sampler's left out)
- * over all samples; in wall mode the threads' lifetimes added up over all samples. */
-static double sample_ns(const struct wp_profile *p)
-{
-	const char *mode = wp_profile_meta(p, "mode");
-	double samples = (double)wp_profile_total_samples(p), budget = 0;
-	long long dur = wp_profile_meta_ll(p, "duration_ns", 0);
-	if (mode && !strcmp(mode, "cpu")) {
-		budget = (double)(wp_profile_meta_ll(p, "cpu_user_ns", 0) +
-				  wp_profile_meta_ll(p, "cpu_sys_ns", 0) -
-				  wp_profile_meta_ll(p, "sampler_cpu_ns", 0));
-	} else {
-		for (size_t i = 0; i < p->nthreads; i++) {
-			const struct wp_thread *t = &p->threads[i];
-			long long end = t->flags & WP_THREAD_EXITED ? (long long)t->last_ns : dur;
-			if (end > (long long)t->first_ns)
-				budget += (double)(end - (long long)t->first_ns);
-		}
-	}
-	return samples > 0 && budget > 0 ? budget / samples : 0;
-}
-
 static int load(const struct wp_opts *o, struct side *s)
 {
 	char err[256];
@@ -122,47 +94,16 @@ static int load(const struct wp_opts *o, struct side *s)
 		fprintf(stderr, "wallprof: %s: %s\n", s->path, err);
 		return -1;
 	}
-	s->r = wp_resolve(s->p);
+	struct wp_filter f = wp_opts_filter(o);
+	s->r = wp_resolve(s->p, &f);
 	if (!s->r)
 		return -1;
-	if (o->thread) {
-		struct wp_opts local = *o;
-		local.profile_for_filters = s->p;
-		wp_resolved_count(s->r, keep, &local);
-	}
+	wp_summarize(s->p, s->r, &s->s);
 	s->total = s->r->total;
-	s->ns_per_sample = sample_ns(s->p);
-	/* intervals per sample taken, over the whole profile (>= 1) */
-	long long taken = wp_profile_meta_ll(s->p, "samples", 0);
-	uint64_t counted = wp_profile_total_samples(s->p);
-	s->units = taken > 0 && counted > (uint64_t)taken ? (double)counted / (double)taken : 1.0;
 	const char *w = wp_symbolizer_warnings(s->r->sym);
 	if (w && *w)
 		fprintf(stderr, "wallprof: %s: %s", s->path, w);
 	return 0;
-}
-
-/* z such that P(|Z| > z) = alpha for a standard normal Z, by bisection on erfc. */
-static double z_for(double alpha)
-{
-	double lo = 0, hi = 40;
-	for (int i = 0; i < 200; i++) {
-		double mid = (lo + hi) / 2;
-		if (erfc(mid / M_SQRT2) > alpha)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return (lo + hi) / 2;
-}
-
-static double z_of(double k1, double n1, double k2, double n2)
-{
-	if (n1 <= 0 || n2 <= 0)
-		return 0;
-	double pool = (k1 + k2) / (n1 + n2);
-	double se = sqrt(pool * (1 - pool) * (1 / n1 + 1 / n2));
-	return se > 0 ? (k2 / n2 - k1 / n1) / se : 0;
 }
 
 static struct entry *collect(const struct wp_opts *o, struct side sides[2], size_t *n)
@@ -247,10 +188,10 @@ static void table_row(FILE *out, const struct side sides[2], const struct entry 
 	snprintf(tp, sizeof(tp), "%.1f->%.1f", e->tp[0], e->tp[1]);
 	snprintf(d, sizeof(d), "%+.1f %s", e->delta, e->by_total ? "total" : "self");
 	const uint64_t *c = e->by_total ? e->total : e->self;
-	if (sides[0].ns_per_sample > 0 && sides[1].ns_per_sample > 0)
-		snprintf(tm, sizeof(tm), "%s->%s",
-			 secs((uint64_t)((double)c[0] * sides[0].ns_per_sample)),
-			 secs((uint64_t)((double)c[1] * sides[1].ns_per_sample)));
+	double ns0 = sides[0].s.ns_per_sample, ns1 = sides[1].s.ns_per_sample;
+	if (ns0 > 0 && ns1 > 0)
+		snprintf(tm, sizeof(tm), "%s->%s", secs((uint64_t)((double)c[0] * ns0)),
+			 secs((uint64_t)((double)c[1] * ns1)));
 	else
 		snprintf(tm, sizeof(tm), "-");
 	const char *name = e->name;
@@ -292,11 +233,11 @@ static void describe(FILE *out, const char *label, const struct side *s)
 			(int)strlen(label), "", what);
 }
 
-static void change(FILE *out, const char *what, long long a, long long b)
+static void change(FILE *out, const char *what, uint64_t a, uint64_t b)
 {
-	if (a <= 0 || b <= 0)
+	if (!a || !b)
 		return;
-	fprintf(out, "          %s %s -> %s (%+.1f%%)\n", what, secs((uint64_t)a), secs((uint64_t)b),
+	fprintf(out, "          %s %s -> %s (%+.1f%%)\n", what, secs(a), secs(b),
 		100.0 * ((double)b - (double)a) / (double)a);
 }
 
@@ -322,18 +263,17 @@ static int text_diff(const struct wp_opts *o, struct side sides[2], FILE *out)
 		if (!strcmp(noise[i - 1]->name, noise[i]->name))
 			noise[i - 1]->twin = noise[i]->twin = 1;
 	const double n1 = (double)sides[0].total, n2 = (double)sides[1].total;
-	const double zcrit = z_for(0.05 / (double)(2 * (n ? n : 1)));
+	const double zcrit = wp_z_critical(0.05 / (double)(2 * (n ? n : 1)));
 	HASH_ITER(hh, tab, e, tmp) {
 		for (int k = 0; k < 2; k++) {
 			double whole = k ? n2 : n1;
 			e->sp[k] = whole > 0 ? 100.0 * (double)e->self[k] / whole : 0;
 			e->tp[k] = whole > 0 ? 100.0 * (double)e->total[k] / whole : 0;
 		}
-		/* The test wants independent samples; a stack's count can stand for several
-		 * intervals (a late tick's sample), so counts are scaled back to samples. */
-		double u0 = sides[0].units, u1 = sides[1].units;
-		e->zs = z_of((double)e->self[0] / u0, n1 / u0, (double)e->self[1] / u1, n2 / u1);
-		e->zt = z_of((double)e->total[0] / u0, n1 / u0, (double)e->total[1] / u1, n2 / u1);
+		e->zs = wp_share_z(&sides[0].s, e->self[0], sides[0].total, &sides[1].s, e->self[1],
+				   sides[1].total);
+		e->zt = wp_share_z(&sides[0].s, e->total[0], sides[0].total, &sides[1].s,
+				   e->total[1], sides[1].total);
 		e->by_total = !(fabs(e->zs) > zcrit) &&
 			      (fabs(e->zt) > zcrit || fabs(e->zt) > fabs(e->zs));
 		e->delta = e->by_total ? e->tp[1] - e->tp[0] : e->sp[1] - e->sp[0];
@@ -349,8 +289,8 @@ static int text_diff(const struct wp_opts *o, struct side sides[2], FILE *out)
 	fprintf(out, "%s\n%*sDIFFERENTIAL PROFILE\n%s\n", rule, 30, "", rule);
 	describe(out, "Before:", &sides[0]);
 	describe(out, "After: ", &sides[1]);
-	if (o->thread)
-		fprintf(out, "Thread: %s only\n", o->thread);
+	if (sides[0].r->filter.thread)
+		fprintf(out, "Thread: %s only\n", sides[0].r->filter.thread);
 	const char *m1 = wp_profile_meta(sides[0].p, "mode"), *m2 = wp_profile_meta(sides[1].p, "mode");
 	if (m1 && m2 && strcmp(m1, m2))
 		fprintf(out, "[WARNING] the profiles were taken in different modes (%s, %s): their "
@@ -362,7 +302,7 @@ static int text_diff(const struct wp_opts *o, struct side sides[2], FILE *out)
 	if (!sides[0].total || !sides[1].total) {
 		fprintf(out, "\n[WARNING] %s has no samples%s: nothing to compare\n",
 			!sides[0].total ? sides[0].path : sides[1].path,
-			o->thread ? " in this thread" : "");
+			sides[0].r->filter.thread ? " in this thread" : "");
 		rc = ferror(out) ? -1 : 0;
 		goto done;
 	}
@@ -391,12 +331,9 @@ static int text_diff(const struct wp_opts *o, struct side sides[2], FILE *out)
 	if (down < 0 || up > 0)
 		fprintf(out, "; self time moved: %.1f%% of samples less, %.1f%% more", fabs(down), up);
 	fputc('\n', out);
-	change(out, "wall time", wp_profile_meta_ll(sides[0].p, "duration_ns", 0),
-	       wp_profile_meta_ll(sides[1].p, "duration_ns", 0));
-	change(out, "CPU time ", wp_profile_meta_ll(sides[0].p, "cpu_user_ns", 0) +
-		       wp_profile_meta_ll(sides[0].p, "cpu_sys_ns", 0),
-	       wp_profile_meta_ll(sides[1].p, "cpu_user_ns", 0) +
-		       wp_profile_meta_ll(sides[1].p, "cpu_sys_ns", 0));
+	const struct wp_summary *s0 = &sides[0].s, *s1 = &sides[1].s;
+	change(out, "wall time", s0->duration_ns, s1->duration_ns);
+	change(out, "CPU time ", s0->cpu_user_ns + s0->cpu_sys_ns, s1->cpu_user_ns + s1->cpu_sys_ns);
 	if (n1 < 100 || n2 < 100)
 		fprintf(out, "[WARNING] fewer than 100 samples in a profile: only large changes can "
 			     "be told from noise; run longer or raise --hz\n");
@@ -428,7 +365,7 @@ static int add_path(struct path **tab, const struct wp_opts *o, const struct sid
 {
 	static char key[1 << 18];
 	size_t n = 0;
-	const struct wp_thread *t = o->per_thread ? wp_profile_thread(sd->p, s->tid) : NULL;
+	const struct wp_thread *t = o->per_thread ? wp_resolved_thread(sd->r, s->tid) : NULL;
 	/* per-thread roots by name only: tids differ from run to run */
 	const char *root = o->per_thread ? (t && t->name && *t->name ? t->name : "?") : NULL;
 	if (root)
@@ -479,8 +416,6 @@ static int svg_diff(const struct wp_opts *o, struct side sides[2], FILE *out)
 		for (size_t i = 0; i < sides[k].r->nstacks; i++) {
 			const struct wp_rstack *s = &sides[k].r->stacks[i];
 			if (!s->count || !s->n)
-				continue;
-			if (o->thread && !wp_thread_matches(sides[k].p, s->tid, o->thread))
 				continue;
 			if (add_path(&tab, o, &sides[k], k, s) != 0)
 				goto oom;

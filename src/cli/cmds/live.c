@@ -3,10 +3,11 @@
  *
  * The program runs under the agent with WALLPROF_CHECKPOINT=1: once a second the agent
  * replaces the profile file (atomically, by rename) with everything sampled so far. This
- * process only watches that file (a stat every 200 ms), reads each new checkpoint, and
- * counts every stack's leaf function. The difference from the previous checkpoint is the
- * LAST INTERVAL column; the counts themselves are OVERALL. Addresses are symbolized once: a
- * pc -> function cache and the symbolizer live across refreshes (rebuilt only when the module
+ * process only watches that file (a stat every 200 ms), reads each new checkpoint, brings
+ * the report's model up to date with it (model/resolve.h: wp_resolve_update) and counts every
+ * stack's leaf function. The difference from the previous checkpoint is the LAST INTERVAL
+ * column; the counts themselves are OVERALL. Addresses are symbolized once: the model keeps
+ * its symbolizer, locations and function ids across refreshes (rebuilt only when the module
  * map changes), so a refresh costs a file read and a walk over the stacks.
  *
  * Keys: q closes the view (the program runs on; its report follows when it exits), t switches
@@ -42,7 +43,6 @@
 
 #define STAT_EVERY_NS 200000000ull /* how often to look for a new checkpoint */
 #define BREAKDOWN_MAX 8            /* threads listed under an expanded function */
-#define MAX_INLINE 16
 
 /* ---------------------------------------------------------------------------------------- */
 /* Formatting */
@@ -71,23 +71,12 @@ static uint64_t mono(void)
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* The model: functions, threads, counts now and at the previous checkpoint */
+/* The counts of the view: per function of the model (by its id), per thread, per thread and
+ * function, now and at the previous checkpoint */
 
 struct lfunc {
-	const char *name, *module; /* point into the fkey */
+	const char *name, *module; /* the model's */
 	uint64_t now, before, ivl;
-};
-
-struct fkey {
-	UT_hash_handle hh;
-	uint32_t id;
-	char key[]; /* name '\0' module '\0' */
-};
-
-struct pcmemo {
-	UT_hash_handle hh;
-	uint64_t key; /* pc, bit 63 set for a leaf */
-	int32_t func; /* -1: one of the agent's own frames, skipped as the reports do */
 };
 
 struct tfcount {
@@ -125,13 +114,11 @@ struct live {
 	struct keys keys;       /* an escape sequence the last read cut */
 	uint64_t keys_deadline; /* when it is given up (a lone ESC is then the Esc key) */
 
-	/* symbols */
-	struct wp_symbolizer *sym;
-	uint64_t modsig;
-	struct fkey *fkeys;
-	struct lfunc *funcs;
+	/* the model (the reports' own, updated at each checkpoint) and the counts by function */
+	struct wp_resolved *model;
+	struct wp_profile *prof;  /* the checkpoint the model was last built from */
+	struct lfunc *funcs;      /* indexed by the model's function ids */
 	size_t nfuncs, capfuncs;
-	struct pcmemo *memo;
 	char warning[256];
 
 	/* counts */
@@ -169,93 +156,38 @@ static void oom(void)
 	term_oom();
 }
 
-static uint32_t intern(struct live *L, const char *name, const char *module)
+/* The view's counts for every function of the model; new ones start at zero. */
+static void sync_funcs(struct live *L)
 {
-	size_t ln = strlen(name), lm = strlen(module), kl = ln + lm + 2;
-	char stackbuf[512], *key = kl <= sizeof(stackbuf) ? stackbuf : malloc(kl);
-	if (!key)
-		oom();
-	memcpy(key, name, ln + 1);
-	memcpy(key + ln + 1, module, lm + 1);
-	struct fkey *fk;
-	HASH_FIND(hh, L->fkeys, key, kl, fk);
-	if (!fk) {
-		fk = malloc(sizeof(*fk) + kl);
-		if (!fk)
+	const struct wp_resolved *r = L->model;
+	if (r->nfuncs > L->capfuncs) {
+		size_t cap = L->capfuncs ? L->capfuncs : 256;
+		while (cap < r->nfuncs)
+			cap *= 2;
+		L->funcs = realloc(L->funcs, cap * sizeof(*L->funcs));
+		if (!L->funcs)
 			oom();
-		memcpy(fk->key, key, kl);
-		if (L->nfuncs == L->capfuncs) {
-			L->capfuncs = L->capfuncs ? L->capfuncs * 2 : 256;
-			L->funcs = realloc(L->funcs, L->capfuncs * sizeof(*L->funcs));
-			if (!L->funcs)
-				oom();
-		}
-		fk->id = (uint32_t)L->nfuncs++;
-		struct lfunc *f = &L->funcs[fk->id];
-		memset(f, 0, sizeof(*f));
-		f->name = fk->key;
-		f->module = fk->key + ln + 1;
-		HASH_ADD(hh, L->fkeys, key[0], kl, fk);
+		L->capfuncs = cap;
 	}
-	if (key != stackbuf)
-		free(key);
-	return fk->id;
+	for (size_t i = L->nfuncs; i < r->nfuncs; i++)
+		memset(&L->funcs[i], 0, sizeof(L->funcs[i]));
+	for (size_t i = 0; i < r->nfuncs; i++) {
+		L->funcs[i].name = r->funcs[i].name;
+		L->funcs[i].module = r->funcs[i].module;
+	}
+	L->nfuncs = r->nfuncs;
 }
 
-static void drop_memo(struct live *L)
+/* The model brought up to date with checkpoint p: same function ids as before. */
+static void update_model(struct live *L, const struct wp_profile *p)
 {
-	struct pcmemo *m, *t;
-	HASH_ITER(hh, L->memo, m, t) {
-		HASH_DEL(L->memo, m);
-		free(m);
-	}
-}
-
-/* The function a pc stands for (its innermost inlined frame), or -1 for the agent's own. */
-static int32_t func_at(struct live *L, uint64_t pc, int leaf)
-{
-	uint64_t key = pc ^ (leaf ? 0x8000000000000000ull : 0);
-	struct pcmemo *m;
-	HASH_FIND(hh, L->memo, &key, sizeof(key), m);
-	if (m)
-		return m->func;
-	struct wp_frame fr[MAX_INLINE];
-	int n = wp_symbolize(L->sym, pc, !leaf, fr, MAX_INLINE);
-	int32_t f;
-	if (n < 1)
-		f = (int32_t)intern(L, "(unknown)", "(unknown)");
-	else if (wp_frame_is_agent(&fr[0]))
-		f = -1;
-	else
-		f = (int32_t)intern(L, fr[0].function, fr[0].module);
-	m = malloc(sizeof(*m));
-	if (!m)
+	if (!L->model)
+		L->model = wp_resolve(p, NULL);
+	else if (wp_resolve_update(L->model, p) != 0)
 		oom();
-	m->key = key;
-	m->func = f;
-	HASH_ADD(hh, L->memo, key, sizeof(m->key), m);
-	return f;
-}
-
-/* A fingerprint of the module map: the symbolizer is rebuilt when it changes (dlopen). */
-static uint64_t modules_sig(const struct wp_profile *p)
-{
-	uint64_t h = 1469598103934665603ull;
-#define MIX(v) (h = (h ^ (uint64_t)(v)) * 1099511628211ull)
-	for (size_t i = 0; i < p->nmodules; i++) {
-		const struct wp_module *m = &p->modules[i];
-		MIX(m->start);
-		MIX(m->end);
-		MIX(m->file_offset);
-		MIX(m->flags);
-		for (uint32_t j = 0; j < m->build_id_len && j < WP_MAX_BUILD_ID; j++)
-			MIX(m->build_id[j]);
-		for (const char *c = m->path ? m->path : ""; *c; c++)
-			MIX((unsigned char)*c);
-	}
-	MIX(p->nmodules);
-#undef MIX
-	return h;
+	if (!L->model)
+		oom();
+	sync_funcs(L);
 }
 
 static struct lthread *thread_of(struct live *L, uint32_t tid)
@@ -299,7 +231,7 @@ static uint64_t meta_u(const struct wp_profile *p, const char *k)
 	return v > 0 ? (uint64_t)v : 0;
 }
 
-/* Header numbers from META: what text.c's report computes for the whole run. */
+/* Header numbers: META, and the figures the text report shows for the whole run. */
 static void read_meta(struct live *L, const struct wp_profile *p)
 {
 	const char *v = wp_profile_meta(p, "command");
@@ -310,17 +242,10 @@ static void read_meta(struct live *L, const struct wp_profile *p)
 	L->hz = wp_profile_meta_ll(p, "hz", 0);
 	L->per_tick = wp_profile_meta_ll(p, "threads_per_tick", -1);
 	L->threads_seen = wp_profile_meta_ll(p, "threads_seen", (long long)p->nthreads);
-	uint64_t duration = meta_u(p, "duration_ns"), sampler = meta_u(p, "sampler_cpu_ns");
-	L->sampler_pct = pct(sampler, duration);
-	/* threads held by the sampler, over the threads' lifetimes */
-	uint64_t life = 0;
-	for (size_t i = 0; i < p->nthreads; i++) {
-		const struct wp_thread *t = &p->threads[i];
-		uint64_t end = (t->flags & WP_THREAD_EXITED) || !duration ? t->last_ns : duration;
-		if (end > t->first_ns)
-			life += end - t->first_ns;
-	}
-	L->held_pct = pct(meta_u(p, "window_sum_ns"), life);
+	struct wp_summary s;
+	wp_summarize(p, L->model, &s);
+	L->sampler_pct = s.sampler_core_pct;
+	L->held_pct = s.held_pct; /* threads held by the sampler, of their lifetimes */
 }
 
 /* Counts a new checkpoint. */
@@ -330,16 +255,7 @@ static void absorb(struct live *L, const struct wp_profile *p)
 	uint64_t total = wp_profile_total_samples(p);
 	/* A new program image (exec) starts counting afresh: no interval to take. */
 	int fresh = !L->loaded || start != L->start_unix || total < L->total_now;
-	uint64_t sig = modules_sig(p);
-	if (!L->sym || sig != L->modsig) {
-		if (L->sym)
-			wp_symbolizer_free(L->sym);
-		drop_memo(L);
-		L->sym = wp_symbolizer_new(p);
-		if (!L->sym)
-			oom();
-		L->modsig = sig;
-	}
+	update_model(L, p);
 	for (size_t i = 0; i < L->nfuncs; i++) {
 		struct lfunc *f = &L->funcs[i];
 		f->before = fresh ? 0 : f->now;
@@ -358,15 +274,17 @@ static void absorb(struct live *L, const struct wp_profile *p)
 		t->seen = 0;
 	}
 
-	for (size_t i = 0; i < p->nstacks; i++) {
-		const struct wp_stack *s = &p->stacks[i];
+	const struct wp_resolved *r = L->model;
+	uint32_t nostack = UINT32_MAX;
+	for (size_t i = 0; i < r->nstacks; i++) {
+		const struct wp_rstack *s = &r->stacks[i];
 		if (!s->count)
 			continue;
-		int32_t f = -1;
-		for (uint32_t j = 0; j < s->nframes && f < 0; j++)
-			f = func_at(L, s->pcs[j], j == 0);
-		if (f < 0)
-			f = (int32_t)intern(L, "(no stack)", "");
+		if (!s->n && nostack == UINT32_MAX) /* only the agent's frames, or none */
+			nostack = wp_resolved_func(L->model, "(no stack)", "");
+		uint32_t f = s->n ? s->frames[s->n - 1].func : nostack;
+		if (f >= L->nfuncs)
+			sync_funcs(L);
 		L->funcs[f].now += s->count;
 		tf_add(L, s->tid, (uint32_t)f, s->count);
 		struct lthread *th = thread_of(L, s->tid);
@@ -411,7 +329,7 @@ static void absorb(struct live *L, const struct wp_profile *p)
 	L->dur_now = dur;
 	L->start_unix = start;
 	read_meta(L, p);
-	const char *w = wp_symbolizer_warnings(L->sym);
+	const char *w = wp_symbolizer_warnings(L->model->sym);
 	if (w && *w) {
 		const char *nl = strchr(w, '\n');
 		snprintf(L->warning, sizeof(L->warning), "%.*s", nl ? (int)(nl - w) : (int)strlen(w),
@@ -436,9 +354,15 @@ static int poll_checkpoint(struct live *L)
 	if (wp_profile_read(L->path, &p, err, sizeof(err)) != 0)
 		return 0; /* mid-replacement or not ours yet: next time */
 	int ours = wp_profile_meta_ll(p, "pid", 0) == (long long)L->pid;
-	if (ours)
+	if (ours) {
 		absorb(L, p);
-	wp_profile_free(p);
+		/* the model points into the checkpoint it was built from: keep that one */
+		if (L->prof)
+			wp_profile_free(L->prof);
+		L->prof = p;
+	} else {
+		wp_profile_free(p);
+	}
 	L->st = st; /* a stale file from an earlier run is not read again until replaced */
 	L->st_valid = 1;
 	return ours;
@@ -1075,12 +999,6 @@ static int live_loop(struct live *L)
 
 static void free_model(struct live *L)
 {
-	drop_memo(L);
-	struct fkey *fk, *f2;
-	HASH_ITER(hh, L->fkeys, fk, f2) {
-		HASH_DEL(L->fkeys, fk);
-		free(fk);
-	}
 	struct tfcount *c, *c2;
 	HASH_ITER(hh, L->tf, c, c2) {
 		HASH_DEL(L->tf, c);
@@ -1093,8 +1011,9 @@ static void free_model(struct live *L)
 	}
 	free(L->funcs);
 	free(L->rowv);
-	if (L->sym)
-		wp_symbolizer_free(L->sym);
+	wp_resolved_free(L->model);
+	if (L->prof)
+		wp_profile_free(L->prof);
 }
 
 int wp_live(struct wp_opts *o)

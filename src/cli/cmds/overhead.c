@@ -164,28 +164,11 @@ static int run_once(const struct wp_opts *o, char *const argv[], const char *age
 		struct wp_profile *p;
 		char err[256];
 		if (wp_profile_read(prof, &p, err, sizeof(err)) == 0) {
-			double samples = (double)wp_profile_total_samples(p);
-			const char *mode = wp_profile_meta(p, "mode");
-			double secs;
-			if (mode && !strcmp(mode, "cpu")) {
-				secs = (double)(wp_profile_meta_ll(p, "cpu_user_ns", 0) +
-						wp_profile_meta_ll(p, "cpu_sys_ns", 0) -
-						wp_profile_meta_ll(p, "sampler_cpu_ns", 0)) / 1e9;
-			} else {
-				/* per thread-second: a thread that did not exit lived to the end */
-				uint64_t dur = (uint64_t)wp_profile_meta_ll(p, "duration_ns", 0);
-				secs = 0;
-				for (size_t i = 0; i < p->nthreads; i++) {
-					const struct wp_thread *th = &p->threads[i];
-					uint64_t end = th->flags & WP_THREAD_EXITED ? th->last_ns : dur;
-					if (end > th->first_ns)
-						secs += (double)(end - th->first_ns) / 1e9;
-				}
-				if (secs <= 0)
-					secs = (double)dur / 1e9;
-			}
-			if (secs > 0)
-				res->delivered = samples / secs;
+			struct wp_summary sum; /* the rate the text report shows */
+			wp_summarize(p, NULL, &sum);
+			double rate = sum.cpu_mode ? sum.samples_per_cpu_s : sum.samples_per_thread_s;
+			if (rate > 0)
+				res->delivered = rate;
 			if (wp_profile_meta_ll(p, "window_n", 0) > 0)
 				res->window_p50 =
 					(double)wp_profile_meta_ll(p, "window_p50_ns", 0) / 1e3;

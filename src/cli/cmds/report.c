@@ -1,5 +1,6 @@
-/* Loading a profile and dispatching to the report the user asked for; where the report goes;
- * the report at the end of a recorded run. */
+/* Loading a profile, building its one model (symbolized and filtered, model/resolve.h) and
+ * its figures (model/summary.h), and handing both to the report the user asked for; where
+ * the report goes; the report at the end of a recorded run. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -9,31 +10,35 @@
 
 #include "cli.h"
 
-int wp_report(const struct wp_opts *o, const struct wp_profile *p, struct wp_resolved *r,
-	      FILE *out)
+struct wp_filter wp_opts_filter(const struct wp_opts *o)
 {
-	struct wp_opts local = *o;
-	local.profile_for_filters = p;
-	if (o->thread) {
-		int any = 0;
-		for (size_t i = 0; i < p->nthreads && !any; i++)
-			any = wp_thread_matches(p, p->threads[i].tid, o->thread);
-		if (!any) {
-			fprintf(stderr, "wallprof: no thread named or numbered '%s' in this profile; "
-					"`--per-thread` lists them\n", o->thread);
-			return 1;
-		}
+	return (struct wp_filter){ .thread = o->thread };
+}
+
+typedef int report_fn(const struct wp_opts *, const struct wp_resolved *,
+		      const struct wp_summary *, FILE *);
+
+static report_fn *const reports[] = {
+	[WP_FMT_TEXT] = wp_report_text,
+	[WP_FMT_FOLDED] = wp_report_folded,
+	[WP_FMT_SVG] = wp_report_svg,
+	[WP_FMT_CSV] = wp_report_csv,
+	[WP_FMT_PPROF] = wp_report_pprof,
+	[WP_FMT_SPEEDSCOPE] = wp_report_speedscope,
+};
+
+int wp_report(const struct wp_opts *o, const struct wp_resolved *r, FILE *out)
+{
+	if (r->filter.thread && !r->nthreads) {
+		fprintf(stderr, "wallprof: no thread named or numbered '%s' in this profile; "
+				"`--per-thread` lists them\n", r->filter.thread);
+		return 1;
 	}
-	int rc;
-	switch (o->format) {
-	case WP_FMT_FOLDED: rc = wp_report_folded(&local, r, out); break;
-	case WP_FMT_TEXT: rc = wp_report_text(&local, p, r, out); break;
-	case WP_FMT_CSV: rc = wp_report_csv(&local, r, out); break;
-	case WP_FMT_SVG: rc = wp_report_svg(&local, p, r, out); break;
-	case WP_FMT_PPROF: rc = wp_report_pprof(&local, p, r, out); break;
-	case WP_FMT_SPEEDSCOPE: rc = wp_report_speedscope(&local, p, r, out); break;
-	default: rc = -1;
-	}
+	struct wp_summary s;
+	wp_summarize(r->p, r, &s);
+	int rc = -1;
+	if ((size_t)o->format < sizeof(reports) / sizeof(reports[0]) && reports[o->format])
+		rc = reports[o->format](o, r, &s, out);
 	if (fflush(out) != 0 || rc != 0) {
 		fprintf(stderr, "wallprof: could not write the report: %s\n",
 			ferror(out) ? strerror(errno) : "error");
@@ -50,12 +55,13 @@ int wp_report_file(const struct wp_opts *o, const char *path, FILE *out)
 		fprintf(stderr, "wallprof: %s: %s\n", path, err);
 		return 1;
 	}
-	struct wp_resolved *r = wp_resolve(p);
+	struct wp_filter f = wp_opts_filter(o);
+	struct wp_resolved *r = wp_resolve(p, &f);
 	if (!r) {
 		wp_profile_free(p);
 		return 1;
 	}
-	int rc = wp_report(o, p, r, out);
+	int rc = wp_report(o, r, out);
 	wp_resolved_free(r);
 	wp_profile_free(p);
 	return rc;

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <uthash.h>
 
-#define MAX_INLINE 16
+#define NO_LOC UINT32_MAX /* an address of the agent's own code: in no stack */
 
 struct func_key {
 	UT_hash_handle hh;
@@ -17,28 +17,78 @@ struct func_key {
 struct line_count {
 	UT_hash_handle hh;
 	struct {
-		const char *file; /* interned by the symbolizer: pointer identity is string identity */
+		const char *file; /* interned by the symbolizer: the pointer is the string */
 		int line;
 		uint32_t func;
 	} k;
 	uint64_t self, total;
 };
 
-struct priv {
-	struct func_key *by_key;
-	struct line_count *lines;
-	size_t capfuncs;
-	/* one pc's frames, memoized: profiles repeat the same pcs across many stacks */
-	struct pc_memo *memo;
+/* One address in one role, symbolized once: profiles repeat the same pcs across many stacks,
+ * and the live view across checkpoints. */
+struct loc_key {
+	UT_hash_handle hh;
+	struct {
+		uint64_t pc;
+		uint64_t leaf; /* 1: looked up as a leaf, 0: as a return address */
+	} k;
+	uint32_t idx; /* in r->locs, or NO_LOC */
 };
 
-struct pc_memo {
-	UT_hash_handle hh;
-	uint64_t pc;  /* with bit 0 of `leaf` folded into the key below */
-	int leaf;
-	int n;
-	struct wp_rframe frames[MAX_INLINE]; /* innermost first */
+/* Per location, during a build: how often it occurs in the stacks (once per occurrence) and
+ * as the leaf, to count source lines per location rather than per frame of every stack. */
+struct loc_use {
+	uint64_t total, self;
+	int seen;
 };
+
+struct priv {
+	struct func_key *by_key;
+	size_t capfuncs;
+	struct loc_key *memo;
+	struct loc_use *use; /* parallel to r->locs */
+	size_t caplocs;
+	uint64_t modsig;    /* the module map the symbolizer and the locations are for */
+	struct line_count *lines;
+	uint32_t *stack_at; /* per profile stack index: its kept stack's index + 1, 0 if none */
+	size_t nstack_at;
+};
+
+static void oom(void)
+{
+	fprintf(stderr, "wallprof: out of memory\n");
+	exit(1);
+}
+
+/* ---- filter ---- */
+
+/* A tid ("4242"), or a thread name matched against the tid's last THREAD record. */
+static int thread_matches(const struct wp_profile *p, uint32_t tid, const char *sel)
+{
+	char *end;
+	unsigned long v = strtoul(sel, &end, 10);
+	if (*sel && !*end)
+		return v == tid;
+	const struct wp_thread *t = wp_profile_thread(p, tid);
+	return t && t->name && !strcmp(t->name, sel);
+}
+
+int wp_filter_keeps_thread(const struct wp_profile *p, const struct wp_filter *f, uint32_t tid)
+{
+	if (!f)
+		return 1;
+	if (f->thread && !thread_matches(p, tid, f->thread))
+		return 0;
+	return 1;
+}
+
+int wp_filter_keeps_stack(const struct wp_profile *p, const struct wp_filter *f,
+			  const struct wp_stack *s)
+{
+	return wp_filter_keeps_thread(p, f, s->tid);
+}
+
+/* ---- functions and locations ---- */
 
 static enum wp_frame_kind kind_of(const struct wp_profile *p, uint64_t pc, const struct wp_frame *f)
 {
@@ -48,32 +98,29 @@ static enum wp_frame_kind kind_of(const struct wp_profile *p, uint64_t pc, const
 	return m && (m->flags & WP_MODULE_MAIN) ? WP_KIND_PROGRAM : WP_KIND_LIBRARY;
 }
 
-static uint32_t intern(struct wp_resolved *r, const struct wp_frame *f, enum wp_frame_kind kind)
+static uint32_t intern(struct wp_resolved *r, const char *name, const char *module,
+		       enum wp_frame_kind kind)
 {
 	struct priv *pv = r->priv;
-	size_t ln = strlen(f->function), lm = strlen(f->module);
+	size_t ln = strlen(name), lm = strlen(module);
 	char buf[1024];
 	char *key = ln + lm + 2 <= sizeof(buf) ? buf : malloc(ln + lm + 2);
 	if (!key)
-		return 0;
-	memcpy(key, f->function, ln + 1);
-	memcpy(key + ln + 1, f->module, lm + 1);
+		oom();
+	memcpy(key, name, ln + 1);
+	memcpy(key + ln + 1, module, lm + 1);
 	struct func_key *fk;
 	HASH_FIND(hh, pv->by_key, key, ln + lm + 2, fk);
 	if (!fk) {
 		fk = malloc(sizeof(*fk) + ln + lm + 2);
-		if (!fk) {
-			fprintf(stderr, "wallprof: out of memory\n");
-			exit(1);
-		}
+		if (!fk)
+			oom();
 		memcpy(fk->key, key, ln + lm + 2);
 		if (r->nfuncs == pv->capfuncs) {
 			pv->capfuncs = pv->capfuncs ? pv->capfuncs * 2 : 1024;
 			r->funcs = realloc(r->funcs, pv->capfuncs * sizeof(*r->funcs));
-			if (!r->funcs) {
-				fprintf(stderr, "wallprof: out of memory\n");
-				exit(1);
-			}
+			if (!r->funcs)
+				oom();
 		}
 		fk->id = (uint32_t)r->nfuncs++;
 		struct wp_func *fn = &r->funcs[fk->id];
@@ -83,46 +130,68 @@ static uint32_t intern(struct wp_resolved *r, const struct wp_frame *f, enum wp_
 		fn->kind = kind;
 		HASH_ADD(hh, pv->by_key, key, ln + lm + 2, fk);
 	}
-	if (f->inlined)
-		r->funcs[fk->id].inlined = 1;
 	if (key != buf)
 		free(key);
 	return fk->id;
 }
 
-static struct pc_memo *frames_of(struct wp_resolved *r, const struct wp_profile *p, uint64_t pc,
-				 int leaf)
+uint32_t wp_resolved_func(struct wp_resolved *r, const char *name, const char *module)
 {
-	struct priv *pv = r->priv;
-	uint64_t key = pc ^ (leaf ? 0x8000000000000000ull : 0);
-	struct pc_memo *m;
-	HASH_FIND(hh, pv->memo, &key, sizeof(key), m);
-	if (m)
-		return m;
-	m = calloc(1, sizeof(*m));
-	if (!m) {
-		fprintf(stderr, "wallprof: out of memory\n");
-		exit(1);
-	}
-	m->pc = key;
-	m->leaf = leaf;
-	struct wp_frame fr[MAX_INLINE];
-	int n = wp_symbolize(r->sym, pc, !leaf, fr, MAX_INLINE);
-	if (n < 1)
-		n = 0;
-	if (n > 0 && wp_frame_is_agent(&fr[0]))
-		n = 0;
-	for (int i = 0; i < n; i++) {
-		m->frames[i].func = intern(r, &fr[i], kind_of(p, pc, &fr[i]));
-		m->frames[i].line = fr[i].line;
-		m->frames[i].file = fr[i].file;
-	}
-	m->n = n;
-	HASH_ADD(hh, pv->memo, pc, sizeof(m->pc), m);
-	return m;
+	return intern(r, name, module, WP_KIND_UNKNOWN);
 }
 
-static void count_line(struct priv *pv, const struct wp_rframe *f, uint64_t n, int self)
+/* The location of `pc` in its role, symbolized on first use; NO_LOC for the agent's own code
+ * (the one place where it is left out). */
+static uint32_t location(struct wp_resolved *r, const struct wp_profile *p, uint64_t pc, int leaf)
+{
+	struct priv *pv = r->priv;
+	struct loc_key probe, *lk;
+	memset(&probe.k, 0, sizeof(probe.k));
+	probe.k.pc = pc;
+	probe.k.leaf = leaf != 0;
+	HASH_FIND(hh, pv->memo, &probe.k, sizeof(probe.k), lk);
+	if (lk)
+		return lk->idx;
+	lk = calloc(1, sizeof(*lk));
+	if (!lk)
+		oom();
+	lk->k = probe.k;
+	HASH_ADD(hh, pv->memo, k, sizeof(lk->k), lk);
+
+	struct wp_frame fr[WP_MAX_INLINE];
+	int n = wp_symbolize(r->sym, pc, !leaf, fr, WP_MAX_INLINE);
+	if (n < 1 || wp_frame_is_agent(&fr[0])) {
+		lk->idx = NO_LOC;
+		return NO_LOC;
+	}
+	if (r->nlocs == pv->caplocs) {
+		pv->caplocs = pv->caplocs ? pv->caplocs * 2 : 1024;
+		r->locs = realloc(r->locs, pv->caplocs * sizeof(*r->locs));
+		pv->use = realloc(pv->use, pv->caplocs * sizeof(*pv->use));
+		if (!r->locs || !pv->use)
+			oom();
+	}
+	memset(&pv->use[r->nlocs], 0, sizeof(pv->use[0]));
+	struct wp_loc *l = &r->locs[r->nlocs];
+	const struct wp_module *m = wp_profile_module_at(p, pc);
+	l->pc = pc;
+	l->leaf = leaf != 0;
+	l->module = m ? (int32_t)(m - p->modules) : -1;
+	l->n = (uint32_t)n;
+	for (int i = 0; i < n; i++) {
+		l->frames[i].func = intern(r, fr[i].function, fr[i].module, kind_of(p, pc, &fr[i]));
+		if (fr[i].inlined)
+			r->funcs[l->frames[i].func].inlined = 1;
+		l->frames[i].line = fr[i].line;
+		l->frames[i].file = fr[i].file;
+	}
+	lk->idx = (uint32_t)r->nlocs++;
+	return lk->idx;
+}
+
+/* ---- counting ---- */
+
+static struct line_count *line_entry(struct priv *pv, const struct wp_rframe *f)
 {
 	struct line_count probe, *lc;
 	memset(&probe.k, 0, sizeof(probe.k));
@@ -133,26 +202,63 @@ static void count_line(struct priv *pv, const struct wp_rframe *f, uint64_t n, i
 	if (!lc) {
 		lc = calloc(1, sizeof(*lc));
 		if (!lc)
-			return;
+			oom();
 		lc->k = probe.k;
 		HASH_ADD(hh, pv->lines, k, sizeof(lc->k), lc);
 	}
-	lc->total += n;
-	if (self)
-		lc->self += n;
+	return lc;
+}
+
+/* Notes one stack's locations (leaf first) for the line counts. A (function, file, line) is
+ * entered when first met in reading the stacks in order, each root first: pick_lines breaks
+ * ties by that order, the same whoever builds the model. */
+static void use_locations(struct wp_resolved *r, const uint32_t *locs, uint32_t nl,
+			  uint64_t count)
+{
+	struct priv *pv = r->priv;
+	for (uint32_t j = nl; j-- > 0;) {
+		struct loc_use *u = &pv->use[locs[j]];
+		if (!u->seen) {
+			const struct wp_loc *l = &r->locs[locs[j]];
+			u->seen = 1;
+			for (uint32_t k = l->n; k-- > 0;)
+				line_entry(pv, &l->frames[k]);
+		}
+		u->total += count;
+	}
+	if (nl)
+		pv->use[locs[0]].self += count; /* its innermost frame is the stack's leaf */
+}
+
+/* The line counts: each frame of a location counts that location's occurrences. */
+static void count_lines(struct wp_resolved *r)
+{
+	struct priv *pv = r->priv;
+	for (size_t i = 0; i < r->nlocs; i++) {
+		const struct loc_use *u = &pv->use[i];
+		if (!u->seen)
+			continue;
+		for (uint32_t k = 0; k < r->locs[i].n; k++) {
+			struct line_count *lc = line_entry(pv, &r->locs[i].frames[k]);
+			lc->total += u->total;
+			if (k == 0)
+				lc->self += u->self;
+		}
+	}
 }
 
 /* Each function's file:line is where most of its own samples were; for a function that is
- * never a leaf, where most of its calls out were made. */
+ * never a leaf, where most of its calls out were made. Over every stack of the profile. */
 static void pick_lines(struct wp_resolved *r)
 {
 	struct priv *pv = r->priv;
 	uint64_t *best_self = calloc(r->nfuncs + 1, sizeof(uint64_t));
 	uint64_t *best_total = calloc(r->nfuncs + 1, sizeof(uint64_t));
-	if (!best_self || !best_total) {
-		free(best_self);
-		free(best_total);
-		return;
+	if (!best_self || !best_total)
+		oom();
+	for (size_t i = 0; i < r->nfuncs; i++) {
+		r->funcs[i].file = NULL; /* an earlier build's, when updating */
+		r->funcs[i].line = 0;
 	}
 	struct line_count *lc, *tmp;
 	HASH_ITER(hh, pv->lines, lc, tmp) {
@@ -173,79 +279,333 @@ static void pick_lines(struct wp_resolved *r)
 	free(best_total);
 }
 
-struct wp_resolved *wp_resolve(const struct wp_profile *p)
-{
-	struct wp_resolved *r = calloc(1, sizeof(*r));
-	struct priv *pv = calloc(1, sizeof(*pv));
-	if (!r || !pv)
-		goto oom;
-	r->priv = pv;
-	r->sym = wp_symbolizer_new(p);
-	r->stacks = calloc(p->nstacks ? p->nstacks : 1, sizeof(*r->stacks));
-	if (!r->sym || !r->stacks)
-		goto oom;
-	r->nstacks = p->nstacks;
-	struct wp_rframe tmp[WP_MAX_FRAMES * 4];
-	for (size_t i = 0; i < p->nstacks; i++) {
-		const struct wp_stack *s = &p->stacks[i];
-		struct wp_rstack *rs = &r->stacks[i];
-		rs->src = s;
-		rs->tid = s->tid;
-		rs->flags = s->flags;
-		rs->count = s->count;
-		rs->weight_ns = s->weight_ns;
-		/* leaf first in the file; build leaf-first here, reverse below */
-		uint32_t n = 0;
-		for (uint32_t j = 0; j < s->nframes; j++) {
-			struct pc_memo *m = frames_of(r, p, s->pcs[j], j == 0);
-			for (int k = 0; k < m->n && n < sizeof(tmp) / sizeof(tmp[0]); k++)
-				tmp[n++] = m->frames[k];
-		}
-		rs->frames = malloc((n ? n : 1) * sizeof(*rs->frames));
-		if (!rs->frames)
-			goto oom;
-		for (uint32_t j = 0; j < n; j++)
-			rs->frames[j] = tmp[n - 1 - j];
-		rs->n = n;
-		for (uint32_t j = 0; j < n; j++)
-			count_line(pv, &rs->frames[j], s->count, j == n - 1);
-	}
-	wp_resolved_count(r, NULL, NULL);
-	pick_lines(r);
-	return r;
-oom:
-	fprintf(stderr, "wallprof: out of memory while symbolizing\n");
-	wp_resolved_free(r);
-	return NULL;
-}
-
-void wp_resolved_count(struct wp_resolved *r, int (*keep)(const struct wp_rstack *, void *),
-		       void *arg)
+int wp_tally(const struct wp_resolved *r, int (*keep)(const struct wp_rstack *, void *),
+	     void *arg, struct wp_tally *t)
 {
 	/* A recursive function appears several times in one stack but must be counted once per
 	 * sample in `total`: remember the last stack that counted it. */
 	size_t *seen = calloc(r->nfuncs + 1, sizeof(size_t));
-	if (!seen)
-		return;
-	for (size_t i = 0; i < r->nfuncs; i++)
-		r->funcs[i].self = r->funcs[i].total = 0;
-	r->total = 0;
+	t->self = calloc(r->nfuncs + 1, sizeof(uint64_t));
+	t->total = calloc(r->nfuncs + 1, sizeof(uint64_t));
+	t->samples = 0;
+	if (!seen || !t->self || !t->total) {
+		free(seen);
+		wp_tally_free(t);
+		return -1;
+	}
 	for (size_t i = 0; i < r->nstacks; i++) {
 		const struct wp_rstack *s = &r->stacks[i];
 		if (keep && !keep(s, arg))
 			continue;
-		r->total += s->count;
+		t->samples += s->count;
 		for (uint32_t j = 0; j < s->n; j++) {
 			uint32_t f = s->frames[j].func;
 			if (seen[f] != i + 1) {
 				seen[f] = i + 1;
-				r->funcs[f].total += s->count;
+				t->total[f] += s->count;
 			}
 		}
 		if (s->n)
-			r->funcs[s->frames[s->n - 1].func].self += s->count;
+			t->self[s->frames[s->n - 1].func] += s->count;
 	}
 	free(seen);
+	return 0;
+}
+
+void wp_tally_free(struct wp_tally *t)
+{
+	free(t->self);
+	free(t->total);
+	t->self = t->total = NULL;
+}
+
+/* The model's own counts: every kept stack. */
+static void count_funcs(struct wp_resolved *r)
+{
+	struct wp_tally t;
+	if (wp_tally(r, NULL, NULL, &t) != 0)
+		oom();
+	for (size_t i = 0; i < r->nfuncs; i++) {
+		r->funcs[i].self = t.self[i];
+		r->funcs[i].total = t.total[i];
+	}
+	r->total = t.samples;
+	wp_tally_free(&t);
+}
+
+struct rank_arg {
+	const struct wp_func *funcs;
+	const uint64_t *self, *total;
+};
+
+static int by_self(const void *a, const void *b, void *arg)
+{
+	const struct rank_arg *k = arg;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	if (k->self[x] != k->self[y])
+		return k->self[x] > k->self[y] ? -1 : 1;
+	if (k->total[x] != k->total[y])
+		return k->total[x] > k->total[y] ? -1 : 1;
+	return strcmp(k->funcs[x].name, k->funcs[y].name);
+}
+
+static int by_total(const void *a, const void *b, void *arg)
+{
+	const struct rank_arg *k = arg;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	if (k->total[x] != k->total[y])
+		return k->total[x] > k->total[y] ? -1 : 1;
+	return by_self(a, b, arg);
+}
+
+uint32_t *wp_funcs_ranked(const struct wp_resolved *r, const struct wp_tally *t,
+			  enum wp_rank order, size_t *n)
+{
+	uint32_t *ids = malloc((r->nfuncs + 1) * sizeof(*ids));
+	uint64_t *self = NULL, *total = NULL;
+	*n = 0;
+	if (!ids)
+		return NULL;
+	if (!t) {
+		self = malloc((r->nfuncs + 1) * sizeof(*self));
+		total = malloc((r->nfuncs + 1) * sizeof(*total));
+		if (!self || !total) {
+			free(self);
+			free(total);
+			free(ids);
+			return NULL;
+		}
+		for (size_t i = 0; i < r->nfuncs; i++) {
+			self[i] = r->funcs[i].self;
+			total[i] = r->funcs[i].total;
+		}
+	}
+	struct rank_arg k = { r->funcs, t ? t->self : self, t ? t->total : total };
+	for (size_t i = 0; i < r->nfuncs; i++)
+		if (order == WP_RANK_SELF ? k.self[i] : k.total[i])
+			ids[(*n)++] = (uint32_t)i;
+	qsort_r(ids, *n, sizeof(*ids), order == WP_RANK_TOTAL ? by_total : by_self, &k);
+	free(self);
+	free(total);
+	return ids;
+}
+
+/* ---- building ---- */
+
+/* A fingerprint of the module map: the symbolizer and the locations are for one map. */
+static uint64_t modules_sig(const struct wp_profile *p)
+{
+	uint64_t h = 1469598103934665603ull;
+#define MIX(v) (h = (h ^ (uint64_t)(v)) * 1099511628211ull)
+	for (size_t i = 0; i < p->nmodules; i++) {
+		const struct wp_module *m = &p->modules[i];
+		MIX(m->start);
+		MIX(m->end);
+		MIX(m->file_offset);
+		MIX(m->flags);
+		for (uint32_t j = 0; j < m->build_id_len && j < WP_MAX_BUILD_ID; j++)
+			MIX(m->build_id[j]);
+		for (const char *c = m->path ? m->path : ""; *c; c++)
+			MIX((unsigned char)*c);
+	}
+	MIX(p->nmodules);
+#undef MIX
+	return h;
+}
+
+static void drop_locations(struct wp_resolved *r)
+{
+	struct priv *pv = r->priv;
+	struct loc_key *lk, *tmp;
+	HASH_ITER(hh, pv->memo, lk, tmp) {
+		HASH_DEL(pv->memo, lk);
+		free(lk);
+	}
+	r->nlocs = 0;
+}
+
+static void free_stacks(struct wp_rstack *stacks, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(stacks[i].frames); /* the locs share the allocation */
+	free(stacks);
+}
+
+/* Forgets the line counts of the last build. */
+static void drop_lines(struct wp_resolved *r)
+{
+	struct priv *pv = r->priv;
+	struct line_count *lc, *tmp;
+	HASH_ITER(hh, pv->lines, lc, tmp) {
+		HASH_DEL(pv->lines, lc);
+		free(lc);
+	}
+	for (size_t i = 0; i < r->nlocs; i++)
+		memset(&pv->use[i], 0, sizeof(pv->use[i]));
+}
+
+/* Fills in the kept stack `rs` from profile stack `s`: frames (root first, inline chains
+ * expanded) and locations (leaf first). A new dimension of a sample is copied from `s` here. */
+static void keep_stack(const struct wp_resolved *r, struct wp_rstack *rs, const struct wp_stack *s,
+		       const uint32_t *locs, uint32_t nlocs)
+{
+	rs->src = s;
+	rs->tid = s->tid;
+	rs->flags = s->flags;
+	rs->count = s->count;
+	rs->weight_ns = s->weight_ns;
+	if (rs->frames)
+		return; /* the same stack in the last build: its frames and locations reused */
+	uint32_t n = 0;
+	for (uint32_t j = 0; j < nlocs; j++)
+		n += r->locs[locs[j]].n;
+	rs->frames = malloc((n ? n : 1) * sizeof(*rs->frames) +
+			    (nlocs ? nlocs : 1) * sizeof(uint32_t));
+	if (!rs->frames)
+		oom();
+	/* root first: the last location's outermost frame first */
+	uint32_t at = 0;
+	for (uint32_t j = nlocs; j-- > 0;) {
+		const struct wp_loc *l = &r->locs[locs[j]];
+		for (uint32_t k = l->n; k-- > 0;)
+			rs->frames[at++] = l->frames[k];
+	}
+	rs->n = n;
+	rs->locs = (uint32_t *)(rs->frames + (n ? n : 1));
+	memcpy(rs->locs, locs, nlocs * sizeof(*locs));
+	rs->nlocs = nlocs;
+}
+
+/* The last build, when its frames and locations can be reused (same module map). */
+struct last {
+	const struct wp_profile *p;
+	struct wp_rstack *stacks;
+	uint32_t *stack_at;
+	size_t nstack_at;
+};
+
+/* The kept stack of the last build that `s` repeats (same id, thread and addresses), or NULL. */
+static struct wp_rstack *same_as_last(const struct last *last, const struct wp_stack *s)
+{
+	if (!last || !last->p)
+		return NULL;
+	const struct wp_stack *o = wp_profile_stack(last->p, s->id);
+	if (!o)
+		return NULL;
+	size_t i = (size_t)(o - last->p->stacks);
+	if (i >= last->nstack_at || !last->stack_at[i])
+		return NULL;
+	struct wp_rstack *rs = &last->stacks[last->stack_at[i] - 1];
+	if (!rs->frames || o->tid != s->tid || o->nframes != s->nframes ||
+	    memcmp(o->pcs, s->pcs, s->nframes * sizeof(*s->pcs)))
+		return NULL;
+	return rs;
+}
+
+/* The model over `p`: its threads and stacks (none at entry: the last build's are `last`'s),
+ * their counts and every function's hottest line. */
+static void build(struct wp_resolved *r, const struct wp_profile *p, struct last *last)
+{
+	struct priv *pv = r->priv;
+	drop_lines(r);
+	free(r->threads);
+	r->nthreads = 0;
+	r->p = p;
+	r->threads = malloc((p->nthreads ? p->nthreads : 1) * sizeof(*r->threads));
+	r->stacks = calloc(p->nstacks ? p->nstacks : 1, sizeof(*r->stacks));
+	pv->stack_at = calloc(p->nstacks ? p->nstacks : 1, sizeof(*pv->stack_at));
+	if (!r->threads || !r->stacks || !pv->stack_at)
+		oom();
+	pv->nstack_at = p->nstacks;
+	for (size_t i = 0; i < p->nthreads; i++)
+		if (wp_filter_keeps_thread(p, &r->filter, p->threads[i].tid))
+			r->threads[r->nthreads++] = &p->threads[i];
+
+	uint32_t locs[WP_MAX_FRAMES];
+	for (size_t i = 0; i < p->nstacks; i++) {
+		const struct wp_stack *s = &p->stacks[i];
+		int keep = wp_filter_keeps_stack(p, &r->filter, s);
+		struct wp_rstack *rs = &r->stacks[r->nstacks];
+		struct wp_rstack *old = keep ? same_as_last(last, s) : NULL;
+		const uint32_t *l = locs;
+		uint32_t nl = 0;
+		if (old) {
+			*rs = *old;
+			old->frames = NULL; /* moved */
+			l = rs->locs;
+			nl = rs->nlocs;
+		} else {
+			for (uint32_t j = 0; j < s->nframes && j < WP_MAX_FRAMES; j++) {
+				uint32_t li = location(r, p, s->pcs[j], j == 0);
+				if (li != NO_LOC)
+					locs[nl++] = li;
+			}
+		}
+		use_locations(r, l, nl, s->count);
+		if (!keep)
+			continue;
+		keep_stack(r, rs, s, l, nl);
+		pv->stack_at[i] = (uint32_t)++r->nstacks;
+	}
+	count_lines(r);
+	count_funcs(r);
+	pick_lines(r);
+}
+
+struct wp_resolved *wp_resolve(const struct wp_profile *p, const struct wp_filter *f)
+{
+	struct wp_resolved *r = calloc(1, sizeof(*r));
+	struct priv *pv = calloc(1, sizeof(*pv));
+	if (!r || !pv) {
+		free(r);
+		free(pv);
+		fprintf(stderr, "wallprof: out of memory while symbolizing\n");
+		return NULL;
+	}
+	r->priv = pv;
+	if (f)
+		r->filter = *f;
+	r->sym = wp_symbolizer_new(p);
+	if (!r->sym) {
+		fprintf(stderr, "wallprof: out of memory while symbolizing\n");
+		wp_resolved_free(r);
+		return NULL;
+	}
+	pv->modsig = modules_sig(p);
+	build(r, p, NULL);
+	return r;
+}
+
+int wp_resolve_update(struct wp_resolved *r, const struct wp_profile *p)
+{
+	struct priv *pv = r->priv;
+	uint64_t sig = modules_sig(p);
+	struct last last = { r->p, r->stacks, pv->stack_at, pv->nstack_at };
+	size_t nlast = r->nstacks;
+	r->stacks = NULL;
+	r->nstacks = 0;
+	pv->stack_at = NULL;
+	pv->nstack_at = 0;
+	if (sig != pv->modsig) {
+		last.p = NULL; /* its locations are gone */
+		free_stacks(last.stacks, nlast);
+		last.stacks = NULL;
+		nlast = 0;
+		drop_lines(r);
+		drop_locations(r);
+		wp_symbolizer_free(r->sym);
+		r->sym = wp_symbolizer_new(p);
+		if (!r->sym) {
+			fprintf(stderr, "wallprof: out of memory while symbolizing\n");
+			free(last.stack_at);
+			return -1;
+		}
+		pv->modsig = sig;
+	}
+	build(r, p, &last);
+	free_stacks(last.stacks, nlast);
+	free(last.stack_at);
+	return 0;
 }
 
 void wp_resolved_free(struct wp_resolved *r)
@@ -254,50 +614,37 @@ void wp_resolved_free(struct wp_resolved *r)
 		return;
 	struct priv *pv = r->priv;
 	if (pv) {
+		drop_lines(r);
+		drop_locations(r);
+		free_stacks(r->stacks, r->nstacks);
+		free(r->threads);
+		free(pv->stack_at);
+		free(pv->use);
 		struct func_key *fk, *t1;
 		HASH_ITER(hh, pv->by_key, fk, t1) {
 			HASH_DEL(pv->by_key, fk);
 			free(fk);
 		}
-		struct line_count *lc, *t2;
-		HASH_ITER(hh, pv->lines, lc, t2) {
-			HASH_DEL(pv->lines, lc);
-			free(lc);
-		}
-		struct pc_memo *m, *t3;
-		HASH_ITER(hh, pv->memo, m, t3) {
-			HASH_DEL(pv->memo, m);
-			free(m);
-		}
 		free(pv);
 	}
-	for (size_t i = 0; i < r->nstacks; i++)
-		free(r->stacks[i].frames);
-	free(r->stacks);
 	free(r->funcs);
+	free(r->locs);
 	if (r->sym)
 		wp_symbolizer_free(r->sym);
 	free(r);
 }
 
-int wp_func_by_self(const void *a, const void *b, void *arg)
+const struct wp_rstack *wp_resolved_stack(const struct wp_resolved *r, uint32_t stack_id)
 {
-	const struct wp_func *f = arg, *x = &f[*(const uint32_t *)a], *y = &f[*(const uint32_t *)b];
-	if (x->self != y->self)
-		return x->self > y->self ? -1 : 1;
-	if (x->total != y->total)
-		return x->total > y->total ? -1 : 1;
-	return strcmp(x->name, y->name);
+	const struct priv *pv = r->priv;
+	const struct wp_stack *s = wp_profile_stack(r->p, stack_id);
+	if (!s)
+		return NULL;
+	size_t i = (size_t)(s - r->p->stacks);
+	return i < pv->nstack_at && pv->stack_at[i] ? &r->stacks[pv->stack_at[i] - 1] : NULL;
 }
 
-int wp_thread_matches(const struct wp_profile *p, uint32_t tid, const char *sel)
+const struct wp_thread *wp_resolved_thread(const struct wp_resolved *r, uint32_t tid)
 {
-	if (!sel)
-		return 1;
-	char *end;
-	unsigned long v = strtoul(sel, &end, 10);
-	if (*sel && !*end)
-		return v == tid;
-	const struct wp_thread *t = wp_profile_thread(p, tid);
-	return t && t->name && !strcmp(t->name, sel);
+	return wp_profile_thread(r->p, tid);
 }

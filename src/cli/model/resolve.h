@@ -1,6 +1,24 @@
-/* A profile with every address symbolized: functions interned once, each stack turned into a
- * root-first list of function ids (inlined functions expanded into frames of their own).
- * Every report works from this, so they all agree on names, files and lines. */
+/* The model every report reads: one profile with every address symbolized, filtered once.
+ *
+ * wp_resolve(profile, filter) builds it in one pass over the profile's stacks:
+ *  - locations: one per distinct address and role (a stack's leaf is looked up at its pc, a
+ *    return address at pc-1), each the inline chain found there. The agent's own frames
+ *    (wp_frame_is_agent: its EINTR-retrying wrappers) are left out HERE, and nowhere else:
+ *    no stack of the model has them, as if the program had called libc directly;
+ *  - functions: interned by (name, module) over EVERY stack of the profile, so a function's
+ *    id, kind and hottest file:line are the same whatever the filter;
+ *  - threads and stacks: only those the filter keeps, in the profile's order; every count of
+ *    the model (funcs[].self and .total, total) is over those. A report never filters again.
+ * Derived figures (rates, lifetimes, overhead, confidence intervals) are summary.h's.
+ *
+ * Adding a dimension (the process a sample came from, why a thread waits): a field in
+ * struct wp_rstack, filled in resolve.c's keep_stack(); to select by it, a field in struct
+ * wp_filter, tested in wp_filter_keeps_thread() (a selector of threads, like a process) or
+ * wp_filter_keeps_stack() (of samples, like a wait reason). Every report then sees the field,
+ * and every count respects the filter.
+ *
+ * The model points into the profile (stacks, thread records, META, the timeline): keep the
+ * profile alive while the model is used. */
 #ifndef WP_RESOLVE_H
 #define WP_RESOLVE_H
 
@@ -8,8 +26,15 @@
 #include <stdint.h>
 
 #include "common/profile.h"
-#include "flame.h"
+#include "frame_kind.h"
 #include "symbolize.h"
+
+#define WP_MAX_INLINE 16 /* frames of one inline chain kept (innermost first) */
+
+/* What the model keeps. Strings are the caller's and must outlive the model. */
+struct wp_filter {
+	const char *thread; /* --thread=NAME|TID: a tid or a thread name; NULL: every thread */
+};
 
 struct wp_func {
 	const char *name;    /* demangled, or "module+0xoff" / "(unknown)" */
@@ -18,14 +43,23 @@ struct wp_func {
 	int line;            /* hottest line, 0 when unknown */
 	enum wp_frame_kind kind;
 	int inlined;         /* seen as an inlined frame */
-	uint64_t self;       /* samples with this function as the leaf */
-	uint64_t total;      /* samples with this function anywhere (counted once per sample) */
+	uint64_t self;       /* kept samples with this function as the leaf */
+	uint64_t total;      /* kept samples with this function anywhere (once per sample) */
 };
 
 struct wp_rframe {
 	uint32_t func;
 	int line;            /* the line executing in this frame (call site for non-leaves) */
 	const char *file;
+};
+
+/* One address of the profile in one role, symbolized: pprof's Location. */
+struct wp_loc {
+	uint64_t pc;
+	int leaf;            /* looked up as a leaf (pc itself), else as a return address (pc-1) */
+	int32_t module;      /* index in the profile's modules, -1 when outside every module */
+	uint32_t n;          /* frames, >= 1 */
+	struct wp_rframe frames[WP_MAX_INLINE]; /* INNERMOST FIRST, as the symbolizer gives them */
 };
 
 struct wp_rstack {
@@ -36,32 +70,81 @@ struct wp_rstack {
 	uint64_t weight_ns;
 	uint32_t n;
 	struct wp_rframe *frames; /* ROOT FIRST; frames[n-1] is the leaf */
+	uint32_t nlocs;
+	uint32_t *locs;      /* LEAF FIRST, as in the file: indexes into the model's locs */
 };
 
 struct wp_resolved {
+	const struct wp_profile *p;     /* what it was built from */
+	struct wp_filter filter;
 	struct wp_func *funcs;
 	size_t nfuncs;
-	struct wp_rstack *stacks; /* same order as the profile's stacks */
+	struct wp_loc *locs;
+	size_t nlocs;
+	struct wp_rstack *stacks;       /* the kept stacks, in the profile's order */
 	size_t nstacks;
-	uint64_t total;           /* samples in all stacks */
+	const struct wp_thread **threads; /* the kept THREAD records, in file order */
+	size_t nthreads;
+	uint64_t total;                 /* samples in the kept stacks */
 	struct wp_symbolizer *sym;
 	void *priv;
 };
 
-/* Symbolizes every stack of `p`. Returns NULL when out of memory (message printed). */
-struct wp_resolved *wp_resolve(const struct wp_profile *p);
+/* Symbolizes every stack of `p` and keeps what `f` keeps (NULL: everything). Returns NULL
+ * when out of memory (message printed). */
+struct wp_resolved *wp_resolve(const struct wp_profile *p, const struct wp_filter *f);
+
+/* Rebuilds the model over `p`, a later profile of the same program (the live view's
+ * checkpoints), with the same filter. Function ids stay what they were (new functions get new
+ * ids); unless the module map changed (dlopen, exec), the symbolizer and the locations are
+ * reused, and so is every kept stack that `p` repeats (same id, thread and addresses): a
+ * checkpoint costs a walk over its stacks. The profile the model was built from must still be
+ * alive (its stacks are compared with p's); free it after. Returns 0, or -1 when out of
+ * memory (message printed; free the model). */
+int wp_resolve_update(struct wp_resolved *r, const struct wp_profile *p);
+
 void wp_resolved_free(struct wp_resolved *r);
 
-/* Recomputes funcs[].self/.total over the stacks for which keep(stack, arg) is nonzero (all
- * when keep is NULL), and r->total likewise. */
-void wp_resolved_count(struct wp_resolved *r, int (*keep)(const struct wp_rstack *, void *),
-		       void *arg);
+/* The kept stack that the profile's stack `stack_id` became, or NULL (filtered out, unknown). */
+const struct wp_rstack *wp_resolved_stack(const struct wp_resolved *r, uint32_t stack_id);
 
-/* qsort_r order of function ids (arg: the funcs array): most self samples first, then most
- * total, then by name, so every report ranks functions the same way. */
-int wp_func_by_self(const void *a, const void *b, void *arg);
+/* A thread's last THREAD record (its latest name and flags), or NULL. */
+const struct wp_thread *wp_resolved_thread(const struct wp_resolved *r, uint32_t tid);
 
-/* Thread filter shared by reports: matches `sel` (a tid or a thread name) against a stack. */
-int wp_thread_matches(const struct wp_profile *p, uint32_t tid, const char *sel);
+/* The id of the function (name, module), added when new: for a view's own pseudo-functions
+ * ("(no stack)"), which no stack of the model refers to. */
+uint32_t wp_resolved_func(struct wp_resolved *r, const char *name, const char *module);
+
+/* Whether `f` keeps thread `tid` of `p` (--thread: a tid, or the name of its last THREAD
+ * record). Selectors of threads are tested here. */
+int wp_filter_keeps_thread(const struct wp_profile *p, const struct wp_filter *f, uint32_t tid);
+/* Whether `f` keeps stack `s` of `p`: its thread, then any selector of samples. */
+int wp_filter_keeps_stack(const struct wp_profile *p, const struct wp_filter *f,
+			  const struct wp_stack *s);
+
+/* Self and total samples per function over some of the model's stacks: a thread's section,
+ * a view's selection. Indexed by function id. */
+struct wp_tally {
+	uint64_t *self, *total;
+	uint64_t samples;
+};
+
+/* Counts the stacks for which keep(stack, arg) is nonzero. Returns 0, -1 when out of memory. */
+int wp_tally(const struct wp_resolved *r, int (*keep)(const struct wp_rstack *, void *),
+	     void *arg, struct wp_tally *t);
+void wp_tally_free(struct wp_tally *t);
+
+/* Orders of wp_funcs_ranked, so that every report ranks functions the same way. */
+enum wp_rank {
+	WP_RANK_SELF,     /* functions that were a leaf: most self samples first, then most
+			   * total, then by name */
+	WP_RANK_ANY_SELF, /* every function with samples, in the same order */
+	WP_RANK_TOTAL,    /* every function with samples: most total first, then as above */
+};
+
+/* The ids of the functions with samples in `t` (NULL: the model's own counts), ranked.
+ * Returns a malloc'ed array of *n ids, NULL when out of memory. */
+uint32_t *wp_funcs_ranked(const struct wp_resolved *r, const struct wp_tally *t,
+			  enum wp_rank order, size_t *n);
 
 #endif

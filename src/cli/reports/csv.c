@@ -26,38 +26,19 @@ static void field(FILE *out, const char *s)
 	fputc('"', out);
 }
 
-struct sel {
-	const struct wp_profile *p;
-	const char *thread;
-};
-
-static int keep(const struct wp_rstack *s, void *arg)
+int wp_report_csv(const struct wp_opts *o, const struct wp_resolved *r,
+		  const struct wp_summary *s, FILE *out)
 {
-	const struct sel *k = arg;
-	return wp_thread_matches(k->p, s->tid, k->thread);
-}
-
-int wp_report_csv(const struct wp_opts *o, const struct wp_resolved *cr, FILE *out)
-{
-	/* wp_resolved_count recounts in place; the resolved profile is the caller's, made for
-	 * this report. It is left counted over every sample, as wp_resolve made it. */
-	struct wp_resolved *r = (struct wp_resolved *)cr;
-	struct sel k = { o->profile_for_filters, o->thread };
-	if (o->thread)
-		wp_resolved_count(r, keep, &k);
-	uint32_t *ids = malloc((r->nfuncs + 1) * sizeof(*ids));
-	size_t n = 0;
+	(void)o;
+	size_t n;
+	uint32_t *ids = wp_funcs_ranked(r, NULL, WP_RANK_ANY_SELF, &n);
 	if (!ids) {
 		fprintf(stderr, "wallprof: out of memory\n");
 		return -1;
 	}
-	for (size_t i = 0; i < r->nfuncs; i++)
-		if (r->funcs[i].total)
-			ids[n++] = (uint32_t)i;
-	qsort_r(ids, n, sizeof(*ids), wp_func_by_self, r->funcs);
 	fputs("function,module,file,line,self_samples,self_percent,total_samples,total_percent\n",
 	      out);
-	double whole = r->total ? (double)r->total : 1.0;
+	double whole = s->samples ? (double)s->samples : 1.0;
 	for (size_t i = 0; i < n; i++) {
 		const struct wp_func *f = &r->funcs[ids[i]];
 		field(out, f->name);
@@ -74,7 +55,5 @@ int wp_report_csv(const struct wp_opts *o, const struct wp_resolved *cr, FILE *o
 			100.0 * (double)f->total / whole);
 	}
 	free(ids);
-	if (o->thread)
-		wp_resolved_count(r, NULL, NULL);
 	return ferror(out) ? -1 : 0;
 }

@@ -6,14 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* What kind of code a frame is, for its colour. */
-enum wp_frame_kind {
-	WP_KIND_PROGRAM = 0, /* the main executable */
-	WP_KIND_LIBRARY = 1, /* a shared library */
-	WP_KIND_KERNEL = 2,  /* reserved */
-	WP_KIND_UNKNOWN = 3, /* no symbol */
-	WP_KIND_THREAD = 4,  /* a per-thread root frame "[name tid=N]" */
-};
+#include "frame_kind.h" /* enum wp_frame_kind, for each frame's colour */
 
 struct wp_flame_frame {
 	const char *name;

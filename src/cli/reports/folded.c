@@ -33,7 +33,7 @@ size_t wp_folded_stack(const struct wp_opts *o, const struct wp_resolved *r,
 {
 	size_t n = 0;
 	if (o->per_thread) {
-		const struct wp_thread *t = wp_profile_thread(o->profile_for_filters, s->tid);
+		const struct wp_thread *t = wp_resolved_thread(r, s->tid);
 		char root[64];
 		n = put_name(buf, n, cap, "[");
 		n = put_name(buf, n, cap, t && t->name && *t->name ? t->name : "?");
@@ -49,15 +49,15 @@ size_t wp_folded_stack(const struct wp_opts *o, const struct wp_resolved *r,
 	return n;
 }
 
-int wp_report_folded(const struct wp_opts *o, const struct wp_resolved *r, FILE *out)
+int wp_report_folded(const struct wp_opts *o, const struct wp_resolved *r,
+		     const struct wp_summary *sum, FILE *out)
 {
+	(void)sum;
 	static char buf[1 << 18];
 	struct line *lines = NULL, *l, *tmp;
 	for (size_t i = 0; i < r->nstacks; i++) {
 		const struct wp_rstack *s = &r->stacks[i];
 		if (!s->count || !s->n)
-			continue;
-		if (o->thread && !wp_thread_matches(o->profile_for_filters, s->tid, o->thread))
 			continue;
 		size_t n = wp_folded_stack(o, r, s, buf, sizeof(buf));
 		HASH_FIND(hh, lines, buf, n, l);

@@ -13,17 +13,17 @@
  * - period type wall|cpu/nanoseconds, period 1e9/hz; time_nanos and duration_nanos;
  * - on every sample the string labels "thread" (its name) and "thread_id" (the tid, as a
  *   string so `-tags` lists it readably), and "state" (running/waiting) in wall mode;
- * - one Location per distinct pc (and role: a leaf pc is looked up as is, a return address
- *   at pc-1, so the same address in both roles gives two Locations), with its Mapping and
- *   address; an inline chain is one Location with several Lines, innermost first; the
- *   agent's own frames (libwallprof.so's EINTR-retrying wrappers) are left out, as in every
- *   other report, and a stack made only of them is dropped;
- * - Functions by (name, module, file); start_line 0 (not known);
+ * - one Location per location of the model (a distinct pc and role: a leaf pc is looked up
+ *   as is, a return address at pc-1, so the same address in both roles gives two
+ *   Locations), with its Mapping and address; an inline chain is one Location with several
+ *   Lines, innermost first; the model has no agent frames (libwallprof.so's EINTR-retrying
+ *   wrappers), as in every other report, and a stack made only of them is dropped;
+ * - Functions by the model's function (name, module) and file; start_line 0 (not known);
  * - one Mapping per executable module mapping, the main executable first (pprof takes
  *   mapping[0] for the main binary), with the build-id in hex, and has_functions etc. set
  *   since every location is already symbolized (pprof then never re-symbolizes them);
  * - the string table deduplicated, every string made valid UTF-8 (proto3 requires it).
- * The --thread filter applies. */
+ * Only the stacks the model kept (--thread) are written. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +32,6 @@
 
 #include "cli.h"
 #include "textfmt.h"
-
-#define MAX_INLINE 16
 
 /* ---- wire format ---- */
 
@@ -125,7 +123,6 @@ struct str {
 };
 
 struct enc {
-	const struct wp_opts *o;
 	const struct wp_profile *p;
 	const struct wp_resolved *r;
 	struct str *strs;
@@ -133,7 +130,7 @@ struct enc {
 	struct buf strtab, samples, mappings, locations, functions, tmp, tmp2;
 	struct func_ent *funcs;
 	uint64_t nfuncs;
-	struct loc_ent *locs;
+	uint64_t *loc_id;     /* per location of the model: its Location id, 0 until written */
 	uint64_t nlocs;
 	uint64_t *mapping_of; /* per module index: mapping id */
 	int oom;
@@ -197,44 +194,36 @@ static int64_t str_index(struct enc *e, const char *s)
 
 /* ---- functions and locations ---- */
 
+/* A Function per (function of the model, source file): the same function seen in two files
+ * (an inline header function) is two Functions, as pprof's own symbolizer would make it. */
 struct func_ent {
 	UT_hash_handle hh;
-	uint64_t id;
-	char key[]; /* name '\0' module '\0' file */
-};
-
-struct loc_ent {
-	UT_hash_handle hh;
 	struct {
-		uint64_t pc;
-		uint64_t leaf;
+		uint32_t func;
+		const char *file; /* interned by the symbolizer: pointer identity is string identity */
 	} k;
 	uint64_t id;
 };
 
-static uint64_t function_id(struct enc *e, const struct wp_frame *f)
+static uint64_t function_id(struct enc *e, const struct wp_rframe *f)
 {
-	const char *file = f->file ? f->file : "";
-	const char *mod = f->module ? f->module : "";
-	size_t a = strlen(f->function), b = strlen(mod), c = strlen(file);
-	size_t klen = a + b + c + 3;
-	struct func_ent *fe = malloc(sizeof(*fe) + klen);
+	struct func_ent probe, *fe;
+	memset(&probe.k, 0, sizeof(probe.k));
+	probe.k.func = f->func;
+	probe.k.file = f->file;
+	HASH_FIND(hh, e->funcs, &probe.k, sizeof(probe.k), fe);
+	if (fe)
+		return fe->id;
+	fe = calloc(1, sizeof(*fe));
 	if (!fe) {
 		e->oom = 1;
 		return 0;
 	}
-	memcpy(fe->key, f->function, a + 1);
-	memcpy(fe->key + a + 1, mod, b + 1);
-	memcpy(fe->key + a + b + 2, file, c + 1);
-	struct func_ent *found;
-	HASH_FIND(hh, e->funcs, fe->key, klen, found);
-	if (found) {
-		free(fe);
-		return found->id;
-	}
+	fe->k = probe.k;
 	fe->id = ++e->nfuncs;
-	HASH_ADD(hh, e->funcs, key, klen, fe);
-	int64_t name = str_index(e, f->function);
+	HASH_ADD(hh, e->funcs, k, sizeof(fe->k), fe);
+	const struct wp_func *fn = &e->r->funcs[f->func];
+	int64_t name = str_index(e, fn->name);
 	struct buf *m = &e->tmp2;
 	b_num(m, 1, fe->id);
 	b_num(m, 2, (uint64_t)name);
@@ -245,47 +234,31 @@ static uint64_t function_id(struct enc *e, const struct wp_frame *f)
 	return fe->id;
 }
 
-static uint64_t location_id(struct enc *e, uint64_t pc, int leaf)
+/* The Location of the model's location `li`, written when first used. */
+static uint64_t location_id(struct enc *e, uint32_t li)
 {
-	struct loc_ent probe, *le;
-	memset(&probe.k, 0, sizeof(probe.k));
-	probe.k.pc = pc;
-	probe.k.leaf = leaf != 0;
-	HASH_FIND(hh, e->locs, &probe.k, sizeof(probe.k), le);
-	if (le)
-		return le->id;
-	le = calloc(1, sizeof(*le));
-	if (!le) {
-		e->oom = 1;
-		return 0;
-	}
-	le->k = probe.k;
-	HASH_ADD(hh, e->locs, k, sizeof(le->k), le);
-
+	if (e->loc_id[li])
+		return e->loc_id[li];
+	const struct wp_loc *l = &e->r->locs[li];
+	uint64_t id = e->loc_id[li] = ++e->nlocs;
 	/* Lines, innermost first, for the pc itself (leaf) or the call at pc-1. */
-	struct wp_frame fr[MAX_INLINE];
-	int n = wp_symbolize(e->r->sym, pc, !leaf, fr, MAX_INLINE);
-	if (n > 0 && wp_frame_is_agent(&fr[0]))
-		return le->id = 0; /* left out of the stacks, as in every other report */
-	le->id = ++e->nlocs;
-	uint64_t fids[MAX_INLINE];
-	for (int i = 0; i < n; i++)
-		fids[i] = function_id(e, &fr[i]);
-	const struct wp_module *mod = wp_profile_module_at(e->p, pc);
+	uint64_t fids[WP_MAX_INLINE];
+	for (uint32_t i = 0; i < l->n; i++)
+		fids[i] = function_id(e, &l->frames[i]);
 	struct buf *m = &e->tmp;
-	b_num(m, 1, le->id);
-	if (mod)
-		b_num(m, 2, e->mapping_of[mod - e->p->modules]);
-	b_num(m, 3, pc);
+	b_num(m, 1, id);
+	if (l->module >= 0)
+		b_num(m, 2, e->mapping_of[l->module]);
+	b_num(m, 3, l->pc);
 	struct buf line = { 0 };
-	for (int i = 0; i < n; i++) {
+	for (uint32_t i = 0; i < l->n; i++) {
 		b_num(&line, 1, fids[i]);
-		b_num(&line, 2, fr[i].line > 0 ? (uint64_t)fr[i].line : 0);
+		b_num(&line, 2, l->frames[i].line > 0 ? (uint64_t)l->frames[i].line : 0);
 		b_msg(m, 4, &line);
 	}
 	free(line.p);
 	b_msg(&e->locations, 4, m);
-	return le->id;
+	return id;
 }
 
 /* ---- the profile ---- */
@@ -380,11 +353,7 @@ static void enc_free(struct enc *e)
 		HASH_DEL(e->funcs, f);
 		free(f);
 	}
-	struct loc_ent *l, *t3;
-	HASH_ITER(hh, e->locs, l, t3) {
-		HASH_DEL(e->locs, l);
-		free(l);
-	}
+	free(e->loc_id);
 	struct buf *bufs[] = { &e->strtab, &e->samples, &e->mappings, &e->locations,
 			       &e->functions, &e->tmp, &e->tmp2 };
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
@@ -392,48 +361,47 @@ static void enc_free(struct enc *e)
 	free(e->mapping_of);
 }
 
-int wp_report_pprof(const struct wp_opts *o, const struct wp_profile *p,
-		    const struct wp_resolved *r, FILE *out)
+int wp_report_pprof(const struct wp_opts *o, const struct wp_resolved *r,
+		    const struct wp_summary *sum, FILE *out)
 {
+	(void)o;
+	const struct wp_profile *p = r->p;
 	struct enc e;
 	memset(&e, 0, sizeof(e));
-	e.o = o;
 	e.p = p;
 	e.r = r;
 	struct buf head = { 0 };
 	e.mapping_of = calloc(p->nmodules + 1, sizeof(*e.mapping_of));
-	if (!e.mapping_of) {
+	e.loc_id = calloc(r->nlocs + 1, sizeof(*e.loc_id));
+	if (!e.mapping_of || !e.loc_id) {
+		free(e.mapping_of);
+		free(e.loc_id);
 		fprintf(stderr, "wallprof: out of memory\n");
 		return -1;
 	}
 	str_index(&e, ""); /* string_table[0] must be "" */
 
-	const char *mode = wp_profile_meta(p, "mode");
-	int cpu = mode && !strcmp(mode, "cpu");
+	int cpu = sum->cpu_mode;
 	const char *vtype = cpu ? "cpu" : "wall";
-	long long hz = wp_profile_meta_ll(p, "hz", 0);
 
 	/* sample_type = 1, period_type = 11, period = 12, default_sample_type = 14 */
 	value_type(&e, &head, 1, "samples", "count");
 	value_type(&e, &head, 1, vtype, "nanoseconds");
 	value_type(&e, &head, 11, vtype, "nanoseconds");
-	if (hz > 0)
-		b_num(&head, 12, (uint64_t)(1000000000LL / hz));
+	b_num(&head, 12, sum->interval_ns);
 	b_num(&head, 14, (uint64_t)str_index(&e, vtype));
 	/* time_nanos = 9, duration_nanos = 10 */
 	long long t0 = wp_profile_meta_ll(p, "start_unix_ns", 0);
-	long long dur = wp_profile_meta_ll(p, "duration_ns", 0);
 	if (t0 > 0)
 		b_num(&head, 9, (uint64_t)t0);
-	if (dur > 0)
-		b_num(&head, 10, (uint64_t)dur);
+	b_num(&head, 10, sum->duration_ns);
 	/* comment = 13 */
 	comment(&e, &head, "recorded by wallprof ", wp_profile_meta(p, "wallprof_version"));
 	comment(&e, &head, "mode: ", vtype);
 	if (wp_profile_meta(p, "command"))
 		comment(&e, &head, "command: ", wp_profile_meta(p, "command"));
-	if (o->thread)
-		comment(&e, &head, "only thread: ", o->thread);
+	if (r->filter.thread)
+		comment(&e, &head, "only thread: ", r->filter.thread);
 
 	/* Mappings: the main executable first, then the others in address order. */
 	uint64_t next_map = 0;
@@ -445,26 +413,19 @@ int wp_report_pprof(const struct wp_opts *o, const struct wp_profile *p,
 		}
 
 	uint64_t locids[WP_MAX_FRAMES];
-	for (size_t i = 0; i < p->nstacks && !e.oom; i++) {
-		const struct wp_stack *s = &p->stacks[i];
-		if (!s->count)
-			continue;
-		if (o->thread && !wp_thread_matches(p, s->tid, o->thread))
-			continue;
+	for (size_t i = 0; i < r->nstacks && !e.oom; i++) {
+		const struct wp_rstack *s = &r->stacks[i];
+		if (!s->count || !s->nlocs)
+			continue; /* no samples, or only the agent's own frames */
 		uint32_t n = 0;
-		for (uint32_t j = 0; j < s->nframes && n < WP_MAX_FRAMES; j++) {
-			uint64_t id = location_id(&e, s->pcs[j], j == 0);
-			if (id)
-				locids[n++] = id; /* 0: the agent's own frame (or out of memory) */
-		}
-		if (!n)
-			continue;
+		for (uint32_t j = 0; j < s->nlocs && n < WP_MAX_FRAMES; j++)
+			locids[n++] = location_id(&e, s->locs[j]);
 		struct buf sample = { 0 };
 		/* location_id = 1 (leaf first, as in the file), value = 2, label = 3 */
 		b_packed(&sample, 1, locids, n, &e.tmp);
 		uint64_t vals[2] = { s->count, s->weight_ns };
 		b_packed(&sample, 2, vals, 2, &e.tmp);
-		const struct wp_thread *t = wp_profile_thread(p, s->tid);
+		const struct wp_thread *t = wp_resolved_thread(r, s->tid);
 		char tid[16];
 		snprintf(tid, sizeof(tid), "%u", s->tid);
 		label(&e, &sample, "thread", t && t->name && *t->name ? t->name : tid);

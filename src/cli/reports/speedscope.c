@@ -158,16 +158,6 @@ static void emit(struct emitter *em, const struct wp_rstack *s, uint64_t w)
 	em->have_pending = 1;
 }
 
-static const struct wp_rstack *rstack_of(const struct wp_profile *p, const struct wp_resolved *r,
-					 uint32_t stack_id)
-{
-	const struct wp_stack *s = wp_profile_stack(p, stack_id);
-	if (!s)
-		return NULL;
-	size_t i = (size_t)(s - p->stacks);
-	return i < r->nstacks ? &r->stacks[i] : NULL;
-}
-
 /* What one sample of s stands for. */
 static uint64_t per_sample(const struct wp_rstack *s, uint64_t interval)
 {
@@ -205,7 +195,7 @@ static void timeline_samples(struct emitter *em, const struct wp_profile *p,
 	const struct wp_tl_entry *tl = p->timeline + te->tl_start;
 	uint64_t at = 0;
 	for (size_t i = 0; i < te->tl_n; i++) {
-		const struct wp_rstack *s = rstack_of(p, em->r, tl[i].stack_id);
+		const struct wp_rstack *s = wp_resolved_stack(em->r, tl[i].stack_id);
 		uint64_t t = tl[i].t_us * 1000;
 		uint64_t start = t > at ? t : at;
 		if (start > at)
@@ -234,16 +224,18 @@ static void stack_samples(struct emitter *em, const struct wp_profile *p, uint32
 	*cursor = at;
 }
 
-int wp_report_speedscope(const struct wp_opts *o, const struct wp_profile *p,
-			 const struct wp_resolved *r, FILE *out)
+int wp_report_speedscope(const struct wp_opts *o, const struct wp_resolved *r,
+			 const struct wp_summary *sum, FILE *out)
 {
+	(void)o;
+	const struct wp_profile *p = r->p;
 	struct tid_ent *tids = NULL, *te, *tmp;
 	int rc = -1;
 	long long hz = wp_profile_meta_ll(p, "hz", 0);
-	uint64_t interval = hz > 0 ? (uint64_t)(1000000000LL / hz) : 10000000;
-	long long dur = wp_profile_meta_ll(p, "duration_ns", 0);
+	uint64_t interval = sum->interval_ns ? sum->interval_ns : 10000000; /* 100 Hz, the default */
+	uint64_t dur = sum->duration_ns;
 	const char *mode = wp_profile_meta(p, "mode");
-	int cpu = mode && !strcmp(mode, "cpu");
+	int cpu = sum->cpu_mode;
 
 	/* Index the timeline by thread (each thread's entries are one run) and count samples. */
 	for (size_t i = 0; i < p->ntimeline;) {
@@ -270,14 +262,13 @@ int wp_report_speedscope(const struct wp_opts *o, const struct wp_profile *p,
 	/* Which threads get a profile, and how many fall back to their stacks. */
 	size_t nprof = 0, nfallback = 0, active = 0;
 	uint64_t best = 0;
-	for (size_t i = 0; i < p->nthreads; i++) {
-		const struct wp_thread *t = &p->threads[i];
+	for (size_t i = 0; i < r->nthreads; i++) {
+		const struct wp_thread *t = r->threads[i];
 		HASH_FIND(hh, tids, &t->tid, sizeof(t->tid), te);
-		if (!te || !te->samples || te->done ||
-		    (o->thread && !wp_thread_matches(p, t->tid, o->thread)))
+		if (!te || !te->samples || te->done)
 			continue;
 		te->done = 1;
-		const struct wp_thread *last = wp_profile_thread(p, t->tid);
+		const struct wp_thread *last = wp_resolved_thread(r, t->tid);
 		if (last->running > best) {
 			best = last->running;
 			active = nprof;
@@ -321,14 +312,13 @@ int wp_report_speedscope(const struct wp_opts *o, const struct wp_profile *p,
 	HASH_ITER(hh, tids, te, tmp)
 		te->done = 0;
 	size_t written = 0;
-	for (size_t i = 0; i < p->nthreads; i++) {
-		const struct wp_thread *t = &p->threads[i];
+	for (size_t i = 0; i < r->nthreads; i++) {
+		const struct wp_thread *t = r->threads[i];
 		HASH_FIND(hh, tids, &t->tid, sizeof(t->tid), te);
-		if (!te || !te->samples || te->done ||
-		    (o->thread && !wp_thread_matches(p, t->tid, o->thread)))
+		if (!te || !te->samples || te->done)
 			continue;
 		te->done = 1;
-		const struct wp_thread *last = wp_profile_thread(p, t->tid);
+		const struct wp_thread *last = wp_resolved_thread(r, t->tid);
 		int fallback = no_timeline(p, te);
 		char pname[4200];
 		snprintf(pname, sizeof(pname), "%s (tid %u)%s",
@@ -344,8 +334,8 @@ int wp_report_speedscope(const struct wp_opts *o, const struct wp_profile *p,
 			stack_samples(&em, p, t->tid, interval, &cursor);
 		else
 			timeline_samples(&em, p, te, interval, cpu, &cursor);
-		if (!fallback && dur > 0 && (uint64_t)dur > cursor)
-			emit(&em, NULL, (uint64_t)dur - cursor); /* idle to the end of the run */
+		if (!fallback && dur > cursor)
+			emit(&em, NULL, dur - cursor); /* idle to the end of the run */
 		flush_pending(&em);
 		fputs("],\"weights\":[", out);
 		for (size_t k = 0; k < em.nweights; k++)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "flame.h"
 
 static const char *meta_or(const struct wp_profile *p, const char *key, const char *dflt)
 {
@@ -14,20 +15,20 @@ static const char *meta_or(const struct wp_profile *p, const char *key, const ch
 	return v && *v ? v : dflt;
 }
 
-int wp_report_svg(const struct wp_opts *o, const struct wp_profile *p,
-		  const struct wp_resolved *r, FILE *out)
+int wp_report_svg(const struct wp_opts *o, const struct wp_resolved *r,
+		  const struct wp_summary *sum, FILE *out)
 {
+	const struct wp_profile *p = r->p;
 	struct wp_flame_stack *stacks = calloc(r->nstacks + 1, sizeof(*stacks));
 	struct wp_flame_frame **frames = calloc(r->nstacks + 1, sizeof(*frames));
 	char **roots = calloc(r->nstacks + 1, sizeof(*roots));
 	size_t n = 0;
-	uint64_t total = 0;
 	int rc = -1;
 	if (!stacks || !frames || !roots)
 		goto oom;
 	for (size_t i = 0; i < r->nstacks; i++) {
 		const struct wp_rstack *s = &r->stacks[i];
-		if (!s->count || (o->thread && !wp_thread_matches(p, s->tid, o->thread)))
+		if (!s->count)
 			continue;
 		int extra = (o->per_thread ? 1 : 0) + (s->n ? 0 : 1);
 		struct wp_flame_frame *f = malloc((s->n + (size_t)extra) * sizeof(*f));
@@ -36,7 +37,7 @@ int wp_report_svg(const struct wp_opts *o, const struct wp_profile *p,
 		frames[n] = f;
 		int k = 0;
 		if (o->per_thread) {
-			const struct wp_thread *t = wp_profile_thread(p, s->tid);
+			const struct wp_thread *t = wp_resolved_thread(r, s->tid);
 			if (asprintf(&roots[n], "[%s tid=%u]", t && t->name && *t->name ? t->name : "?",
 				     s->tid) < 0) {
 				roots[n] = NULL;
@@ -51,7 +52,6 @@ int wp_report_svg(const struct wp_opts *o, const struct wp_profile *p,
 			f[k++] = (struct wp_flame_frame){ fn->name, fn->kind };
 		}
 		stacks[n] = (struct wp_flame_stack){ f, k, s->count, 0 };
-		total += s->count;
 		n++;
 	}
 
@@ -59,11 +59,11 @@ int wp_report_svg(const struct wp_opts *o, const struct wp_profile *p,
 	const char *cmd = meta_or(p, "command", "(command unknown)");
 	snprintf(title, sizeof(title), "%.200s%s (%s time)", cmd, strlen(cmd) > 200 ? "..." : "",
 		 meta_or(p, "mode", "wall"));
-	long long dur = wp_profile_meta_ll(p, "duration_ns", 0);
 	int sl = snprintf(sub, sizeof(sub), "wallprof: %llu samples at %s Hz over %.2f s",
-			  (unsigned long long)total, meta_or(p, "hz", "?"), (double)dur / 1e9);
-	if (o->thread && sl > 0 && (size_t)sl < sizeof(sub))
-		snprintf(sub + sl, sizeof(sub) - (size_t)sl, ", thread %s", o->thread);
+			  (unsigned long long)sum->samples, meta_or(p, "hz", "?"),
+			  (double)sum->duration_ns / 1e9);
+	if (r->filter.thread && sl > 0 && (size_t)sl < sizeof(sub))
+		snprintf(sub + sl, sizeof(sub) - (size_t)sl, ", thread %s", r->filter.thread);
 	struct wp_flame_opts fo = { .title = title, .subtitle = sub };
 	int e = wp_flame_write(out, stacks, n, &fo);
 	if (e)

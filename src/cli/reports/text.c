@@ -1,6 +1,7 @@
 /* The text report: what ran and how well it was sampled, a flat profile with confidence
  * intervals and file:line, a call graph of the hottest functions, and one section per thread.
- * Everything honours --thread. Lines stay within 100 columns. */
+ * Counts are the model's (filtered by --thread when it was built), figures the summary's
+ * (model/summary.h). Lines stay within 100 columns. */
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -8,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <unistd.h>
 #include <uthash.h>
 
 #include "cli.h"
@@ -29,11 +29,11 @@ static const char dashes[] =
 struct text {
 	const struct wp_opts *o;
 	const struct wp_profile *p;
-	struct wp_resolved *r;
+	const struct wp_resolved *r; /* the filtered model: every count below is of its samples */
+	const struct wp_summary *s;  /* the figures shown */
 	FILE *out;
 	int wall;
 	uint64_t total; /* samples kept by the filter */
-	double units;   /* stack counts per sample taken (a late tick's sample counts more) */
 };
 
 /* ---------------------------------------------------------------------------------------- */
@@ -57,28 +57,6 @@ static const char *dur(uint64_t ns)
 		snprintf(b, 32, "%llu min %.1f s", (unsigned long long)(ns / 60000000000ull),
 			 (double)(ns % 60000000000ull) / 1e9);
 	return b;
-}
-
-static double pct(uint64_t part, uint64_t whole)
-{
-	return whole ? 100.0 * (double)part / (double)whole : 0.0;
-}
-
-/* Wilson score interval at 95% for k successes in n samples, in percent. It stays inside
- * [0, 100] and is honest for small counts, where the normal approximation p ± 1.96·SE with
- * SE = sqrt(p(1-p)/n) (the same for large n) would reach below zero. */
-static void wilson(double k, double n, double *lo, double *hi)
-{
-	const double z = 1.959964;
-	if (n <= 0) {
-		*lo = *hi = 0;
-		return;
-	}
-	double p = k / n, nn = n, z2 = z * z;
-	double c = (p + z2 / (2 * nn)) / (1 + z2 / nn);
-	double h = z * sqrt(p * (1 - p) / nn + z2 / (4 * nn * nn)) / (1 + z2 / nn);
-	*lo = 100.0 * (c - h < 0 ? 0 : c - h);
-	*hi = 100.0 * (c + h > 1 ? 1 : c + h);
 }
 
 /* Drops what is inside the last balanced open..close pair of `s` (in place), keeping the
@@ -211,53 +189,6 @@ static void banner(struct text *t, const char *fmt, ...)
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* Counting. wp_resolved_count recounts funcs[].self/.total in place: the resolved profile is
- * the caller's, made for this report (report.c), so we recount it per filter and leave it
- * counted over every sample again when done. */
-
-struct keep_arg {
-	const struct wp_profile *p;
-	const char *sel; /* --thread */
-	int by_tid;
-	uint32_t tid;
-};
-
-static int keep(const struct wp_rstack *s, void *arg)
-{
-	const struct keep_arg *k = arg;
-	if (k->by_tid && s->tid != k->tid)
-		return 0;
-	return !k->sel || wp_thread_matches(k->p, s->tid, k->sel);
-}
-
-static int kept(const struct text *t, const struct wp_rstack *s)
-{
-	return !t->o->thread || wp_thread_matches(t->p, s->tid, t->o->thread);
-}
-
-static int by_total(const void *a, const void *b, void *arg)
-{
-	const struct wp_func *f = arg, *x = &f[*(const uint32_t *)a], *y = &f[*(const uint32_t *)b];
-	if (x->total != y->total)
-		return x->total > y->total ? -1 : 1;
-	return wp_func_by_self(a, b, arg);
-}
-
-/* Ids of the functions with samples (self, or total when `with_total`), sorted. */
-static uint32_t *ranked(const struct wp_resolved *r, int total_order, size_t *n)
-{
-	uint32_t *ids = malloc((r->nfuncs + 1) * sizeof(*ids));
-	*n = 0;
-	if (!ids)
-		return NULL;
-	for (size_t i = 0; i < r->nfuncs; i++)
-		if (total_order ? r->funcs[i].total : r->funcs[i].self)
-			ids[(*n)++] = (uint32_t)i;
-	qsort_r(ids, *n, sizeof(*ids), total_order ? by_total : wp_func_by_self, r->funcs);
-	return ids;
-}
-
-/* ---------------------------------------------------------------------------------------- */
 /* Header and statistics */
 
 static uint64_t meta(const struct text *t, const char *key)
@@ -291,31 +222,15 @@ static void exit_line(struct text *t, char *buf, size_t cap)
 	}
 }
 
-/* Lifetime of all threads added up, in ns: the time during which samples could be taken. A
- * thread that did not exit lived until the end of the run. */
-static uint64_t thread_time(const struct text *t)
-{
-	uint64_t sum = 0, duration = meta(t, "duration_ns");
-	for (size_t i = 0; i < t->p->nthreads; i++) {
-		const struct wp_thread *th = &t->p->threads[i];
-		uint64_t end = (th->flags & WP_THREAD_EXITED) || !duration ? th->last_ns : duration;
-		if (end > th->first_ns)
-			sum += end - th->first_ns;
-	}
-	if (!sum)
-		sum = duration * (t->p->nthreads ? t->p->nthreads : 1);
-	return sum;
-}
-
 static void header(struct text *t)
 {
 	const struct wp_profile *p = t->p;
+	const struct wp_summary *s = t->s;
 	const char *cmd = wp_profile_meta(p, "command");
 	const char *mode = wp_profile_meta(p, "mode");
 	char ex[128], b[160];
-	uint64_t duration = meta(t, "duration_ns"), user = meta(t, "cpu_user_ns"),
-		 sys = meta(t, "cpu_sys_ns"), sampler = meta(t, "sampler_cpu_ns");
-	uint64_t hz = meta(t, "hz"), ticks = meta(t, "ticks"), late = meta(t, "ticks_late");
+	uint64_t duration = s->duration_ns, user = s->cpu_user_ns, sys = s->cpu_sys_ns;
+	uint64_t hz = s->hz, ticks = s->ticks, late = s->ticks_late;
 
 	fprintf(t->out, "%s\n%*sWALLPROF PROFILE\n%s\n", rule, 32, "", rule);
 	exit_line(t, ex, sizeof(ex));
@@ -344,30 +259,26 @@ static void header(struct text *t)
 				"use\n", mode);
 	}
 	if (hz && duration) {
-		uint64_t samples = wp_profile_total_samples(p);
 		if (t->wall) {
-			double tps = (double)ticks * 1e9 / (double)duration;
-			double per_thread = (double)samples * 1e9 / (double)thread_time(t);
 			fprintf(t->out, "[CONFIG]  rate asked %s Hz; delivered %s ticks/s, %s samples "
-					"per thread-second\n", wp_num(hz), wp_num((uint64_t)llround(tps)),
-				wp_num((uint64_t)llround(per_thread)));
+					"per thread-second\n", wp_num(hz),
+				wp_num((uint64_t)llround(s->ticks_per_s)),
+				wp_num((uint64_t)llround(s->samples_per_thread_s)));
 			if (ticks && late * 10 > ticks)
 				fprintf(t->out, "[WARNING] %s of %s ticks came late (the machine was busy or "
 						"the sampler could not keep up):\n          expect fewer "
 						"samples than asked, or try a lower --hz\n", wp_num(late), wp_num(ticks));
 		} else {
-			uint64_t cpu = user + sys > sampler ? user + sys - sampler : 0;
 			fprintf(t->out, "[CONFIG]  rate asked %s Hz; delivered %s samples per CPU-second "
 					"(%s in %s of CPU)\n",
-				wp_num(hz), wp_num(cpu ? (uint64_t)llround((double)samples * 1e9 / (double)cpu) : 0),
-				wp_num(samples), dur(cpu));
+				wp_num(hz), wp_num((uint64_t)llround(s->samples_per_cpu_s)),
+				wp_num(s->samples_all), dur(s->program_cpu_ns));
 		}
 	}
-	if (t->o->thread) {
-		uint64_t all = wp_profile_total_samples(p);
-		fprintf(t->out, "[FILTER]  --thread=%s: %s of %s samples (%.1f%%)\n", t->o->thread,
-			wp_num(t->total), wp_num(all), pct(t->total, all));
-	}
+	if (t->r->filter.thread)
+		fprintf(t->out, "[FILTER]  --thread=%s: %s of %s samples (%.1f%%)\n",
+			t->r->filter.thread, wp_num(t->total), wp_num(s->samples_all),
+			wp_pct(t->total, s->samples_all));
 	/* what the agent said while it ran (it never writes to the program's stderr under the
 	 * command) */
 	for (int i = 1;; i++) {
@@ -389,56 +300,32 @@ static void header(struct text *t)
 
 static void stats(struct text *t)
 {
-	const struct wp_profile *p = t->p;
-	uint64_t waiting = 0, truncated = 0, nstacks = 0, threads = 0;
-	uint64_t duration = meta(t, "duration_ns"), sampler = meta(t, "sampler_cpu_ns");
+	const struct wp_summary *s = t->s;
+	uint64_t duration = s->duration_ns, sampler = s->sampler_cpu_ns, truncated = s->truncated;
 
-	for (size_t i = 0; i < t->r->nstacks; i++) {
-		const struct wp_rstack *s = &t->r->stacks[i];
-		if (!s->count || !kept(t, s))
-			continue;
-		nstacks++;
-		if (s->flags & WP_STACK_WAITING)
-			waiting += s->count;
-		if (s->flags & WP_STACK_TRUNCATED)
-			truncated += s->count;
-	}
-	for (size_t i = 0; i < p->nthreads; i++)
-		if (!t->o->thread || wp_thread_matches(p, p->threads[i].tid, t->o->thread))
-			threads++;
 	fprintf(t->out, "\n[STATS]   samples: %s", wp_num(t->total));
 	if (t->wall)
-		fprintf(t->out, " (%s running, %s waiting)", wp_num(t->total - waiting), wp_num(waiting));
-	fprintf(t->out, " from %s thread%s; %s unique stacks\n", wp_num(threads),
-		threads == 1 ? "" : "s", wp_num(nstacks));
+		fprintf(t->out, " (%s running, %s waiting)", wp_num(t->total - s->waiting),
+			wp_num(s->waiting));
+	fprintf(t->out, " from %s thread%s; %s unique stacks\n", wp_num(s->threads),
+		s->threads == 1 ? "" : "s", wp_num(s->stacks));
 
 	/* Missed samples, by cause (the agent's missed_<cause> keys), for the whole run. */
-	uint64_t missed = 0;
 	char causes[512] = "";
 	size_t cl = 0;
-	for (size_t i = 0; i < p->nmeta; i++) {
-		const char *k = p->meta[i].key;
-		if (strncmp(k, "missed_", 7))
-			continue;
-		long long v = wp_profile_meta_ll(p, k, 0);
-		if (v <= 0 || wp_profile_meta(p, k) != p->meta[i].value)
-			continue; /* zero, or a key repeated later (the last one counts) */
-		missed += (uint64_t)v;
-		if (cl < sizeof(causes))
-			cl += (size_t)snprintf(causes + cl, sizeof(causes) - cl, "%s%s %s",
-					       cl ? ", " : "", k + 7, wp_num((uint64_t)v));
-	}
-	uint64_t taken = wp_profile_total_samples(p);
-	if (missed)
-		fprintf(t->out, "[STATS]   missed samples: %s (%.1f%% of attempts): %s\n", wp_num(missed),
-			pct(missed, missed + taken), causes);
+	for (int i = 0; i < s->nmissed_by && cl < sizeof(causes); i++)
+		cl += (size_t)snprintf(causes + cl, sizeof(causes) - cl, "%s%s %s", cl ? ", " : "",
+				       s->missed_by[i].cause, wp_num(s->missed_by[i].n));
+	if (s->missed)
+		fprintf(t->out, "[STATS]   missed samples: %s (%.1f%% of attempts): %s\n",
+			wp_num(s->missed), wp_pct(s->missed, s->missed + s->samples_all), causes);
 	else
 		fprintf(t->out, "[STATS]   missed samples: none\n");
 
 	fprintf(t->out, "[STATS]   truncated stacks: %s", wp_num(truncated));
 	if (truncated)
 		fprintf(t->out, " samples (%.1f%%): their callers are missing from the call graph",
-			pct(truncated, t->total));
+			wp_pct(truncated, t->total));
 	fputc('\n', t->out);
 
 	uint64_t wn = meta(t, "window_n");
@@ -447,46 +334,31 @@ static void stats(struct text *t)
 				"(%s suspensions)\n",
 			dur(meta(t, "window_p50_ns")), dur(meta(t, "window_p99_ns")),
 			dur(meta(t, "window_max_ns")), wp_num(wn));
-	if (duration && wp_profile_meta(p, "sampler_cpu_ns"))
+	if (duration && wp_profile_meta(t->p, "sampler_cpu_ns"))
 		fprintf(t->out, "[STATS]   sampler CPU time: %s (%.1f%% of one core)\n", dur(sampler),
-			pct(sampler, duration));
+			s->sampler_core_pct);
 
-	/* Estimated overhead on the program, two parts:
-	 *   suspension = window_sum_ns / (sum over threads of their lifetime): the share of its
-	 *                life a thread spent held by the sampler (an upper bound: a thread held
-	 *                while it was blocked anyway lost nothing);
-	 *   sampler    = sampler_cpu_ns / (duration_ns × CPUs): the share of the machine the
-	 *                sampler thread used, which the program could not use when it wanted
-	 *                every CPU (CPUs: the "ncpus" META key, else this machine's count).
-	 * overhead ≈ suspension + sampler. */
-	if (duration) {
-		long ncpu = (long)wp_profile_meta_ll(p, "ncpus", 0);
-		if (ncpu <= 0)
-			ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-		if (ncpu <= 0)
-			ncpu = 1;
-		uint64_t held = meta(t, "window_sum_ns"), life = thread_time(t);
-		double susp = pct(held, life);
-		double samp = 100.0 * (double)sampler / ((double)duration * (double)ncpu);
+	/* Estimated overhead on the program: threads held + sampler CPU (summary.h says why) */
+	if (duration)
 		fprintf(t->out, "[STATS]   estimated overhead: ~%.1f%% = %.1f%% threads held (%s in %s of "
 				"thread lifetime)\n          + %.1f%% sampler CPU (%s in %s on %ld CPU%s)\n",
-			susp + samp, susp, dur(held), dur(life), samp, dur(sampler), dur(duration), ncpu,
-			ncpu == 1 ? "" : "s");
-	}
-	for (size_t i = 0; i < p->nthreads; i++)
-		if ((p->threads[i].flags & WP_THREAD_UNSAMPLEABLE) &&
-		    (!t->o->thread || wp_thread_matches(p, p->threads[i].tid, t->o->thread)))
+			s->overhead_pct, s->held_pct, dur(s->window_sum_ns), dur(s->thread_life_ns),
+			s->sampler_pct, dur(sampler), dur(duration), s->ncpus,
+			s->ncpus == 1 ? "" : "s");
+	for (size_t i = 0; i < t->r->nthreads; i++) {
+		const struct wp_thread *th = t->r->threads[i];
+		if (th->flags & WP_THREAD_UNSAMPLEABLE)
 			fprintf(t->out, "[WARNING] thread %s (tid %u) could not be sampled at times "
 					"(it blocks the sampling signal or did not answer)\n",
-				p->threads[i].name && *p->threads[i].name ? p->threads[i].name : "?",
-				p->threads[i].tid);
+				th->name && *th->name ? th->name : "?", th->tid);
+	}
 	if (t->total && t->total < FEW_SAMPLES) {
 		double lo, hi;
-		wilson((double)(t->total / 2) / t->units, (double)t->total / t->units, &lo, &hi);
+		wp_share_ci(s, t->total / 2, t->total, &lo, &hi);
 		fprintf(t->out, "[WARNING] only %s samples: shares below are rough (a 50%% share could "
 				"be anywhere from %.0f%% to %.0f%%).\n          Run longer or raise --hz "
 				"(this run: %s Hz).\n",
-			wp_num(t->total), lo, hi, wp_num(meta(t, "hz")));
+			wp_num(t->total), lo, hi, wp_num(s->hz));
 	}
 }
 
@@ -501,7 +373,7 @@ static void flat(struct text *t)
 {
 	const struct wp_resolved *r = t->r;
 	size_t n, withtotal = 0;
-	uint32_t *ids = ranked(r, 0, &n);
+	uint32_t *ids = wp_funcs_ranked(r, NULL, WP_RANK_SELF, &n);
 	if (!ids)
 		return;
 	for (size_t i = 0; i < r->nfuncs; i++)
@@ -549,28 +421,24 @@ static void flat(struct text *t)
 		const struct wp_func *f = &r->funcs[ids[i]];
 		double lo, hi;
 		char ci[32];
-		/* independent samples, not intervals: scale counts back to samples taken */
-		wilson((double)f->self / t->units, (double)r->total / t->units, &lo, &hi);
+		wp_share_ci(t->s, f->self, r->total, &lo, &hi);
 		snprintf(ci, sizeof(ci), "%.1f-%.1f", lo, hi);
 		fprintf(t->out, "  %5.1f%%  %-11s  %*s  %5.1f%%  %-*s  %-*s  %s\n",
-			pct(f->self, r->total), ci, c.samples, wp_num(f->self), pct(f->total, r->total),
+			wp_pct(f->self, r->total), ci, c.samples, wp_num(f->self), wp_pct(f->total, r->total),
 			c.func, fit_tail(f->name, c.func, b1, sizeof(b1)), c.src,
 			fit_tail(source_of(f->file, f->line, b2, sizeof(b2)), c.src, b3, sizeof(b3)),
 			fit_head(f->module, c.mod, b4, sizeof(b4)));
 		listed += f->self;
 	}
-	uint64_t nostack = 0;
-	for (size_t i = 0; i < r->nstacks; i++)
-		if (!r->stacks[i].n && kept(t, &r->stacks[i]))
-			nostack += r->stacks[i].count;
+	uint64_t nostack = t->s->no_stack;
 	if (n > shown) {
 		uint64_t other = r->total - listed - nostack;
 		snprintf(b1, sizeof(b1), "(other - %s functions)", wp_num(n - shown));
-		fprintf(t->out, "  %5.1f%%  %-11s  %*s  %6s  %s\n", pct(other, r->total), "",
+		fprintf(t->out, "  %5.1f%%  %-11s  %*s  %6s  %s\n", wp_pct(other, r->total), "",
 			c.samples, wp_num(other), "", b1);
 	}
 	if (nostack)
-		fprintf(t->out, "  %5.1f%%  %-11s  %*s  %6s  %s\n", pct(nostack, r->total), "",
+		fprintf(t->out, "  %5.1f%%  %-11s  %*s  %6s  %s\n", wp_pct(nostack, r->total), "",
 			c.samples, wp_num(nostack), "", "(no stack: the unwinder found no frame)");
 	fprintf(t->out, "  %.6s  %11s  %.*s\n", dashes, "", c.samples, dashes);
 	fprintf(t->out, "  %5.1f%%  %-11s  %*s  %6s  %s functions with samples, %s as leaf\n",
@@ -647,13 +515,13 @@ static void print_links(struct text *t, uint32_t of, const char *label, struct l
 			name = named;
 		}
 		fprintf(t->out, "      %-11s%6.1f%%  %*s  %s\n", i ? "" : label,
-			pct(l[i].count, t->total), nw, wp_num(l[i].count), fit_tail(name, fw, b, sizeof(b)));
+			wp_pct(l[i].count, t->total), nw, wp_num(l[i].count), fit_tail(name, fw, b, sizeof(b)));
 	}
 	if (n > GRAPH_EDGES) {
 		uint64_t rest = 0;
 		for (size_t i = GRAPH_EDGES; i < n; i++)
 			rest += l[i].count;
-		fprintf(t->out, "      %-11s%6.1f%%  %*s  (%zu more)\n", "", pct(rest, t->total), nw,
+		fprintf(t->out, "      %-11s%6.1f%%  %*s  (%zu more)\n", "", wp_pct(rest, t->total), nw,
 			wp_num(rest), n - GRAPH_EDGES);
 	}
 }
@@ -664,7 +532,7 @@ static void call_graph(struct text *t)
 	struct graph g = { 0 };
 	for (size_t i = 0; i < r->nstacks; i++) {
 		const struct wp_rstack *s = &r->stacks[i];
-		if (!s->count || !s->n || !kept(t, s))
+		if (!s->count || !s->n)
 			continue;
 		add_edge(&g, NO_FUNC, s->frames[0].func, s->count, i);
 		for (uint32_t j = 0; j + 1 < s->n; j++)
@@ -675,7 +543,7 @@ static void call_graph(struct text *t)
 	uint32_t *nin = calloc(r->nfuncs + 1, sizeof(*nin)), *nout = calloc(r->nfuncs + 1, sizeof(*nout));
 	struct link *links = malloc((g.nedges + 2) * sizeof(*links));
 	size_t n;
-	uint32_t *ids = ranked(r, 1, &n);
+	uint32_t *ids = wp_funcs_ranked(r, NULL, WP_RANK_TOTAL, &n);
 	if (!nin || !nout || !links || !ids)
 		goto done;
 	struct edge *e, *tmp;
@@ -715,8 +583,8 @@ static void call_graph(struct text *t)
 		/* "[k] NAME  100.0% total, 100.0% self  (SRC, MODULE)": 41 columns besides */
 		int fw = WIDTH - 41 - (int)strlen(src) - (int)strlen(f->module);
 		fprintf(t->out, "\n[%zu] %s  %.1f%% total, %.1f%% self  (%s, %s)\n", k + 1,
-			fit_tail(f->name, fw < 20 ? 20 : fw, b1, sizeof(b1)), pct(f->total, t->total),
-			pct(f->self, t->total), fit_tail(src, 30, b3, sizeof(b3)), f->module);
+			fit_tail(f->name, fw < 20 ? 20 : fw, b1, sizeof(b1)), wp_pct(f->total, t->total),
+			wp_pct(f->self, t->total), fit_tail(src, 30, b3, sizeof(b3)), f->module);
 		HASH_ITER(hh, g.edges, e, tmp) {
 			if ((uint32_t)e->key == id)
 				links[nl++] = (struct link){ (uint32_t)(e->key >> 32), e->count };
@@ -799,7 +667,7 @@ static void hidden_by_name(struct text *t, struct tcount *tc, size_t skip)
 		if (groups++ < 8)
 			fprintf(t->out, "    %-24s %6s thread%s  %9s samples  %5.1f%%\n", nm->name,
 				wp_num(nm->threads), nm->threads == 1 ? " " : "s", wp_num(nm->samples),
-				pct(nm->samples, wp_profile_total_samples(t->p)));
+				wp_pct(nm->samples, t->s->samples_all));
 		HASH_DEL(names, nm);
 		free(nm);
 	}
@@ -807,14 +675,18 @@ static void hidden_by_name(struct text *t, struct tcount *tc, size_t skip)
 		fprintf(t->out, "    (%s more names)\n", wp_num(groups - 8));
 }
 
+static int of_thread(const struct wp_rstack *s, void *tid)
+{
+	return s->tid == *(const uint32_t *)tid;
+}
+
 static void thread_sections(struct text *t)
 {
 	struct tcount *tc = NULL, *c, *tmp;
-	const struct wp_profile *p = t->p;
 	size_t nthreads = 0;
 	for (size_t i = 0; i < t->r->nstacks; i++) {
 		const struct wp_rstack *s = &t->r->stacks[i];
-		if (!s->count || !kept(t, s))
+		if (!s->count)
 			continue;
 		HASH_FIND(hh, tc, &s->tid, sizeof(s->tid), c);
 		if (!c) {
@@ -830,11 +702,11 @@ static void thread_sections(struct text *t)
 			c->waiting += s->count;
 	}
 	HASH_SORT(tc, by_samples);
-	uint64_t all = wp_profile_total_samples(p);
-	size_t idle = 0, shown = 0, limit = t->o->thread ? SIZE_MAX : MAX_THREADS;
-	for (size_t i = 0; i < p->nthreads; i++) {
-		HASH_FIND(hh, tc, &p->threads[i].tid, sizeof(p->threads[i].tid), c);
-		idle += !c && (!t->o->thread || wp_thread_matches(p, p->threads[i].tid, t->o->thread));
+	uint64_t all = t->s->samples_all;
+	size_t idle = 0, shown = 0, limit = t->r->filter.thread ? SIZE_MAX : MAX_THREADS;
+	for (size_t i = 0; i < t->r->nthreads; i++) {
+		HASH_FIND(hh, tc, &t->r->threads[i]->tid, sizeof(t->r->threads[i]->tid), c);
+		idle += !c;
 	}
 	banner(t, "THREADS (%zu with samples, most sampled first)", nthreads);
 	char b1[512], b2[256], b3[256], b4[256];
@@ -844,21 +716,24 @@ static void thread_sections(struct text *t)
 			rest += c->samples;
 			continue;
 		}
-		const struct wp_thread *th = wp_profile_thread(p, c->tid);
+		const struct wp_thread *th = wp_resolved_thread(t->r, c->tid);
 		fprintf(t->out, "\n%s (tid %u%s): %s sample%s, %.1f%% of the process",
 			th && th->name && *th->name ? th->name : "?", c->tid,
 			th && (th->flags & WP_THREAD_EXITED) ? ", exited" : "", wp_num(c->samples),
-			c->samples == 1 ? "" : "s", pct(c->samples, all));
+			c->samples == 1 ? "" : "s", wp_pct(c->samples, all));
 		if (t->wall)
 			fprintf(t->out, "; running %.1f%%, waiting %.1f%%",
-				pct(c->samples - c->waiting, c->samples), pct(c->waiting, c->samples));
+				wp_pct(c->samples - c->waiting, c->samples), wp_pct(c->waiting, c->samples));
 		fputc('\n', t->out);
-		struct keep_arg k = { p, NULL, 1, c->tid };
-		wp_resolved_count(t->r, keep, &k);
-		size_t n;
-		uint32_t *ids = ranked(t->r, 0, &n);
-		if (!ids)
+		struct wp_tally tally;
+		if (wp_tally(t->r, of_thread, &c->tid, &tally) != 0)
 			break;
+		size_t n;
+		uint32_t *ids = wp_funcs_ranked(t->r, &tally, WP_RANK_SELF, &n);
+		if (!ids) {
+			wp_tally_free(&tally);
+			break;
+		}
 		int nw = (int)strlen(wp_num(c->samples)), fw = 8, sw = 8;
 		for (size_t i = 0; i < n && i < THREAD_FUNCS; i++) {
 			const struct wp_func *f = &t->r->funcs[ids[i]];
@@ -874,18 +749,20 @@ static void thread_sections(struct text *t)
 			const struct wp_func *f = &t->r->funcs[ids[i]];
 			const char *src = fit_tail(source_of(f->file, f->line, b2, sizeof(b2)), sw, b3,
 						   sizeof(b3));
-			fprintf(t->out, "    %5.1f%%  %*s  %-*s  %-*s  %s\n", pct(f->self, c->samples),
-				nw, wp_num(f->self), fw, fit_tail(f->name, fw, b1, sizeof(b1)), sw, src,
+			uint64_t self = tally.self[ids[i]];
+			fprintf(t->out, "    %5.1f%%  %*s  %-*s  %-*s  %s\n", wp_pct(self, c->samples),
+				nw, wp_num(self), fw, fit_tail(f->name, fw, b1, sizeof(b1)), sw, src,
 				fit_head(f->module, 14, b4, sizeof(b4)));
 		}
 		if (n > THREAD_FUNCS)
 			fprintf(t->out, "    %s more function%s\n", wp_num(n - THREAD_FUNCS),
 				n - THREAD_FUNCS == 1 ? "" : "s");
 		free(ids);
+		wp_tally_free(&tally);
 	}
 	if (shown > limit) {
 		fprintf(t->out, "\n(%s more threads with %s samples, %.1f%%; --thread=NAME|TID shows "
-				"one)\n", wp_num(shown - limit), wp_num(rest), pct(rest, all));
+				"one)\n", wp_num(shown - limit), wp_num(rest), wp_pct(rest, all));
 		hidden_by_name(t, tc, limit);
 	}
 	if (idle)
@@ -899,29 +776,21 @@ static void thread_sections(struct text *t)
 
 /* ---------------------------------------------------------------------------------------- */
 
-int wp_report_text(const struct wp_opts *o, const struct wp_profile *p,
-		   const struct wp_resolved *r, FILE *out)
+int wp_report_text(const struct wp_opts *o, const struct wp_resolved *r,
+		   const struct wp_summary *s, FILE *out)
 {
-	const char *mode = wp_profile_meta(p, "mode");
-	struct text t = { o, p, (struct wp_resolved *)r, out, !mode || strcmp(mode, "cpu"), 0 };
-	struct keep_arg k = { p, o->thread, 0, 0 };
-	wp_resolved_count(t.r, o->thread ? keep : NULL, &k);
-	t.total = t.r->total;
-	long long taken = wp_profile_meta_ll(p, "samples", 0);
-	uint64_t counted = wp_profile_total_samples(p);
-	t.units = taken > 0 && counted > (uint64_t)taken ? (double)counted / (double)taken : 1.0;
+	struct text t = { o, r->p, r, s, out, !s->cpu_mode, s->samples };
 	header(&t);
 	stats(&t);
 	if (!t.total) {
 		fprintf(out, "\nNo samples%s. The program may have ended before the first tick "
 			     "(raise --hz), blocked the\nsampling signal, or replaced its environment "
-			     "before the agent started.\n", o->thread ? " in this thread" : "");
+			     "before the agent started.\n",
+			r->filter.thread ? " in this thread" : "");
 	} else {
 		flat(&t);
 		call_graph(&t);
 		thread_sections(&t);
 	}
-	/* leave the counts over every sample, as wp_resolve made them */
-	wp_resolved_count(t.r, NULL, NULL);
 	return ferror(out) ? -1 : 0;
 }

@@ -1,0 +1,103 @@
+/* The figures every report shows about a run, computed once: how long the threads lived,
+ * the sampling rates delivered, what one sample stands for, the overhead estimate, and the
+ * statistics (confidence intervals, the two-proportion test of --compare). A report prints
+ * these and computes none of its own, so that two reports never disagree.
+ *
+ * Whole-run figures (rates, lifetimes, overhead) are over the whole profile whatever the
+ * filter: they describe the sampling, not a selection. Sample counts are given both ways. */
+#ifndef WP_SUMMARY_H
+#define WP_SUMMARY_H
+
+#include <stdint.h>
+
+#include "common/profile.h"
+#include "resolve.h"
+
+#define WP_MISSED_CAUSES 16
+
+struct wp_summary {
+	int cpu_mode;            /* mode=cpu; else wall */
+
+	/* what the agent recorded (META), 0 when missing or negative */
+	uint64_t duration_ns, cpu_user_ns, cpu_sys_ns, sampler_cpu_ns;
+	uint64_t hz, ticks, ticks_late, window_sum_ns;
+	long ncpus;              /* of the machine that ran it ("ncpus"), else this one's, >= 1 */
+	uint64_t interval_ns;    /* between ticks: 1e9 / hz; 0 when the rate is unknown */
+
+	/* samples */
+	uint64_t samples_all;    /* every stack's count: the whole run */
+	uint64_t samples;        /* those the filter kept (the model's total) */
+	uint64_t waiting;        /* kept samples of blocked threads */
+	uint64_t truncated;      /* kept samples whose unwind stopped early */
+	uint64_t no_stack;       /* kept samples without a frame */
+	uint64_t stacks;         /* distinct kept stacks with samples */
+	uint64_t threads;        /* kept THREAD records */
+	double units;            /* stack counts per sample taken (>= 1): a late tick's sample
+				  * counts for the intervals it covers */
+	uint64_t missed;         /* samples missed, all causes */
+	struct {
+		const char *cause;   /* "exited", "late"...: the META key past "missed_" */
+		uint64_t n;
+	} missed_by[WP_MISSED_CAUSES];
+	int nmissed_by;
+
+	/* time */
+	uint64_t thread_life_ns; /* every thread's lifetime added up: first seen to exit, or to
+				  * the end of the run (to its last sample when the duration is
+				  * unknown); duration x threads when that comes to nothing */
+	uint64_t program_cpu_ns; /* the program's CPU time: user + system - the sampler's */
+	double ns_per_sample;    /* what one sample stands for: program_cpu_ns (cpu mode) or
+				  * thread_life_ns (wall) over samples_all; 0 when unknown */
+
+	/* rates, 0 when unknown */
+	double ticks_per_s;
+	double samples_per_thread_s; /* samples_all per second of thread lifetime */
+	double samples_per_cpu_s;    /* samples_all per second of program_cpu_ns */
+
+	/* Overhead estimate, in percent, two parts:
+	 *   held    = window_sum_ns / thread_life_ns: the share of its life a thread spent held
+	 *             by the sampler (an upper bound: a thread held while it was blocked anyway
+	 *             lost nothing);
+	 *   sampler = sampler_cpu_ns / (duration_ns x ncpus): the share of the machine the
+	 *             sampler thread used, which the program could not use when it wanted every
+	 *             CPU. */
+	double held_pct;
+	double sampler_core_pct; /* the sampler's CPU time, of one core over the run */
+	double sampler_pct;
+	double overhead_pct;     /* held_pct + sampler_pct */
+};
+
+/* Fills s from p and the model r built from it (NULL: the sample counts are the whole run's,
+ * stacks, waiting, truncated and no_stack are left 0). */
+void wp_summarize(const struct wp_profile *p, const struct wp_resolved *r, struct wp_summary *s);
+
+/* 100 * part / whole, 0 when whole is 0. */
+double wp_pct(uint64_t part, uint64_t whole);
+
+/* ---- statistics ---- */
+
+#define WP_Z95 1.959964 /* two-sided 95% */
+
+/* Wilson score interval for k successes in n trials at z, as fractions in [0, 1]. It stays in
+ * range and is honest for small counts, where the normal approximation p +- z*sqrt(p(1-p)/n)
+ * (the same for large n) would reach below zero. n <= 0 gives [0, 0]. */
+void wp_wilson(double k, double n, double z, double *lo, double *hi);
+
+/* The 95% interval of the share `part` of `whole` samples, in percent: counts are first
+ * scaled back to samples taken (s->units), since the interval wants independent samples. */
+void wp_share_ci(const struct wp_summary *s, uint64_t part, uint64_t whole, double *lo,
+		 double *hi);
+
+/* Two-proportion z statistic of k2/n2 against k1/n1 (pooled standard error); 0 when it is
+ * undefined (n1 or n2 <= 0, or both shares 0 or 1). */
+double wp_z_two_proportions(double k1, double n1, double k2, double n2);
+
+/* The same for share k1 of n1 samples of run a against k2 of n2 of run b, counts scaled back
+ * to samples taken (each run's units). */
+double wp_share_z(const struct wp_summary *a, uint64_t k1, uint64_t n1,
+		  const struct wp_summary *b, uint64_t k2, uint64_t n2);
+
+/* z such that P(|Z| > z) = alpha for a standard normal Z (two-sided critical value). */
+double wp_z_critical(double alpha);
+
+#endif

@@ -21,6 +21,7 @@
 
 #include "wallprof.h"
 
+#include "agent.h"
 #include "api.h"
 #include "clock.h"
 #include "config.h"
@@ -53,7 +54,6 @@ WALLPROF_API const char *wallprof_version(void)
 }
 
 /* META lines the agent knows from its settings; the writer adds the measurements. */
-const char *wp_agent_meta(void);
 const char *wp_agent_meta(void)
 {
 	return meta_text;
@@ -423,7 +423,8 @@ EXPORT void pthread_exit(void *retval)
 
 /* ---- exec: write before the image goes, and let no late signal kill the next one ---- */
 
-static void before_exec(void)
+/* Called by the exec interposers (exec.c) just before the image is replaced. */
+void wp_agent_before_exec(void)
 {
 	if (!atomic_load(&running) || getpid() != owner_pid)
 		return; /* e.g. a vfork child, which shares our memory but is not us */
@@ -448,7 +449,7 @@ static void before_exec(void)
 }
 
 /* The exec failed: this image lives on, and so does its profiling. */
-static void after_failed_exec(void)
+void wp_agent_after_failed_exec(void)
 {
 	if (atomic_load(&running) || getpid() != owner_pid || !owner_pid)
 		return;
@@ -458,96 +459,4 @@ static void after_failed_exec(void)
 		wp_handshake_init(wp_handshake_signal());
 	start();
 	errno = saved;
-}
-
-typedef int (*execve_fn)(const char *, char *const[], char *const[]);
-
-static void *next(const char *name)
-{
-	return dlsym(RTLD_NEXT, name);
-}
-
-#define EXEC_WRAP(call)                         \
-	do {                                    \
-		before_exec();                  \
-		int r_ = (call);                \
-		after_failed_exec();            \
-		return r_;                      \
-	} while (0)
-
-EXPORT int execve(const char *path, char *const argv[], char *const envp[])
-{
-	static int (*real)(const char *, char *const[], char *const[]);
-	if (!real)
-		real = next("execve");
-	EXEC_WRAP(real(path, argv, envp));
-}
-
-EXPORT int execv(const char *path, char *const argv[])
-{
-	static int (*real)(const char *, char *const[]);
-	if (!real)
-		real = next("execv");
-	EXEC_WRAP(real(path, argv));
-}
-
-EXPORT int execvp(const char *file, char *const argv[])
-{
-	static int (*real)(const char *, char *const[]);
-	if (!real)
-		real = next("execvp");
-	EXEC_WRAP(real(file, argv));
-}
-
-EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
-{
-	static int (*real)(const char *, char *const[], char *const[]);
-	if (!real)
-		real = next("execvpe");
-	EXEC_WRAP(real(file, argv, envp));
-}
-
-EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
-{
-	static int (*real)(int, char *const[], char *const[]);
-	if (!real)
-		real = next("fexecve");
-	EXEC_WRAP(real(fd, argv, envp));
-}
-
-/* execl, execlp, execle: collect the variadic arguments, then the vector forms above. */
-#define COLLECT_ARGS(first, ap, argv, extra)                                  \
-	size_t n_ = 1;                                                        \
-	va_start(ap, first);                                                  \
-	while (va_arg(ap, char *))                                            \
-		n_++;                                                         \
-	va_end(ap);                                                           \
-	char **argv = alloca((n_ + 1) * sizeof(char *));                      \
-	va_start(ap, first);                                                  \
-	argv[0] = (char *)first;                                              \
-	for (size_t i_ = 1; i_ <= n_; i_++)                                   \
-		argv[i_] = va_arg(ap, char *);                                \
-	extra;                                                                \
-	va_end(ap)
-
-EXPORT int execl(const char *path, const char *arg, ...)
-{
-	va_list ap;
-	COLLECT_ARGS(arg, ap, argv, (void)0);
-	return execv(path, argv);
-}
-
-EXPORT int execlp(const char *file, const char *arg, ...)
-{
-	va_list ap;
-	COLLECT_ARGS(arg, ap, argv, (void)0);
-	return execvp(file, argv);
-}
-
-EXPORT int execle(const char *path, const char *arg, ...)
-{
-	va_list ap;
-	char **envp;
-	COLLECT_ARGS(arg, ap, argv, envp = va_arg(ap, char **));
-	return execve(path, argv, envp);
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../common/format.h"
+#include "agent.h"
 #include "clock.h"
 #include "log.h"
 #include "handshake.h"
@@ -20,7 +21,6 @@
 #include "stats.h"
 #include "threads.h"
 
-extern const char *wp_agent_meta(void); /* agent.c: mode, hz, command... */
 
 static char buf[1 << 16];
 static size_t used;

@@ -9,7 +9,7 @@ the transfers it cut short (transfers.c), keep the program's sigaction/signal wo
 takes wallprof's signal (signals.c), publish each thread's signal mask so a thread that blocks
 the signal is never sent it (sigmask.c, threadstart.c), keep wallprof's signal out of what
 signalfd/sigwait/sigpending show the program (sigwaits.c) and write the profile before exec
-replaces the image and notice the main thread's pthread_exit (agent.c). The list is exact: a new export must be
+replaces the image (exec.c) and notice the main thread's pthread_exit (agent.c). The list is exact: a new export must be
 added here on purpose.
 """
 import os
@@ -36,8 +36,9 @@ INTERPOSED = {
     "sigprocmask", "pthread_sigmask", "pthread_create",
     # sigwaits.c
     "signalfd", "sigwait", "sigpending",
-    # agent.c
+    # exec.c
     "execve", "execv", "execvp", "execvpe", "fexecve", "execl", "execlp", "execle",
+    # agent.c
     "pthread_exit",
 }
 

@@ -1,0 +1,14 @@
+/* The agent's life (agent.c), as the rest of the agent sees it. */
+#ifndef WP_AGENT_H
+#define WP_AGENT_H
+
+/* The META lines the agent knows from its settings (mode, hz, command...); the writer adds
+ * the measurements. */
+const char *wp_agent_meta(void);
+
+/* The exec interposers (exec.c): write the profile and make sure no signal of ours is left
+ * pending before the image goes; after a failed exec, profile this image again. */
+void wp_agent_before_exec(void);
+void wp_agent_after_failed_exec(void);
+
+#endif

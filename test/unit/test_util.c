@@ -26,16 +26,18 @@ static void test_u64map(void)
 		bad += !wp_u64map_get(&m, (uint64_t)i * 0x10001 << 12, &v) || v != i;
 	CHECK_INT(bad, 0);
 	CHECK(!wp_u64map_get(&m, 3, &v), "a key never put is absent");
-	int added = -1;
-	uint32_t *slot = wp_u64map_slot(&m, 0, &added);
-	CHECK(slot && added == 0 && *slot == 0, "an existing key is found, not added");
-	slot = wp_u64map_slot(&m, 5, &added);
-	CHECK(slot && added == 1 && *slot == 0, "a new key is added with value 0");
-	*slot = 42;
-	CHECK(wp_u64map_get(&m, 5, &v) && v == 42, "the slot is the value");
+	v = 9;
+	CHECK(wp_u64map_get_or_add(&m, 4096 * 0x10001, 77, &v) == 0 && v == 1,
+	      "an existing key is found, not added");
+	CHECK(wp_u64map_get_or_add(&m, 5, 42, &v) == 1 && v == 42, "a new key is added");
+	CHECK(wp_u64map_get(&m, 5, &v) && v == 42);
 	CHECK(wp_u64map_put(&m, 5, 43) == 0 && wp_u64map_get(&m, 5, &v) && v == 43,
 	      "put replaces a value");
-	CHECK_EQ_U(m.n, N + 1);
+	CHECK(wp_u64map_put(&m, 6, UINT32_MAX) == -1 && !wp_u64map_get(&m, 6, &v),
+	      "UINT32_MAX is not a value");
+	CHECK(wp_u64map_put(&m, UINT64_MAX, 0) == 0 && wp_u64map_get(&m, UINT64_MAX, &v) && !v,
+	      "every key is a key, value 0 a value");
+	CHECK_EQ_U(m.n, N + 2);
 	wp_u64map_prefetch(&m, 5);
 	wp_u64map_free(&m);
 	CHECK(m.n == 0 && !wp_u64map_get(&m, 5, &v), "freed, the map is empty again");

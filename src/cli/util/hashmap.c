@@ -34,20 +34,16 @@ static void table_free(void *p, unsigned bits, size_t size)
 		munmap(p, bytes);
 }
 
-/* The first slot to probe: the hash's top bits, so a slot's place in a table twice as large
- * follows from its hash alone. */
+/* The first slot to probe (see wp_u64map_find). */
 static inline size_t home(uint64_t hash, unsigned bits)
 {
 	return (size_t)(hash >> (64 - bits));
 }
 
-/* Whether one more entry keeps a table of 2^bits slots under 3/4 full. */
-static inline int has_room(size_t n, unsigned bits)
+static inline uint64_t key_of(const struct wp_u64map_slot *s)
 {
-	return bits && (n + 1) * 4 < ((size_t)3 << bits);
+	return (uint64_t)s->key_hi << 32 | s->key_lo;
 }
-
-/* ---- u64 -> u32 ---- */
 
 static int map_grow(struct wp_u64map *m)
 {
@@ -59,10 +55,10 @@ static int map_grow(struct wp_u64map *m)
 		return -1;
 	size_t nmask = ((size_t)1 << nbits) - 1;
 	for (size_t i = 0; m->bits && i < ((size_t)1 << m->bits); i++) {
-		if (!m->slots[i].full)
+		if (!m->slots[i].val1)
 			continue;
-		size_t j = home(wp_mix64(m->slots[i].key), nbits);
-		while (ns[j].full)
+		size_t j = home(wp_mix64(key_of(&m->slots[i])), nbits);
+		while (ns[j].val1)
 			j = (j + 1) & nmask;
 		ns[j] = m->slots[i];
 	}
@@ -72,57 +68,22 @@ static int map_grow(struct wp_u64map *m)
 	return 0;
 }
 
-/* The slot holding `key`, or the empty slot where it would go. */
-static struct wp_u64map_slot *map_find(const struct wp_u64map *m, uint64_t key)
+/* wp_u64map_get_or_add when the key is not there and the table is full (or absent): grows
+ * it, then adds the key. */
+int wp_u64map_add_(struct wp_u64map *m, uint64_t key, uint32_t val, uint32_t *out)
 {
-	size_t mask = ((size_t)1 << m->bits) - 1, i = home(wp_mix64(key), m->bits);
-	while (m->slots[i].full && m->slots[i].key != key)
-		i = (i + 1) & mask;
-	return &m->slots[i];
-}
-
-int wp_u64map_get(const struct wp_u64map *m, uint64_t key, uint32_t *val)
-{
-	if (!m->bits)
-		return 0;
-	const struct wp_u64map_slot *s = map_find(m, key);
-	if (!s->full)
-		return 0;
-	*val = s->val;
-	return 1;
-}
-
-uint32_t *wp_u64map_slot(struct wp_u64map *m, uint64_t key, int *added)
-{
-	struct wp_u64map_slot *s = m->bits ? map_find(m, key) : NULL;
-	*added = 0;
-	if (s && s->full)
-		return &s->val;
-	if (!has_room(m->n, m->bits)) {
-		if (map_grow(m))
-			return NULL;
-		s = map_find(m, key);
-	}
-	*s = (struct wp_u64map_slot){ .key = key, .full = 1 };
-	m->n++;
-	*added = 1;
-	return &s->val;
+	if (val == UINT32_MAX || map_grow(m))
+		return -1;
+	return wp_u64map_get_or_add(m, key, val, out);
 }
 
 int wp_u64map_put(struct wp_u64map *m, uint64_t key, uint32_t val)
 {
-	int added;
-	uint32_t *v = wp_u64map_slot(m, key, &added);
-	if (!v)
-		return -1;
-	*v = val;
-	return 0;
-}
-
-void wp_u64map_prefetch(const struct wp_u64map *m, uint64_t key)
-{
-	if (m->bits)
-		__builtin_prefetch(&m->slots[home(wp_mix64(key), m->bits)]);
+	uint32_t old;
+	int r = wp_u64map_get_or_add(m, key, val, &old);
+	if (r == 0)
+		wp_u64map_find(m, key)->val1 = val + 1;
+	return r < 0 ? -1 : 0;
 }
 
 void wp_u64map_free(struct wp_u64map *m)
@@ -148,25 +109,22 @@ static int64_t by_text(struct wp_interner *in, const char *s)
 	if (in->n >= UINT32_MAX || wp_grow(&in->strs, &in->cap, in->n + 1, sizeof(*in->strs)))
 		return -1;
 	for (uint64_t k = hash_str(s);; k = wp_mix64(k + 1)) {
-		int added;
-		uint32_t *id = wp_u64map_slot(&in->by_text, k, &added);
-		if (!id)
+		uint32_t id;
+		int r = wp_u64map_get_or_add(&in->by_text, k, (uint32_t)in->n, &id);
+		if (r < 0)
 			return -1;
-		if (added) {
-			*id = (uint32_t)in->n;
+		if (r > 0) {
 			in->strs[in->n] = s;
 			return (int64_t)in->n++;
 		}
-		if (!strcmp(in->strs[*id], s))
-			return *id;
+		if (!strcmp(in->strs[id], s))
+			return id;
 	}
 }
 
-int64_t wp_intern(struct wp_interner *in, const char *s)
+/* wp_intern once the pointer was not found. */
+int64_t wp_intern_text_(struct wp_interner *in, const char *s)
 {
-	uint32_t id;
-	if (wp_u64map_get(&in->by_ptr, (uint64_t)(uintptr_t)s, &id))
-		return id;
 	int64_t r = by_text(in, s);
 	if (r >= 0 && wp_u64map_put(&in->by_ptr, (uint64_t)(uintptr_t)s, (uint32_t)r))
 		return -1;

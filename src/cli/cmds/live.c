@@ -172,11 +172,6 @@ static int take(int sig)
 /* ---------------------------------------------------------------------------------------- */
 /* Formatting */
 
-static double pct(uint64_t part, uint64_t whole)
-{
-	return whole ? 100.0 * (double)part / (double)whole : 0.0;
-}
-
 static const char *clock_of(uint64_t ns)
 {
 	static char b[32];
@@ -447,7 +442,7 @@ static void read_meta(struct live *L, const struct wp_profile *p)
 	L->per_tick = wp_profile_meta_ll(p, "threads_per_tick", -1);
 	L->threads_seen = wp_profile_meta_ll(p, "threads_seen", (long long)p->nthreads);
 	uint64_t duration = meta_u(p, "duration_ns"), sampler = meta_u(p, "sampler_cpu_ns");
-	L->sampler_pct = pct(sampler, duration);
+	L->sampler_pct = wp_pct(sampler, duration);
 	/* threads held by the sampler, over the threads' lifetimes */
 	uint64_t life = 0;
 	for (size_t i = 0; i < p->nthreads; i++) {
@@ -456,7 +451,7 @@ static void read_meta(struct live *L, const struct wp_profile *p)
 		if (end > t->first_ns)
 			life += end - t->first_ns;
 	}
-	L->held_pct = pct(meta_u(p, "window_sum_ns"), life);
+	L->held_pct = wp_pct(meta_u(p, "window_sum_ns"), life);
 }
 
 /* Counts a new checkpoint. */
@@ -1112,22 +1107,22 @@ static void draw_table(struct live *L, struct scr *s, int top, int height)
 			struct lthread *t;
 			HASH_FIND(hh, L->threads, &r->id, sizeof(r->id), t);
 			sputf(s, "%7s %5.1f%%   %7s %5.1f%%  %-7u ", wp_num(r->ivl),
-			      pct(r->wait_ivl, r->ivl), wp_num(r->now), pct(r->wait_now, r->now), r->id);
+			      wp_pct(r->wait_ivl, r->ivl), wp_num(r->now), wp_pct(r->wait_now, r->now), r->id);
 			char b[128];
 			snprintf(b, sizeof(b), "%s%s", t ? t->name : "?", t && t->exited ? " (exited)" : "");
 			sfield(s, b, 16, 0);
 			sput(s, " ", 1);
 			sfield(s, t && t->top_ivl >= 0 ? L->funcs[t->top_ivl].name : "-", w - s->col, 1);
 		} else if (r->kind == 2) {
-			sputf(s, "%5.1f%% %9s   %5.1f%% %9s  ", pct(r->ivl, L->funcs[L->expanded].ivl),
-			      wp_num(r->ivl), pct(r->now, L->funcs[L->expanded].now), wp_num(r->now));
+			sputf(s, "%5.1f%% %9s   %5.1f%% %9s  ", wp_pct(r->ivl, L->funcs[L->expanded].ivl),
+			      wp_num(r->ivl), wp_pct(r->now, L->funcs[L->expanded].now), wp_num(r->now));
 			char b[128];
 			snprintf(b, sizeof(b), "  `- %s (tid %u)", thread_name(L, r->id), r->id);
 			sfield(s, b, w - s->col, 0);
 		} else {
 			const struct lfunc *f = &L->funcs[r->id];
-			sputf(s, "%5.1f%% %9s   %5.1f%% %9s  ", pct(r->ivl, ivl_whole), wp_num(r->ivl),
-			      pct(r->now, now_whole), wp_num(r->now));
+			sputf(s, "%5.1f%% %9s   %5.1f%% %9s  ", wp_pct(r->ivl, ivl_whole), wp_num(r->ivl),
+			      wp_pct(r->now, now_whole), wp_num(r->now));
 			int namew = w - s->col - (modw ? modw + 1 : 0);
 			sfield(s, f->name, namew, 1);
 			if (modw) {

@@ -39,31 +39,6 @@ struct text {
 /* ---------------------------------------------------------------------------------------- */
 /* Formatting */
 
-/* 14293 -> "14,293", into one of a few rotating buffers so several fit in one printf. */
-/* A duration for people: "412 µs", "28.8 ms", "4.823 s", "3 min 12.4 s". */
-static const char *dur(uint64_t ns)
-{
-	static char bufs[8][32];
-	static int at;
-	char *b = bufs[at++ & 7];
-	double v = (double)ns;
-	if (ns < 1000000)
-		snprintf(b, 32, "%.0f µs", v / 1e3);
-	else if (ns < 1000000000)
-		snprintf(b, 32, "%.1f ms", v / 1e6);
-	else if (ns < 60000000000ull)
-		snprintf(b, 32, "%.3f s", v / 1e9);
-	else
-		snprintf(b, 32, "%llu min %.1f s", (unsigned long long)(ns / 60000000000ull),
-			 (double)(ns % 60000000000ull) / 1e9);
-	return b;
-}
-
-static double pct(uint64_t part, uint64_t whole)
-{
-	return whole ? 100.0 * (double)part / (double)whole : 0.0;
-}
-
 /* Wilson score interval at 95% for k successes in n samples, in percent. It stays inside
  * [0, 100] and is honest for small counts, where the normal approximation p ± 1.96·SE with
  * SE = sqrt(p(1-p)/n) (the same for large n) would reach below zero. */
@@ -328,8 +303,8 @@ static void header(struct text *t)
 		fprintf(t->out, "%s\n", ex);
 	}
 	if (duration) {
-		fprintf(t->out, "[RUN]     wall time %s, CPU time %s (user %s, system %s)", dur(duration),
-			dur(user + sys), dur(user), dur(sys));
+		fprintf(t->out, "[RUN]     wall time %s, CPU time %s (user %s, system %s)", wp_dur(duration),
+			wp_dur(user + sys), wp_dur(user), wp_dur(sys));
 		fprintf(t->out, ": %.2f cores busy\n", (double)(user + sys) / (double)duration);
 	}
 	if (!mode || !strcmp(mode, "wall")) {
@@ -360,13 +335,13 @@ static void header(struct text *t)
 			fprintf(t->out, "[CONFIG]  rate asked %s Hz; delivered %s samples per CPU-second "
 					"(%s in %s of CPU)\n",
 				wp_num(hz), wp_num(cpu ? (uint64_t)llround((double)samples * 1e9 / (double)cpu) : 0),
-				wp_num(samples), dur(cpu));
+				wp_num(samples), wp_dur(cpu));
 		}
 	}
 	if (t->o->thread) {
 		uint64_t all = wp_profile_total_samples(p);
 		fprintf(t->out, "[FILTER]  --thread=%s: %s of %s samples (%.1f%%)\n", t->o->thread,
-			wp_num(t->total), wp_num(all), pct(t->total, all));
+			wp_num(t->total), wp_num(all), wp_pct(t->total, all));
 	}
 	/* what the agent said while it ran (it never writes to the program's stderr under the
 	 * command) */
@@ -431,25 +406,25 @@ static void stats(struct text *t)
 	uint64_t taken = wp_profile_total_samples(p);
 	if (missed)
 		fprintf(t->out, "[STATS]   missed samples: %s (%.1f%% of attempts): %s\n", wp_num(missed),
-			pct(missed, missed + taken), causes);
+			wp_pct(missed, missed + taken), causes);
 	else
 		fprintf(t->out, "[STATS]   missed samples: none\n");
 
 	fprintf(t->out, "[STATS]   truncated stacks: %s", wp_num(truncated));
 	if (truncated)
 		fprintf(t->out, " samples (%.1f%%): their callers are missing from the call graph",
-			pct(truncated, t->total));
+			wp_pct(truncated, t->total));
 	fputc('\n', t->out);
 
 	uint64_t wn = meta(t, "window_n");
 	if (wn)
 		fprintf(t->out, "[STATS]   thread suspension per sample: p50 %s, p99 %s, max %s "
 				"(%s suspensions)\n",
-			dur(meta(t, "window_p50_ns")), dur(meta(t, "window_p99_ns")),
-			dur(meta(t, "window_max_ns")), wp_num(wn));
+			wp_dur(meta(t, "window_p50_ns")), wp_dur(meta(t, "window_p99_ns")),
+			wp_dur(meta(t, "window_max_ns")), wp_num(wn));
 	if (duration && wp_profile_meta(p, "sampler_cpu_ns"))
-		fprintf(t->out, "[STATS]   sampler CPU time: %s (%.1f%% of one core)\n", dur(sampler),
-			pct(sampler, duration));
+		fprintf(t->out, "[STATS]   sampler CPU time: %s (%.1f%% of one core)\n", wp_dur(sampler),
+			wp_pct(sampler, duration));
 
 	/* Estimated overhead on the program, two parts:
 	 *   suspension = window_sum_ns / (sum over threads of their lifetime): the share of its
@@ -466,11 +441,11 @@ static void stats(struct text *t)
 		if (ncpu <= 0)
 			ncpu = 1;
 		uint64_t held = meta(t, "window_sum_ns"), life = thread_time(t);
-		double susp = pct(held, life);
+		double susp = wp_pct(held, life);
 		double samp = 100.0 * (double)sampler / ((double)duration * (double)ncpu);
 		fprintf(t->out, "[STATS]   estimated overhead: ~%.1f%% = %.1f%% threads held (%s in %s of "
 				"thread lifetime)\n          + %.1f%% sampler CPU (%s in %s on %ld CPU%s)\n",
-			susp + samp, susp, dur(held), dur(life), samp, dur(sampler), dur(duration), ncpu,
+			susp + samp, susp, wp_dur(held), wp_dur(life), samp, wp_dur(sampler), wp_dur(duration), ncpu,
 			ncpu == 1 ? "" : "s");
 	}
 	for (size_t i = 0; i < p->nthreads; i++)
@@ -553,7 +528,7 @@ static void flat(struct text *t)
 		wilson((double)f->self / t->units, (double)r->total / t->units, &lo, &hi);
 		snprintf(ci, sizeof(ci), "%.1f-%.1f", lo, hi);
 		fprintf(t->out, "  %5.1f%%  %-11s  %*s  %5.1f%%  %-*s  %-*s  %s\n",
-			pct(f->self, r->total), ci, c.samples, wp_num(f->self), pct(f->total, r->total),
+			wp_pct(f->self, r->total), ci, c.samples, wp_num(f->self), wp_pct(f->total, r->total),
 			c.func, fit_tail(f->name, c.func, b1, sizeof(b1)), c.src,
 			fit_tail(source_of(f->file, f->line, b2, sizeof(b2)), c.src, b3, sizeof(b3)),
 			fit_head(f->module, c.mod, b4, sizeof(b4)));
@@ -566,11 +541,11 @@ static void flat(struct text *t)
 	if (n > shown) {
 		uint64_t other = r->total - listed - nostack;
 		snprintf(b1, sizeof(b1), "(other - %s functions)", wp_num(n - shown));
-		fprintf(t->out, "  %5.1f%%  %-11s  %*s  %6s  %s\n", pct(other, r->total), "",
+		fprintf(t->out, "  %5.1f%%  %-11s  %*s  %6s  %s\n", wp_pct(other, r->total), "",
 			c.samples, wp_num(other), "", b1);
 	}
 	if (nostack)
-		fprintf(t->out, "  %5.1f%%  %-11s  %*s  %6s  %s\n", pct(nostack, r->total), "",
+		fprintf(t->out, "  %5.1f%%  %-11s  %*s  %6s  %s\n", wp_pct(nostack, r->total), "",
 			c.samples, wp_num(nostack), "", "(no stack: the unwinder found no frame)");
 	fprintf(t->out, "  %.6s  %11s  %.*s\n", dashes, "", c.samples, dashes);
 	fprintf(t->out, "  %5.1f%%  %-11s  %*s  %6s  %s functions with samples, %s as leaf\n",
@@ -647,13 +622,13 @@ static void print_links(struct text *t, uint32_t of, const char *label, struct l
 			name = named;
 		}
 		fprintf(t->out, "      %-11s%6.1f%%  %*s  %s\n", i ? "" : label,
-			pct(l[i].count, t->total), nw, wp_num(l[i].count), fit_tail(name, fw, b, sizeof(b)));
+			wp_pct(l[i].count, t->total), nw, wp_num(l[i].count), fit_tail(name, fw, b, sizeof(b)));
 	}
 	if (n > GRAPH_EDGES) {
 		uint64_t rest = 0;
 		for (size_t i = GRAPH_EDGES; i < n; i++)
 			rest += l[i].count;
-		fprintf(t->out, "      %-11s%6.1f%%  %*s  (%zu more)\n", "", pct(rest, t->total), nw,
+		fprintf(t->out, "      %-11s%6.1f%%  %*s  (%zu more)\n", "", wp_pct(rest, t->total), nw,
 			wp_num(rest), n - GRAPH_EDGES);
 	}
 }
@@ -715,8 +690,8 @@ static void call_graph(struct text *t)
 		/* "[k] NAME  100.0% total, 100.0% self  (SRC, MODULE)": 41 columns besides */
 		int fw = WIDTH - 41 - (int)strlen(src) - (int)strlen(f->module);
 		fprintf(t->out, "\n[%zu] %s  %.1f%% total, %.1f%% self  (%s, %s)\n", k + 1,
-			fit_tail(f->name, fw < 20 ? 20 : fw, b1, sizeof(b1)), pct(f->total, t->total),
-			pct(f->self, t->total), fit_tail(src, 30, b3, sizeof(b3)), f->module);
+			fit_tail(f->name, fw < 20 ? 20 : fw, b1, sizeof(b1)), wp_pct(f->total, t->total),
+			wp_pct(f->self, t->total), fit_tail(src, 30, b3, sizeof(b3)), f->module);
 		HASH_ITER(hh, g.edges, e, tmp) {
 			if ((uint32_t)e->key == id)
 				links[nl++] = (struct link){ (uint32_t)(e->key >> 32), e->count };
@@ -799,7 +774,7 @@ static void hidden_by_name(struct text *t, struct tcount *tc, size_t skip)
 		if (groups++ < 8)
 			fprintf(t->out, "    %-24s %6s thread%s  %9s samples  %5.1f%%\n", nm->name,
 				wp_num(nm->threads), nm->threads == 1 ? " " : "s", wp_num(nm->samples),
-				pct(nm->samples, wp_profile_total_samples(t->p)));
+				wp_pct(nm->samples, wp_profile_total_samples(t->p)));
 		HASH_DEL(names, nm);
 		free(nm);
 	}
@@ -848,10 +823,10 @@ static void thread_sections(struct text *t)
 		fprintf(t->out, "\n%s (tid %u%s): %s sample%s, %.1f%% of the process",
 			th && th->name && *th->name ? th->name : "?", c->tid,
 			th && (th->flags & WP_THREAD_EXITED) ? ", exited" : "", wp_num(c->samples),
-			c->samples == 1 ? "" : "s", pct(c->samples, all));
+			c->samples == 1 ? "" : "s", wp_pct(c->samples, all));
 		if (t->wall)
 			fprintf(t->out, "; running %.1f%%, waiting %.1f%%",
-				pct(c->samples - c->waiting, c->samples), pct(c->waiting, c->samples));
+				wp_pct(c->samples - c->waiting, c->samples), wp_pct(c->waiting, c->samples));
 		fputc('\n', t->out);
 		struct keep_arg k = { p, NULL, 1, c->tid };
 		wp_resolved_count(t->r, keep, &k);
@@ -874,7 +849,7 @@ static void thread_sections(struct text *t)
 			const struct wp_func *f = &t->r->funcs[ids[i]];
 			const char *src = fit_tail(source_of(f->file, f->line, b2, sizeof(b2)), sw, b3,
 						   sizeof(b3));
-			fprintf(t->out, "    %5.1f%%  %*s  %-*s  %-*s  %s\n", pct(f->self, c->samples),
+			fprintf(t->out, "    %5.1f%%  %*s  %-*s  %-*s  %s\n", wp_pct(f->self, c->samples),
 				nw, wp_num(f->self), fw, fit_tail(f->name, fw, b1, sizeof(b1)), sw, src,
 				fit_head(f->module, 14, b4, sizeof(b4)));
 		}
@@ -885,7 +860,7 @@ static void thread_sections(struct text *t)
 	}
 	if (shown > limit) {
 		fprintf(t->out, "\n(%s more threads with %s samples, %.1f%%; --thread=NAME|TID shows "
-				"one)\n", wp_num(shown - limit), wp_num(rest), pct(rest, all));
+				"one)\n", wp_num(shown - limit), wp_num(rest), wp_pct(rest, all));
 		hidden_by_name(t, tc, limit);
 	}
 	if (idle)

@@ -31,6 +31,7 @@
 #include "sigmask.h"
 #include "signals.h"
 #include "stats.h"
+#include "threadmask.h"
 #include "threads.h"
 #include "writer.h"
 
@@ -154,20 +155,23 @@ static void check_out_path(void)
 }
 
 /* Writes the profile to out_path, or, when that fails now (its directory went away), to the
- * temporary directory, saying where. */
+ * temporary directory, saying where (once: checkpoints would repeat it every interval). */
 static int write_profile(const char *extra)
 {
+	static _Atomic int said;
 	int r = wp_writer_write(out_path, extra);
 	if (r == 0 || r == -EBUSY)
 		return r;
 	make_fallback();
 	if (strcmp(fallback_path, out_path) && wp_writer_write(fallback_path, extra) == 0) {
-		wp_log("cannot write %s (%s); the profile was written to %s instead", out_path,
-		       strerror(-r), fallback_path);
+		if (!atomic_exchange(&said, 1))
+			wp_log("cannot write %s (%s); the profile was written to %s instead", out_path,
+			       strerror(-r), fallback_path);
 		wp_format(out_path, sizeof(out_path), "%s", fallback_path);
 		return 0;
 	}
-	wp_log("cannot write %s (%s); the profile is lost", out_path, strerror(-r));
+	if (!atomic_exchange(&said, 1))
+		wp_log("cannot write %s (%s); the profile is lost", out_path, strerror(-r));
 	return r;
 }
 
@@ -377,6 +381,7 @@ __attribute__((constructor)) static void wallprof_agent_init(void)
 	wp_log_init(getenv);
 	wp_eintr_init();
 	wp_sigmask_init();
+	wp_tmask_init(); /* the main thread's mask, before anything is signalled */
 	struct wp_config c;
 	if (wp_config_load(&c, getenv) != 0)
 		return; /* the complaint is printed; the program runs untouched */
@@ -401,7 +406,10 @@ static void before_exec(void)
 	 * ignoring the signal discards it; then back to the default the new image expects. */
 	int sig = wp_handshake_signal();
 	sigset_t pending;
-	if (sig > 0 && sigpending(&pending) == 0 && sigismember(&pending, sig)) {
+	sigemptyset(&pending);
+	/* the kernel's pending set: the interposed sigpending() leaves ours out */
+	if (sig > 0 && syscall(SYS_rt_sigpending, &pending, _NSIG / 8) == 0 &&
+	    sigismember(&pending, sig)) {
 		struct sigaction ign, dfl;
 		memset(&ign, 0, sizeof(ign));
 		memset(&dfl, 0, sizeof(dfl));

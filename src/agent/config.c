@@ -4,22 +4,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/numparse.h"
 #include "log.h"
 #include "signals.h"
 
 /* Parses a whole decimal number in [lo, hi]; rejects signs, spaces and trailing junk, which a
- * user could not have meant. */
+ * user could not have meant. The command parses its options with the same function. */
 static int parse_int(const char *s, long lo, long hi, int *out)
 {
-	char *end;
-	if (!s || !*s || *s == '+' || *s == '-' || *s == ' ')
-		return -1;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || *end || v < lo || v > hi)
-		return -1;
-	*out = (int)v;
-	return 0;
+	return wp_parse_int(s, lo, hi, out);
 }
 
 static int bad(const char *var, const char *value, const char *accepts)

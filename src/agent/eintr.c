@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sigwaits.h"
+
 #define EXPORT __attribute__((visibility("default")))
 
 __thread unsigned wp_our_signals __attribute__((tls_model("initial-exec")));
@@ -188,6 +190,8 @@ EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const
 	REAL(ppoll);
 	uint64_t start = mono_ns(), total = tmo ? ts_to_ns(tmo) : 0;
 	struct timespec t;
+	sigset_t buf;
+	mask = wp_sigwaits_temp_mask(mask, &buf); /* never blocks ours (sigwaits.h) */
 	for (const struct timespec *pt = tmo;;) {
 		unsigned long long before = SNAP();
 		int r = real_ppoll(fds, n, pt, mask);
@@ -219,6 +223,8 @@ EXPORT int pselect(int nfds, fd_set *r_, fd_set *w, fd_set *e, const struct time
 	REAL(pselect);
 	uint64_t start = mono_ns(), total = tmo ? ts_to_ns(tmo) : 0;
 	struct timespec t;
+	sigset_t buf;
+	mask = wp_sigwaits_temp_mask(mask, &buf); /* never blocks ours (sigwaits.h) */
 	for (const struct timespec *pt = tmo;;) {
 		unsigned long long before = SNAP();
 		int r = real_pselect(nfds, r_, w, e, pt, mask);
@@ -251,6 +257,8 @@ EXPORT int epoll_pwait(int fd, struct epoll_event *ev, int max, int timeout, con
 	REAL(epoll_pwait);
 	uint64_t start = mono_ns(), total = timeout > 0 ? (uint64_t)timeout * 1000000ull : 0;
 	int t = timeout;
+	sigset_t buf;
+	m = wp_sigwaits_temp_mask(m, &buf); /* never blocks ours (sigwaits.h) */
 	for (;;) {
 		unsigned long long before = SNAP();
 		int r = real_epoll_pwait(fd, ev, max, t, m);
@@ -290,6 +298,8 @@ EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct times
 	REAL(sigtimedwait);
 	uint64_t start = mono_ns(), total = tmo ? ts_to_ns(tmo) : 0;
 	struct timespec t;
+	sigset_t buf;
+	set = wp_sigwaits_wait_set(set, &buf); /* never returns ours (sigwaits.h) */
 	for (const struct timespec *pt = tmo;;) {
 		unsigned long long before = SNAP();
 		int r = real_sigtimedwait(set, info, pt);
@@ -305,6 +315,8 @@ EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct times
 EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info)
 {
 	REAL(sigwaitinfo);
+	sigset_t buf;
+	set = wp_sigwaits_wait_set(set, &buf); /* never returns ours (sigwaits.h) */
 	for (;;) {
 		unsigned long long before = SNAP();
 		int r = real_sigwaitinfo(set, info);
@@ -316,6 +328,8 @@ EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info)
 EXPORT int sigsuspend(const sigset_t *mask)
 {
 	REAL(sigsuspend);
+	sigset_t buf;
+	mask = wp_sigwaits_temp_mask(mask, &buf); /* never blocks ours (sigwaits.h) */
 	for (;;) {
 		unsigned long long before = SNAP();
 		int r = real_sigsuspend(mask);

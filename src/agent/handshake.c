@@ -11,6 +11,7 @@
 #include "clock.h"
 #include "eintr.h"
 #include "signals.h"
+#include "threadmask.h"
 
 enum phase {
 	P_IDLE = 0,
@@ -138,6 +139,20 @@ static struct wp_hs_ticket *find_request(pid_t me, uint32_t *w)
 	return NULL;
 }
 
+void wp_handshake_settle(pid_t me)
+{
+	uint32_t w;
+	struct wp_hs_ticket *t = find_request(me, &w);
+	if (!t)
+		return;
+	/* The signal reaches us while we wait (it is not blocked yet) and our handler moves the
+	 * word on; or the sampler withdraws the request. Either way it is over within the
+	 * sampler's msg2 deadline; a little more, in case the sampler is slow to withdraw. */
+	uint64_t deadline = wp_now_ns() + msg2_deadline_ns + msg3_deadline_ns + 5000000ull;
+	while (atomic_load(&t->word) == w && wp_now_ns() < deadline)
+		wait_change(&t->word, &t->sleepers, w, deadline, 1);
+}
+
 static void ring_bell(void)
 {
 	atomic_fetch_add(&bell, 1);
@@ -244,11 +259,13 @@ int wp_handshake_migrate(int to)
 		if (wp_real_sigaction(to, &sa, NULL) != 0)
 			return -errno;
 	}
-	/* Let a handshake in flight finish on the old signal (bounded: its own deadlines). */
+	/* The new signal first, then let a batch that may have read the old one finish on it
+	 * (bounded: its own deadlines). A batch says it is in flight before it reads the
+	 * signal, so one that did not see the new signal is seen here. */
+	atomic_store(&hs_signo, to);
 	uint64_t deadline = wp_now_ns() + msg2_deadline_ns + msg3_deadline_ns;
 	while (atomic_load(&in_handshake) && wp_now_ns() < deadline)
 		sched_yield();
-	atomic_store(&hs_signo, to);
 	return 0;
 }
 
@@ -304,6 +321,18 @@ static void ask(struct wp_hs_request *r, struct pending *p, int sig)
 	p->gen = next_gen++ & 0x1fffffffu;
 	atomic_store(&t->tid, r->tid);
 	atomic_store(&t->word, WORD(p->gen, P_REQUEST));
+	/* Only now its mask: a thread that starts blocking the signal after this read sees
+	 * the request and waits for it (wp_handshake_settle). */
+	uint64_t mask;
+	if (!wp_tmask_lookup(r->tid, &mask))
+		mask = r->fallback_mask;
+	if ((mask >> (sig - 1)) & 1) {
+		uint32_t req = WORD(p->gen, P_REQUEST);
+		if (atomic_compare_exchange_strong(&t->word, &req, WORD(p->gen, P_ABANDONED)))
+			wake(&t->word, &t->sleepers);
+		r->result = WP_HS_BLOCKED;
+		return;
+	}
 	if (syscall(SYS_tgkill, self_pid, r->tid, sig) != 0) {
 		int e = errno;
 		atomic_store(&t->word, WORD(p->gen, P_ABANDONED));
@@ -338,6 +367,7 @@ static int withdraw(struct wp_hs_request *r, struct pending *p, uint64_t now, ui
 	uint32_t req = WORD(p->gen, P_REQUEST);
 	if (!atomic_compare_exchange_strong(&p->t->word, &req, WORD(p->gen, P_ABANDONED)))
 		return 0;
+	wake(&p->t->word, &p->t->sleepers); /* a thread settling before it blocks the signal */
 	r->result = gone ? WP_HS_EXITED : WP_HS_TIMEOUT;
 	return 1;
 }
@@ -419,7 +449,6 @@ static void release_orphans(void)
 void wp_handshake_batch(struct wp_hs_request *reqs, size_t n, wp_hs_read_fn read, void *arg)
 {
 	struct pending ps[WP_HS_BATCH];
-	int sig = atomic_load(&hs_signo);
 	if (n > WP_HS_BATCH)
 		n = WP_HS_BATCH;
 	for (size_t i = 0; i < n; i++) {
@@ -428,10 +457,14 @@ void wp_handshake_batch(struct wp_hs_request *reqs, size_t n, wp_hs_read_fn read
 		reqs[i].cpu_ns = -1;
 		ps[i].state = S_DONE;
 	}
-	if (!sig || !n)
-		return;
-	release_orphans();
+	/* In flight before reading the signal (see wp_handshake_migrate). */
 	atomic_store(&in_handshake, 1);
+	int sig = atomic_load(&hs_signo);
+	if (!sig || !n) {
+		atomic_store(&in_handshake, 0);
+		return;
+	}
+	release_orphans();
 	atomic_store(&sampler_cpu, sched_getcpu());
 	for (size_t i = 0; i < n; i++)
 		ask(&reqs[i], &ps[i], sig);

@@ -41,6 +41,7 @@ enum wp_hs_result {
 	WP_HS_LATE,        /* the handler gave up waiting for msg3; the copy is not consistent */
 	WP_HS_ERROR,       /* tgkill failed for another reason */
 	WP_HS_NOSLOT,      /* every slot is held by a handler that has not finished */
+	WP_HS_BLOCKED,     /* the thread blocks the signal (or is blocking it): not sent */
 };
 
 /* At most this many threads are asked at once. */
@@ -49,6 +50,7 @@ enum wp_hs_result {
 /* One thread to sample, and what became of it. */
 struct wp_hs_request {
 	pid_t tid;
+	uint64_t fallback_mask;   /* its mask if it has published none (threadmask.h) */
 	enum wp_hs_result result; /* out */
 	uint64_t window_ns;       /* out: how long it was held (0 when unknown) */
 	int64_t cpu_ns;           /* out: its CPU clock as it left the handler (-1: unknown) */
@@ -72,6 +74,15 @@ void wp_handshake_batch(struct wp_hs_request *reqs, size_t n, wp_hs_read_fn read
  * is in flight so no late signal of ours reaches the old signal's new owner. Returns 0 or
  * -errno. */
 int wp_handshake_migrate(int to);
+/* Called by a program thread that has just published a mask blocking more signals and is
+ * about to apply it (sigmask.c): if the sampler has a request for `me` in flight, waits
+ * (bounded by the sampler's own deadlines) until it is served or withdrawn, so a signal
+ * already sent lands now instead of pending under the new mask. The sampler, for its part,
+ * posts each request and only then reads the thread's published mask, withdrawing the
+ * request unsent when it blocks the signal: one of the two always sees the other (both use
+ * sequentially consistent atomics). A look at NSLOTS words when nothing is in flight.
+ * Async-signal-safe. */
+void wp_handshake_settle(pid_t me);
 /* In a fork child: clears every slot (the parent may have been mid-handshake). */
 void wp_handshake_reset(void);
 /* Whether `sa` is the agent's handler. */

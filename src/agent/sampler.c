@@ -25,6 +25,7 @@
 #include "sigmask.h"
 #include "stacks.h"
 #include "stats.h"
+#include "threadmask.h"
 #include "threads.h"
 #include "unwind.h"
 
@@ -104,17 +105,37 @@ static void back_off(struct wp_athread *t, uint64_t now)
 	backoffs[victim] = (struct backoff){ t, now + BACKOFF_NS };
 }
 
-/* Whether `tid` has the sampling signal blocked, from /proc (outside any window). */
-static int blocks_signal(pid_t tid)
+/* `tid`'s signal mask from /proc (outside any window); 0 when unreadable. */
+static uint64_t proc_sigblk(pid_t tid)
 {
 	char buf[2048];
 	if (wp_threads_read_proc(tid, "status", buf, sizeof(buf)) <= 0)
 		return 0;
 	char *p = strstr(buf, "SigBlk:");
-	if (!p)
-		return 0;
-	unsigned long long mask = strtoull(p + 7, NULL, 16);
-	return (mask >> (wp_handshake_signal() - 1)) & 1;
+	return p ? strtoull(p + 7, NULL, 16) : 0;
+}
+
+/* Whether `tid` has the sampling signal blocked, from /proc (outside any window). */
+static int blocks_signal(pid_t tid)
+{
+	return (proc_sigblk(tid) >> (wp_handshake_signal() - 1)) & 1;
+}
+
+/* The mask to assume for `t` when it has published none (threadmask.h): a thread the agent
+ * did not see start (a raw clone(), one started before the agent), or one created a moment
+ * ago that has not run yet. Its mask can only have changed since by means the agent does not
+ * see (a raw system call), so one /proc read, on the first look, does. A thread that does
+ * publish is looked up in the table by the handshake, after its request is posted. */
+static uint64_t fallback_mask(struct wp_athread *t)
+{
+	uint64_t m;
+	if (wp_tmask_lookup(t->tid, &m))
+		return m;
+	if (!t->sigblk_read) {
+		t->sigblk_read = 1;
+		t->proc_sigblk = proc_sigblk(t->tid);
+	}
+	return t->proc_sigblk;
 }
 
 /* Whether `tid` is stopped (SIGSTOP) or traced, from /proc (outside any window): such a
@@ -209,6 +230,7 @@ struct job {
 	uint8_t *stack;
 	size_t want;
 	ssize_t got;
+	uint64_t mask; /* its signal mask as known before the request (fallback_mask) */
 };
 static struct job jobs[WP_HS_BATCH];
 static size_t njobs;
@@ -278,6 +300,9 @@ static void finish_job(struct job *j, const struct wp_hs_request *r, uint64_t no
 	case WP_HS_LATE:
 		miss(WP_MISS_LATE); /* it resumed on its own while read: the copy may be torn */
 		return;
+	case WP_HS_BLOCKED:
+		miss(WP_MISS_BLOCKED); /* it began blocking the signal as we asked: not sent */
+		return;
 	default:
 		miss(r->result == WP_HS_NOSLOT ? WP_MISS_NOSLOT : WP_MISS_ERROR);
 		return;
@@ -300,8 +325,10 @@ static void finish_job(struct job *j, const struct wp_hs_request *r, uint64_t no
 static void flush_jobs(uint64_t now)
 {
 	struct wp_hs_request reqs[WP_HS_BATCH];
-	for (size_t i = 0; i < njobs; i++)
+	for (size_t i = 0; i < njobs; i++) {
 		reqs[i].tid = jobs[i].t->tid;
+		reqs[i].fallback_mask = jobs[i].mask;
+	}
 	wp_handshake_batch(reqs, njobs, read_held, jobs);
 	/* ---- every thread runs again ---- */
 	for (size_t i = 0; i < njobs; i++) {
@@ -316,10 +343,19 @@ static void flush_jobs(uint64_t now)
 	njobs = 0;
 }
 
-/* Queues a running thread for the next batch. */
+/* Queues a running thread for the next batch, unless it blocks the signal: such a thread is
+ * never signalled (the signal would stay pending and reach the program: its signalfd, sigwait
+ * or sigpending), only sampled from /proc while blocked in the kernel. */
 static void sample_signalled(struct wp_athread *t, uint64_t weight_ns, uint64_t now)
 {
+	uint64_t mask = fallback_mask(t);
+	int sig = wp_handshake_signal();
+	if (sig > 0 && ((mask >> (sig - 1)) & 1)) {
+		miss(WP_MISS_BLOCKED);
+		return;
+	}
 	struct job *j = &jobs[njobs];
+	j->mask = mask;
 	j->t = t;
 	j->weight_ns = weight_ns;
 	j->stack = stack_bufs[njobs];

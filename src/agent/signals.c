@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -11,6 +12,7 @@
 #include "eintr.h"
 #include "handshake.h"
 #include "log.h"
+#include "threadmask.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -72,11 +74,11 @@ static int is_default(int sig)
 }
 
 /* A real-time signal nobody handles, from the top down (the bottom ones are glibc's and
- * commonly taken by runtimes). 0 when none. */
-static int free_rt_signal(int except)
+ * commonly taken by runtimes), not `except` nor in `avoid`. 0 when none. */
+static int free_rt_signal(int except, const sigset_t *avoid)
 {
 	for (int s = SIGRTMAX; s >= SIGRTMIN + 3; s--)
-		if (s != except && is_default(s))
+		if (s != except && (!avoid || sigismember(avoid, s) != 1) && is_default(s))
 			return s;
 	return 0;
 }
@@ -87,7 +89,7 @@ int wp_signals_choose(int wanted)
 		return wanted;
 	if (is_default(SIGPROF))
 		return SIGPROF;
-	int s = free_rt_signal(0);
+	int s = free_rt_signal(0, NULL);
 	if (s)
 		wp_log("SIGPROF is already handled (another profiler?); sampling with signal %d "
 		       "instead (set WALLPROF_SIGNAL to choose)", s);
@@ -177,6 +179,10 @@ static int is_handler(const struct sigaction *a)
  * ours too). The program sees its own handler when it asks. */
 static void *_Atomic prog_handler[65];
 static _Atomic int prog_siginfo[65];
+/* The sa_mask the program asked for (signals 1..64): the one installed never blocks our
+ * signal, so a thread running the program's handler can still be sampled rather than have
+ * our signal wait, pending, under a mask nobody published (sigmask.h). */
+static _Atomic uint64_t prog_mask[65];
 
 static void trampoline(int sig, siginfo_t *info, void *uc)
 {
@@ -205,8 +211,12 @@ static int install_program(int sig, const struct sigaction *act, struct sigactio
 	int si = !!(act->sa_flags & SA_SIGINFO);
 	atomic_store(&prog_siginfo[sig], si);
 	atomic_store(&prog_handler[sig], si ? (void *)act->sa_sigaction : (void *)act->sa_handler);
+	atomic_store(&prog_mask[sig], wp_sigset_word(&act->sa_mask));
 	w.sa_sigaction = trampoline;
 	w.sa_flags |= SA_SIGINFO;
+	int ours = wp_handshake_signal();
+	if (ours > 0)
+		sigdelset(&w.sa_mask, ours);
 	return wp_real_sigaction(sig, &w, kold);
 }
 
@@ -223,24 +233,73 @@ static void wrap_existing(void)
 	}
 }
 
+int wp_signals_move_away(int sig, const sigset_t *avoid, const char *how)
+{
+	int to = free_rt_signal(sig, avoid);
+	if (!to && avoid)
+		return -1; /* every free signal is in `avoid`: stay */
+	if (to && wp_handshake_migrate(to) == 0) {
+		if (!atomic_exchange(&moved_once, 1))
+			wp_log("the program %s signal %d; wallprof now samples with signal %d "
+			       "(WALLPROF_SIGNAL chooses)", how, sig, to);
+		return 0;
+	}
+	if (!atomic_exchange(&moved_once, 1))
+		wp_log("the program takes signal %d and no free signal is left; wallprof stops "
+		       "sampling", sig);
+	wp_handshake_migrate(0);
+	return -1;
+}
+
+/* What the program sees of `kold`, a disposition it asks about. */
+static void program_view(int sig, const struct sigaction *kold, struct sigaction *old,
+			 int ours_fatal, void *prev_h, int prev_si)
+{
+	*old = *kold;
+	if (ours_fatal || wp_handshake_is_ours(kold)) {
+		/* What the program sees: the default it never changed. */
+		memset(old, 0, sizeof(*old));
+		old->sa_handler = SIG_DFL;
+	} else if ((kold->sa_flags & SA_SIGINFO) && kold->sa_sigaction == trampoline) {
+		/* its own handler, as it installed it */
+		if (prev_si) {
+			old->sa_sigaction = (void (*)(int, siginfo_t *, void *))prev_h;
+		} else {
+			old->sa_flags &= ~SA_SIGINFO;
+			old->sa_handler = (void (*)(int))prev_h;
+		}
+		uint64_t m = atomic_load(&prog_mask[sig]);
+		memcpy(&old->sa_mask, &m, sizeof(m));
+	}
+}
+
+/* In a vfork child (gdb starting a program, a shell's vfork): the memory is the parent's,
+ * which goes on sampling with the signal it has, so nothing of ours may change here; the
+ * handler table is the child's own. The program's request goes to the kernel as made, and
+ * it is answered as in the parent. */
+static int foreign_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	int ours_fatal = sig > 0 && sig < 65 && fatal_ours[sig];
+	void *prev_h = sig > 0 && sig < 65 ? atomic_load(&prog_handler[sig]) : NULL;
+	int prev_si = sig > 0 && sig < 65 ? atomic_load(&prog_siginfo[sig]) : 0;
+	struct sigaction kold;
+	if (wp_real_sigaction(sig, act, &kold) != 0)
+		return -1;
+	if (old)
+		program_view(sig, &kold, old, ours_fatal, prev_h, prev_si);
+	return 0;
+}
+
 EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
+	if (wp_tmask_foreign())
+		return foreign_sigaction(sig, act, old);
 	int ours_fatal = sig > 0 && sig < 65 && fatal_ours[sig];
 
 	if (act && sig == wp_handshake_signal()) {
-		/* The program wants our signal: move away first, then give it what it asked. */
-		int to = free_rt_signal(sig);
-		if (to && wp_handshake_migrate(to) == 0) {
-			if (!atomic_exchange(&moved_once, 1))
-				wp_log("the program installs its own handler for signal %d; wallprof "
-				       "now samples with signal %d (WALLPROF_SIGNAL chooses)", sig, to);
-		} else {
-			if (!atomic_exchange(&moved_once, 1))
-				wp_log("the program takes signal %d and no free signal is left; "
-				       "wallprof stops sampling", sig);
-			wp_handshake_migrate(0);
-		}
-		/* now an ordinary signal of the program's: installed (and counted) as such */
+		/* The program wants our signal: move away first, then give it what it asked;
+		 * now an ordinary signal of the program's: installed (and counted) as such. */
+		wp_signals_move_away(sig, NULL, "installs its own handler for");
 	}
 	if (act && ours_fatal && !is_handler(act) && act->sa_handler == SIG_DFL) {
 		/* SIG_DFL asked: keep our stand-in, which dies exactly as SIG_DFL would. */
@@ -258,22 +317,8 @@ EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old
 		return r;
 	if (act && ours_fatal)
 		fatal_ours[sig] = 0; /* the program's handler (or SIG_IGN) replaced our stand-in */
-	if (!old)
-		return 0;
-	*old = kold;
-	if (ours_fatal || wp_handshake_is_ours(&kold)) {
-		/* What the program sees: the default it never changed. */
-		memset(old, 0, sizeof(*old));
-		old->sa_handler = SIG_DFL;
-	} else if ((kold.sa_flags & SA_SIGINFO) && kold.sa_sigaction == trampoline) {
-		/* its own handler, as it installed it */
-		if (prev_si) {
-			old->sa_sigaction = (void (*)(int, siginfo_t *, void *))prev_h;
-		} else {
-			old->sa_flags &= ~SA_SIGINFO;
-			old->sa_handler = (void (*)(int))prev_h;
-		}
-	}
+	if (old)
+		program_view(sig, &kold, old, ours_fatal, prev_h, prev_si);
 	return 0;
 }
 

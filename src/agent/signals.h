@@ -22,6 +22,11 @@ int wp_real_sigaction(int sig, const struct sigaction *act, struct sigaction *ol
 int wp_signals_parse_env(const char *value);
 /* The signal to sample with, given the setting (0 = choose). */
 int wp_signals_choose(int wanted);
+/* The program takes `sig`, our signal (`how`: "installs its own handler for", "waits for"):
+ * sampling moves to a free real-time signal not in `avoid`, said once on stderr. With none
+ * left, sampling stops, or, when `avoid` is given, stays where it is. Returns 0 when moved,
+ * -1 otherwise. */
+int wp_signals_move_away(int sig, const sigset_t *avoid, const char *how);
 /* Installs the fatal-signal handlers that flush the profile. `flush` runs in a signal
  * handler and must be async-signal-safe. */
 void wp_signals_install_fatal(void (*flush)(int sig));

@@ -37,6 +37,10 @@ struct wp_athread {
 	int64_t poll_cpu_ns;
 	uint64_t credit_ns;
 	uint64_t held_ns;           /* how long the last handshake held it */
+	/* its signal mask from /proc (SigBlk), read once, for a thread that publishes none
+	 * (threadmask.h: one the agent did not see start, e.g. a raw clone()) */
+	uint64_t proc_sigblk;
+	int sigblk_read;
 
 	uint64_t samples, running, waiting;
 	uint64_t first_ns, last_ns; /* since the run's start */

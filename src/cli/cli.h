@@ -1,6 +1,8 @@
-/* The wallprof command: options and the entry points of each subcommand/report. One file per
- * concern: record.c (run a program under the agent), report.c (dispatch by format), text.c,
- * folded.c, csv.c, svg.c, diff.c, overhead.c, pprof.c, speedscope.c, live.c. */
+/* The wallprof command: its options and the entry points of each subcommand and report. The
+ * layout (docs/design.md, "The command"): options.c reads the command line, main.c picks the
+ * subcommand; cmds/ one file per subcommand (record, report, diff, overhead, live, whose
+ * parts are in live/); model/ the symbols and the resolved profile; reports/ one file per
+ * format; util/ small helpers. */
 #ifndef WP_CLI_H
 #define WP_CLI_H
 
@@ -40,12 +42,24 @@ struct wp_opts {
 	int flame_graph;         /* --flame-graph */
 	int overhead_test;
 	int live;
+	int help;                /* -h: print the usage, nothing else */
+	int version;             /* -V */
 	/* the profile being reported, for filters that need thread names (set by wp_report) */
 	const struct wp_profile *profile_for_filters;
 	/* recorded by `record`, for the report header */
 	int exit_status;         /* as from waitpid */
 	int have_exit_status;
 };
+
+/* options.c. Reads the command line into `opts` (defaults first). Returns 0, or 2 with the
+ * problem said on standard error (wp_usage_error). It stops at -h or -V, setting opts->help or
+ * opts->version. */
+int wp_parse_options(int argc, char **argv, struct wp_opts *opts);
+/* The usage text (--help). */
+void wp_usage(FILE *to);
+/* "wallprof: MSG[: ARG]" and the pointer to --help, on standard error. Returns 2, the exit
+ * status of a usage error. */
+int wp_usage_error(const char *msg, const char *arg);
 
 /* Runs opts->cmd under the agent, writing the profile to `profile_path` (filled in, cap
  * bytes). Returns 0 when the program ran (its status in opts->exit_status), -1 with a
@@ -60,12 +74,28 @@ int wp_check_profile_path(const char *path);
 int wp_exit_like(int status);
 /* The agent library to preload, or NULL with a message printed. */
 const char *wp_find_agent(void);
+/* The child's side of running a program under the agent (after fork): LD_PRELOAD and the
+ * WALLPROF_* settings from `opts`, then exec of opts->cmd. `progress_fd` >= 0 is moved to a
+ * high descriptor for the agent's progress lines. Never returns: exits 127 when the program
+ * cannot be run. Used by wp_record and by --live, which adds its own settings first. */
+void wp_exec_under_agent(const struct wp_opts *opts, const char *agent,
+			 const char *profile_path, int progress_fd) __attribute__((noreturn));
 
 /* Loads and symbolizes a profile, then writes the report in opts->format to `out`.
  * Returns the process exit code (0, or 1 with a message printed). */
 int wp_report_file(const struct wp_opts *opts, const char *path, FILE *out);
 int wp_report(const struct wp_opts *opts, const struct wp_profile *p, struct wp_resolved *r,
 	      FILE *out);
+/* Where the report goes: opts->report_out opened for writing, or stdout; NULL with a message
+ * printed when the file cannot be opened. */
+FILE *wp_open_report(const struct wp_opts *opts);
+/* Closes what wp_open_report gave (not stdout). Returns rc, or 1 with a message printed when
+ * rc was 0 and the file could not be written. */
+int wp_close_report(const struct wp_opts *opts, FILE *f, int rc);
+/* The end of a recorded run (the record path and --live): the report of the profile at
+ * `path`, or why there is none, and where the profile was saved. Returns the exit code the
+ * shell should see: the program's (wp_exit_like; dying of its signal does not return). */
+int wp_report_after_run(const struct wp_opts *opts, const char *path);
 
 /* The reports. Each returns 0 or -1 (write error). */
 int wp_report_text(const struct wp_opts *opts, const struct wp_profile *p,
@@ -86,6 +116,9 @@ int wp_report_speedscope(const struct wp_opts *opts, const struct wp_profile *p,
 int wp_compare(const struct wp_opts *opts, const char *before, const char *after, FILE *out);
 /* --overhead-test. Returns the exit code. */
 int wp_overhead_test(const struct wp_opts *opts, FILE *out);
+/* `wallprof --internal-workload [UNITS]` (hidden): the built-in workload --overhead-test
+ * times, run as a program of its own. argv[0] is "--internal-workload". Returns 0. */
+int wp_internal_workload(int argc, char **argv);
 /* --live. Returns the exit code (the program's). */
 int wp_live(struct wp_opts *opts);
 

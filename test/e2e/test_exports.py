@@ -5,8 +5,10 @@ An LD_PRELOADed library's exported symbols join the global scope of every progra
 loaded into, so a stray export (a helper, a bundled library's function such as libunwind's
 _Unwind_*) could replace the program's own. The interposers are the exception by design
 (docs/design.md): they retry calls that wallprof's own signal interrupted (eintr.c), keep the
-program's sigaction/signal working when it takes wallprof's signal (signals.c) and write the
-profile before exec replaces the image (agent.c). The list is exact: a new export must be
+program's sigaction/signal working when it takes wallprof's signal (signals.c), publish each
+thread's signal mask so a thread that blocks the signal is never sent it (sigmask.c,
+threadstart.c), keep wallprof's signal out of what signalfd/sigwait/sigpending show the
+program (sigwaits.c) and write the profile before exec replaces the image (agent.c). The list is exact: a new export must be
 added here on purpose.
 """
 import os
@@ -25,10 +27,12 @@ INTERPOSED = {
     "send", "sendto", "sendmsg", "accept", "accept4",
     # signals.c
     "sigaction", "signal",
-    # sigmask.c
-    "sigprocmask",
     # fds.c
     "pipe2",
+    # sigmask.c, threadstart.c
+    "sigprocmask", "pthread_sigmask", "pthread_create",
+    # sigwaits.c
+    "signalfd", "sigwait", "sigpending",
     # agent.c
     "execve", "execv", "execvp", "execvpe", "fexecve", "execl", "execlp", "execle",
 }

@@ -1,5 +1,6 @@
 """The command line's errors (each with a helpful message and exit status 2, or 1 for runtime
-errors), the CSV report (well-formed for Python's csv module, quoted where needed, numbers
+errors; a number with a space or a sign refused as the agent refuses it in WALLPROF_HZ), the
+GNU spellings (-F1000, bundled short flags -qF250 and -qo FILE), the CSV report (well-formed for Python's csv module, quoted where needed, numbers
 that agree with the folded output) and long C++ names kept within 100 columns."""
 
 import csv
@@ -29,6 +30,10 @@ def main(t):
         (["--hz=abc", "--", flat], "sample rate takes a whole number of Hz from 1 to 10000"),
         (["--hz=20000", "--", flat], "sample rate takes a whole number of Hz from 1 to 10000"),
         (["--hz"], "sample rate takes"),
+        # numbers as the agent reads WALLPROF_HZ: digits only (strtol would skip the space)
+        (["--hz= 5", "--", flat], "sample rate takes a whole number of Hz from 1 to 10000"),
+        (["-F", "5 ", "--", flat], "sample rate takes a whole number of Hz from 1 to 10000"),
+        (["--top=\t5", "--report", prof], "--top takes a whole number"),
         (["--mode=fast", "--", flat], "--mode takes wall or cpu"),
         (["--format=xml", "--report", prof], "--format takes text, folded, svg, csv"),
         (["--top=0", "--report", prof], "--top takes a whole number"),
@@ -43,12 +48,38 @@ def main(t):
         r = wp.wallprof(args, cwd=wp.tmp_dir())
         t.check(r.returncode == 2 and msg in r.stderr and HELP in r.stderr,
                 "wallprof %s: exit 2, says '%s'" % (" ".join(args), msg), r.describe())
+    # the agent refuses the same text in its variable, with the same reason
+    r = wp.run_preloaded([flat, "0.1"], env={"WALLPROF_HZ": " 5",
+                                             "WALLPROF_OUT": wp.tmp_path("spaced.prof")})
+    t.check(r.returncode == 0 and "WALLPROF_HZ=' 5' is not valid" in r.stderr and
+            "from 1 to 10000" in r.stderr, "WALLPROF_HZ=' 5' is refused by the agent too",
+            r.describe())
     r = wp.wallprof([], cwd=wp.tmp_dir())
     t.check(r.returncode == 2 and "Usage:" in r.stderr and "-- COMMAND" in r.stderr,
             "no command at all: exit 2 with the usage", r.describe())
     r = wp.wallprof(["--help"])
     t.check(r.returncode == 0 and "--compare" in r.stdout and "--overhead-test" in r.stdout,
             "--help: exit 0, lists the subcommands")
+
+    # -- GNU spellings (getopt_long): a value stuck to its short option, short flags bundled --
+    spellings = [
+        (["-F1000"], {"hz": "1000"}),
+        (["-qF250"], {"hz": "250"}),                     # -q and -F250 in one argument
+        (["-F=300"], {"hz": "300"}),                     # the hand parser's spelling, kept
+        (["--sample-rate", "400", "--mode", "cpu"], {"hz": "400", "mode": "cpu"}),
+    ]
+    for i, (args, meta) in enumerate(spellings):
+        p = wp.tmp_path("spelling%d.prof" % i)
+        r = wp.wallprof(args + ["-q", "-o", p, "-f", "folded", "--", flat, "0.2"], timeout=60)
+        got = wp.read_raw(p).meta if r.returncode == 0 and os.path.exists(p) else {}
+        t.check(r.returncode == 0 and all(got.get(k) == v for k, v in meta.items()),
+                "wallprof %s: recorded with %s" % (" ".join(args), meta),
+                "%s\nmeta: %s" % (r.describe(), {k: got.get(k) for k in meta}))
+    p = wp.tmp_path("bundled.prof")
+    r = wp.wallprof(["-qo", p, "-fcsv", "--", flat, "0.2"], timeout=60)
+    t.check(r.returncode == 0 and os.path.exists(p) and r.stdout.startswith("function,module,") and
+            "profile saved" not in r.stderr,
+            "wallprof -qo FILE -fcsv: quiet, the profile at FILE, a CSV report", r.describe())
 
     # -- runtime errors: exit 1, the file named and the reason ---------------------------------
     junk, cut = wp.tmp_path("junk.prof"), wp.tmp_path("cut.prof")

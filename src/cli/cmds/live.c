@@ -15,159 +15,34 @@
  * threads (or, in the thread list, that thread's functions), Esc or a goes back to all
  * threads, p or space pauses the numbers.
  *
- * The terminal: the alternate screen, no cursor, no line wrap, keys one at a time (no
- * canonical mode, no echo; ISIG stays on, so Ctrl-C, Ctrl-\ and Ctrl-Z reach the program and
- * us through the terminal as usual: Ctrl-C ends the program, and with it the view). It is
- * given back on every way out: the program's exit, `q`, SIGTERM/SIGHUP/SIGQUIT, a crash of
- * wallprof (fatal signal handlers), exit() (atexit), and Ctrl-Z (given back before stopping,
- * taken again on `fg`).
- *
- * The program's own terminal output would scribble over the view: while the view is up, its
- * standard output (and standard error, when that is the terminal too) go to a pseudo-terminal
- * of ours, so it still sees a terminal (same settings, same size, line buffering). The last
- * lines are shown at the bottom of the view, and everything is replayed on the real terminal
- * when the view closes; after that its output passes straight through. Its standard input,
- * when it was the terminal, is /dev/null: the keyboard belongs to the view. */
+ * This file is the model, the view (rows, drawing, what keys do) and the run (starting the
+ * program, the loop, the end). The parts that know nothing of the profile are in src/cli/live/:
+ * the terminal and signals (term.c: how the terminal is taken and given back on every way
+ * out), the screen buffer (screen.c), the program's output relayed through a pseudo-terminal
+ * (relay.c), the keyboard's bytes to keys (keys.c). */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 #include <uthash.h>
 
 #include "cli.h"
+#include "live/keys.h"
+#include "live/relay.h"
+#include "live/screen.h"
+#include "live/term.h"
 #include "textfmt.h"
 
-/* record.c: the child's side of running a program under the agent. */
-void wp_exec_under_agent(const struct wp_opts *o, const char *agent, const char *profile_path,
-			 int progress_fd) __attribute__((noreturn));
-
 #define STAT_EVERY_NS 200000000ull /* how often to look for a new checkpoint */
-#define OUT_LINES 4                /* program output lines shown at the bottom */
-#define OUT_LINE_MAX 512
 #define BREAKDOWN_MAX 8            /* threads listed under an expanded function */
 #define MAX_INLINE 16
-#define KEEP_OUTPUT_MAX (64ull << 20) /* program output kept while the view is up */
-
-/* ---------------------------------------------------------------------------------------- */
-/* The terminal, and giving it back from anywhere (signal handlers included) */
-
-static int tty_fd = -1;  /* where the view is drawn: standard output */
-static int key_fd = -1;  /* where keys come from: standard input, or /dev/tty; -1 = none */
-static int key_fd_opened;
-static struct termios saved_tio;
-static int tio_saved;
-static volatile sig_atomic_t in_view;
-
-static const char enter_seq[] = "\033[?1049h\033[?25l\033[?7l\033[H\033[2J";
-static const char leave_seq[] = "\033[0m\033[?7h\033[?25h\033[?1049l";
-
-static void write_all(int fd, const void *buf, size_t n)
-{
-	const char *p = buf;
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return;
-		p += w;
-		n -= (size_t)w;
-	}
-}
-
-/* Async-signal-safe: termios back as it was, cursor and wrap on, main screen. */
-static void restore_terminal(void)
-{
-	if (!in_view)
-		return;
-	in_view = 0;
-	int e = errno;
-	if (tio_saved)
-		tcsetattr(key_fd, TCSANOW, &saved_tio);
-	write_all(tty_fd, leave_seq, sizeof(leave_seq) - 1);
-	errno = e;
-}
-
-static int enter_terminal(void)
-{
-	if (tio_saved) {
-		struct termios t = saved_tio;
-		t.c_lflag &= ~(tcflag_t)(ICANON | ECHO | IEXTEN);
-		t.c_iflag &= ~(tcflag_t)(IXON | ICRNL);
-		t.c_cc[VMIN] = 1;
-		t.c_cc[VTIME] = 0;
-		if (tcsetattr(key_fd, TCSANOW, &t) != 0)
-			return -1;
-	}
-	in_view = 1;
-	write_all(tty_fd, enter_seq, sizeof(enter_seq) - 1);
-	return 0;
-}
-
-/* ---------------------------------------------------------------------------------------- */
-/* Signals: handlers note them and wake the loop through a pipe */
-
-static int wake_pipe[2] = { -1, -1 };
-static volatile sig_atomic_t pending[NSIG];
-static volatile pid_t child_pid;
-
-static void on_signal(int sig, siginfo_t *si, void *uc)
-{
-	(void)uc;
-	int e = errno;
-	/* Termination requests are the program's business first, as in the record path. But
-	 * what the terminal sends (Ctrl-C, Ctrl-\, hangup: si_code SI_KERNEL) goes to its whole
-	 * foreground process group, the program included when it stayed in ours: passing those
-	 * on too would make one Ctrl-C two, and "press Ctrl-C again to force" programs exit. */
-	if ((sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT) && child_pid > 0 &&
-	    !(si && si->si_code == SI_KERNEL && getpgid(child_pid) == getpgrp()))
-		kill(child_pid, sig);
-	pending[sig] = 1;
-	char c = (char)sig;
-	if (wake_pipe[1] >= 0 && write(wake_pipe[1], &c, 1) < 0) {
-		/* full: the loop is awake already */
-	}
-	errno = e;
-}
-
-/* wallprof itself crashed: give the terminal back, then die of the same signal. */
-static void on_crash(int sig, siginfo_t *si, void *uc)
-{
-	(void)si;
-	(void)uc;
-	restore_terminal();
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
-
-static void handle(int sig, void (*fn)(int, siginfo_t *, void *), int flags)
-{
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = fn;
-	sa.sa_flags = flags | SA_SIGINFO;
-	sigemptyset(&sa.sa_mask);
-	sigaction(sig, &sa, NULL);
-}
-
-static int take(int sig)
-{
-	if (!pending[sig])
-		return 0;
-	pending[sig] = 0;
-	return 1;
-}
 
 /* ---------------------------------------------------------------------------------------- */
 /* Formatting */
@@ -241,18 +116,9 @@ struct live {
 	char path[PATH_MAX];
 	pid_t pid;
 	uint64_t t0;
-	int master;     /* the program's terminal output, or -1 */
-	int slave;      /* its other end, the program's standard output and error */
-	FILE *captured; /* that output, kept to replay when the view closes */
-	uint64_t kept, dropped;
-	int passthrough;
-	/* the last lines of the program's output */
-	char outl[OUT_LINES][OUT_LINE_MAX];
-	int outn, outhead;
-	char cur[OUT_LINE_MAX];
-	size_t curlen;
-	int esc; /* 0 text, 1 after ESC, 2 in a CSI sequence, 3 in an OSC string */
-	int cr;  /* a carriage return: the line starts over unless a newline follows */
+	struct relay out;       /* the program's output */
+	struct keys keys;       /* an escape sequence the last read cut */
+	uint64_t keys_deadline; /* when it is given up (a lone ESC is then the Esc key) */
 
 	/* symbols */
 	struct wp_symbolizer *sym;
@@ -295,9 +161,7 @@ struct live {
 
 static void oom(void)
 {
-	restore_terminal();
-	fprintf(stderr, "wallprof: out of memory\n");
-	exit(1);
+	term_oom();
 }
 
 static uint32_t intern(struct live *L, const char *name, const char *module)
@@ -576,234 +440,7 @@ static int poll_checkpoint(struct live *L)
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* The program's output */
-
-static void out_commit(struct live *L)
-{
-	L->cur[L->curlen] = 0;
-	memcpy(L->outl[L->outhead], L->cur, L->curlen + 1);
-	L->outhead = (L->outhead + 1) % OUT_LINES;
-	if (L->outn < OUT_LINES)
-		L->outn++;
-	L->curlen = 0;
-}
-
-/* Keeps the printable text of the output's last lines (escape sequences dropped). */
-static void out_feed(struct live *L, const char *b, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)b[i];
-		if (L->esc == 1) {
-			L->esc = c == '[' ? 2 : c == ']' ? 3 : 0;
-			continue;
-		}
-		if (L->esc == 2) {
-			if (c >= 0x40 && c <= 0x7e)
-				L->esc = 0;
-			continue;
-		}
-		if (L->esc == 3) {
-			if (c == 7 || c == 0x1b)
-				L->esc = c == 0x1b ? 1 : 0;
-			continue;
-		}
-		if (c == '\n') {
-			out_commit(L);
-			L->cr = 0;
-			continue;
-		}
-		if (c == '\r') {
-			L->cr = 1;
-			continue;
-		}
-		if (L->cr) { /* a progress line rewriting itself */
-			L->curlen = 0;
-			L->cr = 0;
-		}
-		if (c == 0x1b)
-			L->esc = 1;
-		else if (c == '\t' && L->curlen < OUT_LINE_MAX - 1)
-			L->cur[L->curlen++] = ' ';
-		else if ((c >= 0x20 && c != 0x7f) && L->curlen < OUT_LINE_MAX - 1)
-			L->cur[L->curlen++] = (char)c;
-	}
-}
-
-static void drain_output(struct live *L)
-{
-	if (L->master < 0)
-		return;
-	char buf[8192];
-	for (int rounds = 0; rounds < 64; rounds++) { /* a chatty program does not hold us */
-		ssize_t n = read(L->master, buf, sizeof(buf));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
-			return;
-		if (n <= 0) { /* EIO: every writer is gone */
-			close(L->master);
-			L->master = -1;
-			return;
-		}
-		if (L->passthrough) {
-			write_all(STDOUT_FILENO, buf, (size_t)n);
-		} else {
-			if (L->captured && L->kept + (uint64_t)n <= KEEP_OUTPUT_MAX) {
-				fwrite(buf, 1, (size_t)n, L->captured);
-				L->kept += (uint64_t)n;
-			} else {
-				L->dropped += (uint64_t)n;
-			}
-			out_feed(L, buf, (size_t)n);
-		}
-	}
-}
-
-/* The view is gone: what the program wrote meanwhile goes to the terminal, then the rest as
- * it comes. */
-static void replay_output(struct live *L)
-{
-	if (L->passthrough)
-		return;
-	L->passthrough = 1;
-	if (!L->captured)
-		return;
-	fflush(L->captured);
-	rewind(L->captured);
-	char buf[8192];
-	size_t n;
-	while ((n = fread(buf, 1, sizeof(buf), L->captured)) > 0)
-		write_all(STDOUT_FILENO, buf, n);
-	fclose(L->captured);
-	L->captured = NULL;
-	if (L->dropped)
-		fprintf(stderr, "\nwallprof: the program wrote %llu more bytes while the view was up; "
-				"past the first %llu MiB they were not kept\n",
-			(unsigned long long)L->dropped, KEEP_OUTPUT_MAX >> 20);
-}
-
-/* ---------------------------------------------------------------------------------------- */
 /* Drawing: the whole screen into one buffer, one write */
-
-struct scr {
-	char *b;
-	size_t n, cap;
-	int col, width;
-};
-
-static void sraw(struct scr *s, const char *str, size_t len)
-{
-	if (s->n + len + 1 > s->cap) {
-		s->cap = (s->n + len + 1) * 2;
-		s->b = realloc(s->b, s->cap);
-		if (!s->b)
-			oom();
-	}
-	memcpy(s->b + s->n, str, len);
-	s->n += len;
-}
-
-static void sesc(struct scr *s, const char *seq)
-{
-	sraw(s, seq, strlen(seq));
-}
-
-/* Appends `str` within `maxcols` columns and the screen's width; control characters become
- * '?'. Columns are counted per UTF-8 character. */
-static void sput(struct scr *s, const char *str, int maxcols)
-{
-	int room = s->width - s->col;
-	if (maxcols < room)
-		room = maxcols;
-	for (const unsigned char *c = (const unsigned char *)str; *c; c++) {
-		int lead = (*c & 0xc0) != 0x80;
-		if (lead && room <= 0)
-			break;
-		char ch = *c < 0x20 || *c == 0x7f ? '?' : (char)*c;
-		sraw(s, &ch, 1);
-		if (lead) {
-			room--;
-			s->col++;
-		}
-	}
-}
-
-static void sputf(struct scr *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sputf(struct scr *s, const char *fmt, ...)
-{
-	char b[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(b, sizeof(b), fmt, ap);
-	va_end(ap);
-	sput(s, b, INT_MAX);
-}
-
-/* `str` in exactly `w` columns: padded, or cut (keeping its end, which names a C++ method
- * better than its start) with "..." in front. */
-static void sfield(struct scr *s, const char *str, int w, int keep_end)
-{
-	if (w <= 0)
-		return;
-	int len = 0;
-	for (const unsigned char *c = (const unsigned char *)str; *c; c++)
-		len += (*c & 0xc0) != 0x80;
-	if (len > w && keep_end && w > 6) {
-		/* a parameter list goes first: "f(int, char)" -> "f()" */
-		const char *paren = strchr(str, '(');
-		char shorter[1024];
-		if (paren && paren != str && (size_t)(paren - str) + 3 < sizeof(shorter)) {
-			snprintf(shorter, sizeof(shorter), "%.*s()", (int)(paren - str), str);
-			if ((int)strlen(shorter) <= w) {
-				sfield(s, shorter, w, 0);
-				return;
-			}
-			str = shorter;
-			len = (int)strlen(shorter);
-		}
-		const char *tail = str;
-		for (int skip = len - (w - 3); skip > 0 && *tail; tail++)
-			skip -= (*(const unsigned char *)tail & 0xc0) != 0x80;
-		while ((*(const unsigned char *)tail & 0xc0) == 0x80)
-			tail++;
-		sput(s, "...", 3);
-		sput(s, tail, w - 3);
-		len = w;
-	} else {
-		sput(s, str, w);
-		if (len > w)
-			len = w;
-	}
-	for (; len < w && s->col < s->width; len++) {
-		sraw(s, " ", 1);
-		s->col++;
-	}
-}
-
-static void srow(struct scr *s, int y)
-{
-	char b[32];
-	snprintf(b, sizeof(b), "\033[%d;1H", y + 1);
-	sesc(s, b);
-	s->col = 0;
-}
-
-/* Ends a row: attributes off, the rest of the line cleared. Not on a full row: without line
- * wrap the cursor stays on the last column, and clearing would take its character. */
-static void send_row(struct scr *s)
-{
-	sesc(s, s->col < s->width ? "\033[0m\033[K" : "\033[0m");
-}
-
-/* A reverse-video bar across the screen. */
-static void sbar_end(struct scr *s)
-{
-	while (s->col < s->width) {
-		sraw(s, " ", 1);
-		s->col++;
-	}
-	sesc(s, "\033[0m");
-}
 
 static int cmp_rows(const void *a, const void *b, void *arg)
 {
@@ -942,35 +579,14 @@ static const char *thread_name(struct live *L, uint32_t tid)
 static void window_size(struct live *L)
 {
 	struct winsize ws;
-	if (ioctl(tty_fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col && ws.ws_row) {
+	if (term_size(&ws) == 0) {
 		L->cols = ws.ws_col;
 		L->rows = ws.ws_row;
-		if (L->master >= 0) /* the program's terminal follows ours */
-			ioctl(L->master, TIOCSWINSZ, &ws);
+		relay_resize(&L->out, &ws); /* the program's terminal follows ours */
 	} else {
 		L->cols = 80;
 		L->rows = 24;
 	}
-}
-
-/* Pieces of text on rows from `y`, three spaces apart, a piece that does not fit starting
- * the next row (at most `max_rows`). Returns the next free row. */
-static int sflow(struct scr *s, int y, char segs[][160], int n, int max_rows)
-{
-	int used = 1;
-	srow(s, y);
-	for (int i = 0; i < n; i++) {
-		int len = (int)strlen(segs[i]);
-		if (s->col && s->col + 3 + len > s->width && used < max_rows) {
-			send_row(s);
-			srow(s, y + used++);
-		}
-		if (s->col)
-			sput(s, "   ", 3);
-		sput(s, segs[i], INT_MAX);
-	}
-	send_row(s);
-	return y + used;
 }
 
 /* The title bar, what runs and how it is sampled, the status line. Returns the next row. */
@@ -1147,7 +763,7 @@ static void draw(struct live *L, int full)
 		sput(&s, "wallprof: terminal too small", INT_MAX);
 		send_row(&s);
 		sesc(&s, "\033[J");
-		write_all(tty_fd, s.b, s.n);
+		term_draw(s.b, s.n);
 		free(s.b);
 		return;
 	}
@@ -1155,7 +771,8 @@ static void draw(struct live *L, int full)
 	int top = draw_header(L, &s, now);
 	build_rows(L);
 	follow_selection(L);
-	int lines = L->outn + (L->curlen > 0 && L->outn < OUT_LINES);
+	const char *outl[RELAY_LINES];
+	int lines = relay_last_lines(&L->out, outl);
 	int out = lines && lines + 1 < L->rows - 12 ? lines + 1 : 0;
 	int bottom = L->rows - 1 - out; /* the help bar takes the last row */
 	srow(&s, top++);
@@ -1172,18 +789,9 @@ static void draw(struct live *L, int full)
 			s.col++;
 		}
 		send_row(&s);
-		/* the last complete lines, then the one being written (a prompt, a progress bar) */
-		int partial = L->curlen > 0, whole = lines - partial;
-		for (int i = 0; i < whole; i++) {
-			int at = (L->outhead - whole + i + OUT_LINES) % OUT_LINES;
+		for (int i = 0; i < lines; i++) {
 			srow(&s, y++);
-			sput(&s, L->outl[at], INT_MAX);
-			send_row(&s);
-		}
-		if (partial) {
-			L->cur[L->curlen] = 0;
-			srow(&s, y++);
-			sput(&s, L->cur, INT_MAX);
+			sput(&s, outl[i], INT_MAX);
 			send_row(&s);
 		}
 	}
@@ -1196,35 +804,33 @@ static void draw(struct live *L, int full)
 		sput(&s, " q close view  t threads  s sort (*)  j/k move  Enter by thread  Esc all  "
 			 "p pause", INT_MAX);
 	sbar_end(&s);
-	write_all(tty_fd, s.b, s.n);
+	term_draw(s.b, s.n);
 	free(s.b);
 }
 
 /* ---------------------------------------------------------------------------------------- */
 /* Keys */
 
-enum { K_NONE, K_UP, K_DOWN, K_PGUP, K_PGDN, K_HOME, K_END, K_ESC };
-
-/* Returns 1 when the view should close (q). */
-static int on_key(struct live *L, int c, int special)
+/* Does what key `k` asks (keys.h). Returns 1 when the view should close (q). */
+static int on_key(struct live *L, struct key k)
 {
 	int page = L->rows > 12 ? L->rows - 10 : 1;
-	if (special) {
-		switch (special) {
-		case K_UP: select_row(L, L->sel - 1); break;
-		case K_DOWN: select_row(L, L->sel + 1); break;
-		case K_PGUP: select_row(L, L->sel - page); break;
-		case K_PGDN: select_row(L, L->sel + page); break;
-		case K_HOME: select_row(L, 0); break;
-		case K_END: select_row(L, (int)L->nrows - 1); break;
-		case K_ESC:
+	if (k.special) {
+		switch (k.special) {
+		case KEY_UP: select_row(L, L->sel - 1); break;
+		case KEY_DOWN: select_row(L, L->sel + 1); break;
+		case KEY_PGUP: select_row(L, L->sel - page); break;
+		case KEY_PGDN: select_row(L, L->sel + page); break;
+		case KEY_HOME: select_row(L, 0); break;
+		case KEY_END: select_row(L, (int)L->nrows - 1); break;
+		case KEY_ESC:
 			L->filter_on = 0;
 			L->expanded_on = 0;
 			break;
 		}
 		return 0;
 	}
-	switch (c) {
+	switch (k.ch) {
 	case 'q':
 	case 'Q':
 		return 1;
@@ -1279,37 +885,31 @@ static int on_key(struct live *L, int c, int special)
 	return 0;
 }
 
-/* Reads what the keyboard has; returns 1 when the view should close. */
+/* Does what the keys ask. Returns 1 when the view should close. */
+static int do_keys(struct live *L, const struct key *k, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (on_key(L, k[i]))
+			return 1;
+	return 0;
+}
+
+/* Reads what the keyboard has; an escape sequence cut by the read is finished by the next
+ * one (or, for a lone ESC, by KEYS_ESC_WAIT_MS of nothing). Returns 1 when the view should
+ * close. */
 static int read_keys(struct live *L)
 {
 	unsigned char b[64];
-	ssize_t n = read(key_fd, b, sizeof(b));
+	ssize_t n = read(term_key_fd(), b, sizeof(b));
 	if (n <= 0)
 		return 0;
 	for (ssize_t i = 0; i < n; i++) {
-		if (b[i] != 0x1b) {
-			if (on_key(L, b[i], 0))
-				return 1;
-			continue;
-		}
-		/* ESC [ A, ESC O A, ESC [ 5 ~ ...; a lone ESC is the Esc key */
-		if (i + 2 < n + 0 && (b[i + 1] == '[' || b[i + 1] == 'O')) {
-			unsigned char k = b[i + 2];
-			int sp = k == 'A' ? K_UP : k == 'B' ? K_DOWN : k == 'H' ? K_HOME :
-				 k == 'F' ? K_END : K_NONE;
-			i += 2;
-			if (k >= '0' && k <= '9') {
-				while (i + 1 < n && b[i] != '~')
-					i++;
-				sp = k == '5' ? K_PGUP : k == '6' ? K_PGDN : k == '1' || k == '7' ? K_HOME :
-				     k == '4' || k == '8' ? K_END : K_NONE;
-			}
-			if (sp)
-				on_key(L, 0, sp);
-		} else if (i + 1 == n) {
-			on_key(L, 0, K_ESC);
-		}
+		struct key k[2];
+		if (do_keys(L, k, keys_feed(&L->keys, b[i], k)))
+			return 1;
 	}
+	if (keys_pending(&L->keys))
+		L->keys_deadline = mono() + KEYS_ESC_WAIT_MS * 1000000ull;
 	return 0;
 }
 
@@ -1318,33 +918,7 @@ static int read_keys(struct live *L)
 
 static int spawn(struct live *L, const char *agent)
 {
-	int out_tty = isatty(STDOUT_FILENO), err_tty = isatty(STDERR_FILENO);
-	int in_tty = isatty(STDIN_FILENO);
-	char name[128];
-	L->master = L->slave = -1;
-	if (out_tty || err_tty) {
-		/* We keep the slave open too: the master never reads EIO (no writer yet, or the
-		 * program gone), and we stop reading once the program has exited. */
-		L->master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-		if (L->master < 0 || grantpt(L->master) != 0 || unlockpt(L->master) != 0 ||
-		    ptsname_r(L->master, name, sizeof(name)) != 0 ||
-		    (L->slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
-			fprintf(stderr, "wallprof: cannot open a pseudo-terminal for the program's "
-					"output (%s); it will draw over the view\n", strerror(errno));
-			if (L->master >= 0)
-				close(L->master);
-			L->master = -1;
-		} else {
-			struct winsize ws;
-			struct termios tio;
-			if (tcgetattr(tty_fd, &tio) == 0)
-				tcsetattr(L->slave, TCSANOW, &tio);
-			if (ioctl(tty_fd, TIOCGWINSZ, &ws) == 0)
-				ioctl(L->slave, TIOCSWINSZ, &ws);
-			fcntl(L->master, F_SETFL, fcntl(L->master, F_GETFL) | O_NONBLOCK);
-		}
-	}
-
+	relay_open(&L->out);
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid < 0) {
@@ -1352,55 +926,44 @@ static int spawn(struct live *L, const char *agent)
 		return -1;
 	}
 	if (pid == 0) {
-		if (L->slave >= 0) {
-			if (out_tty)
-				dup2(L->slave, STDOUT_FILENO);
-			if (err_tty)
-				dup2(L->slave, STDERR_FILENO);
-		}
-		if (in_tty) {
-			int nul = open("/dev/null", O_RDONLY);
-			if (nul >= 0 && nul != STDIN_FILENO) {
-				dup2(nul, STDIN_FILENO);
-				close(nul);
-			}
-		}
+		relay_child(&L->out);
 		setenv("WALLPROF_CHECKPOINT", "1", 1);
 		wp_exec_under_agent(L->o, agent, L->path, -1);
 	}
 	L->pid = pid;
-	child_pid = pid;
 	return 0;
 }
 
-
 static void close_view(struct live *L, const char *why)
 {
-	if (in_view) {
-		restore_terminal();
-		replay_output(L);
+	if (term_in_view()) {
+		term_restore();
+		relay_replay(&L->out);
 		if (why)
 			fprintf(stderr, "wallprof: %s\n", why);
 	}
-	replay_output(L);
+	relay_replay(&L->out);
 }
 
 /* Ctrl-Z: the terminal back to the shell, stop; on fg, take it again. */
 static void suspend(struct live *L)
 {
-	int was = in_view;
-	restore_terminal();
-	signal(SIGTSTP, SIG_DFL);
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGTSTP);
-	sigprocmask(SIG_UNBLOCK, &set, NULL);
-	raise(SIGTSTP);
-	/* continued */
-	handle(SIGTSTP, on_signal, 0);
-	if (was && enter_terminal() == 0) {
+	if (term_suspend()) {
 		window_size(L);
 		draw(L, 1);
+	}
+}
+
+/* After keys: the view closed (q), or drawn again. */
+static void key_typed(struct live *L, int close)
+{
+	if (close) {
+		char why[256];
+		snprintf(why, sizeof(why), "view closed; the program (pid %ld) runs on, the report "
+			 "follows when it exits (Ctrl-C stops it)", (long)L->pid);
+		close_view(L, why);
+	} else if (term_in_view()) {
+		draw(L, 0);
 	}
 }
 
@@ -1409,20 +972,18 @@ static int live_loop(struct live *L)
 	uint64_t next_stat = 0, next_tick = 0;
 	int status = 0;
 	for (;;) {
-		char drain[64];
-		while (read(wake_pipe[0], drain, sizeof(drain)) > 0)
-			;
+		term_wake_drain();
 		int redraw = 0, full = 0;
-		if (take(SIGWINCH) && in_view) {
+		if (term_signal_taken(SIGWINCH) && term_in_view()) {
 			window_size(L);
 			redraw = full = 1;
 		}
-		if (take(SIGTSTP))
+		if (term_signal_taken(SIGTSTP))
 			suspend(L);
-		if (take(SIGCONT) && in_view) {
+		if (term_signal_taken(SIGCONT) && term_in_view()) {
 			redraw = full = 1;
 		}
-		if (take(SIGINT)) {
+		if (term_signal_taken(SIGINT)) {
 			/* forwarded by the handler; the program decides */
 			if (++L->ints > 1)
 				close_view(L, "Ctrl-C again: view closed; the report follows when the "
@@ -1433,14 +994,14 @@ static int live_loop(struct live *L)
 		}
 		static const int leave[] = { SIGTERM, SIGHUP, SIGQUIT };
 		for (size_t i = 0; i < sizeof(leave) / sizeof(leave[0]); i++) {
-			if (take(leave[i])) {
+			if (term_signal_taken(leave[i])) {
 				char why[160];
 				snprintf(why, sizeof(why), "SIG%s: the view is closed; waiting for the "
 					 "program (pid %ld) to exit", sigabbrev_np(leave[i]), (long)L->pid);
 				close_view(L, why);
 			}
 		}
-		take(SIGCHLD);
+		term_signal_taken(SIGCHLD);
 		pid_t w = waitpid(L->pid, &status, WNOHANG);
 		if (w == L->pid)
 			break;
@@ -1461,57 +1022,50 @@ static int live_loop(struct live *L)
 			next_tick = now + 1000000000ull - (now - L->t0) % 1000000000ull;
 			redraw = 1;
 		}
-		if (in_view && redraw)
+		if (keys_pending(&L->keys) && now >= L->keys_deadline) {
+			struct key k; /* nothing followed an ESC: the Esc key */
+			if (keys_timeout(&L->keys, &k) && term_in_view()) {
+				if (on_key(L, k))
+					key_typed(L, 1);
+				redraw = 1;
+			}
+		}
+		if (term_in_view() && redraw)
 			draw(L, full);
 
 		struct pollfd pf[3];
 		int n = 0;
-		pf[n++] = (struct pollfd){ wake_pipe[0], POLLIN, 0 };
+		pf[n++] = (struct pollfd){ term_wake_fd(), POLLIN, 0 };
 		int key_at = -1, out_at = -1;
-		if (in_view && key_fd >= 0) {
+		if (term_in_view() && term_key_fd() >= 0) {
 			key_at = n;
-			pf[n++] = (struct pollfd){ key_fd, POLLIN, 0 };
+			pf[n++] = (struct pollfd){ term_key_fd(), POLLIN, 0 };
 		}
-		if (L->master >= 0) {
+		if (L->out.master >= 0) {
 			out_at = n;
-			pf[n++] = (struct pollfd){ L->master, POLLIN, 0 };
+			pf[n++] = (struct pollfd){ L->out.master, POLLIN, 0 };
 		}
 		now = mono();
 		uint64_t until = next_stat < next_tick ? next_stat : next_tick;
+		if (keys_pending(&L->keys) && L->keys_deadline < until)
+			until = L->keys_deadline;
 		int timeout = until > now ? (int)((until - now) / 1000000) + 1 : 0;
 		if (poll(pf, (nfds_t)n, timeout) <= 0)
 			continue;
 		if (out_at >= 0 && pf[out_at].revents) {
-			drain_output(L);
+			relay_drain(&L->out);
 			/* new output lines at the bottom, at most ten times a second */
-			if (in_view && (L->outn || L->curlen) && next_tick > mono() + 100000000ull)
+			if (term_in_view() && (L->out.nlines || L->out.curlen) &&
+			    next_tick > mono() + 100000000ull)
 				next_tick = mono() + 100000000ull;
 		}
-		if (key_at >= 0 && (pf[key_at].revents & POLLIN)) {
-			if (read_keys(L)) {
-				char why[256];
-				snprintf(why, sizeof(why), "view closed; the program (pid %ld) runs on, the "
-					 "report follows when it exits (Ctrl-C stops it)", (long)L->pid);
-				close_view(L, why);
-			} else if (in_view) {
-				draw(L, 0);
-			}
-		} else if (key_at >= 0 && (pf[key_at].revents & (POLLHUP | POLLERR | POLLNVAL))) {
+		if (key_at >= 0 && (pf[key_at].revents & POLLIN))
+			key_typed(L, read_keys(L));
+		else if (key_at >= 0 && (pf[key_at].revents & (POLLHUP | POLLERR | POLLNVAL)))
 			close_view(L, NULL); /* the terminal went away */
-		}
 	}
-	drain_output(L);
+	relay_drain(&L->out);
 	return status;
-}
-
-static FILE *open_report(const struct wp_opts *o)
-{
-	if (!o->report_out)
-		return stdout;
-	FILE *f = fopen(o->report_out, "w");
-	if (!f)
-		fprintf(stderr, "wallprof: cannot write %s: %s\n", o->report_out, strerror(errno));
-	return f;
 }
 
 static void free_model(struct live *L)
@@ -1576,37 +1130,19 @@ int wp_live(struct wp_opts *o)
 	if (wp_check_profile_path(L.path) != 0)
 		return 2;
 
-	tty_fd = STDOUT_FILENO;
-	if (isatty(STDIN_FILENO)) {
-		key_fd = STDIN_FILENO;
-	} else {
-		key_fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
-		key_fd_opened = key_fd >= 0;
-	}
-	if (key_fd >= 0 && tcgetattr(key_fd, &saved_tio) == 0)
-		tio_saved = 1;
-	if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+	term_open();
+	if (term_signals_init() != 0) {
 		perror("wallprof: pipe");
 		return 1;
 	}
-	L.captured = tmpfile();
 	if (spawn(&L, agent) != 0)
 		return 1;
 	L.t0 = mono();
+	term_signals_catch(L.pid);
 
-	atexit(restore_terminal);
-	static const int crash[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS };
-	for (size_t i = 0; i < sizeof(crash) / sizeof(crash[0]); i++)
-		handle(crash[i], on_crash, SA_RESETHAND | SA_NODEFER);
-	static const int noted[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGCHLD,
-				     SIGTSTP, SIGCONT };
-	for (size_t i = 0; i < sizeof(noted) / sizeof(noted[0]); i++)
-		handle(noted[i], on_signal, 0);
-	signal(SIGPIPE, SIG_IGN);
-
-	if (enter_terminal() != 0) {
+	if (term_enter() != 0) {
 		fprintf(stderr, "wallprof: cannot set up the terminal: %s\n", strerror(errno));
-		L.passthrough = 1;
+		L.out.passthrough = 1;
 	} else {
 		window_size(&L);
 		draw(&L, 1);
@@ -1614,38 +1150,12 @@ int wp_live(struct wp_opts *o)
 
 	int status = live_loop(&L);
 	close_view(&L, NULL);
-	child_pid = 0;
-	static const int back[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGCHLD, SIGTSTP,
-				    SIGCONT, SIGPIPE };
-	for (size_t i = 0; i < sizeof(back) / sizeof(back[0]); i++)
-		signal(back[i], SIG_DFL);
-	if (key_fd_opened)
-		close(key_fd);
-	if (L.master >= 0)
-		close(L.master);
-	if (L.slave >= 0)
-		close(L.slave);
-	close(wake_pipe[0]);
-	close(wake_pipe[1]);
-	wake_pipe[0] = wake_pipe[1] = -1;
+	term_signals_end();
+	term_close();
+	relay_close(&L.out);
 	free_model(&L);
 
 	o->exit_status = status;
 	o->have_exit_status = 1;
-	if (access(L.path, R_OK) != 0) {
-		fprintf(stderr, "wallprof: the program left no profile at %s (it may have replaced its "
-				"environment or called _exit before the agent could write)\n", L.path);
-	} else {
-		FILE *out = open_report(o);
-		if (out) {
-			int rc = wp_report_file(o, L.path, out);
-			if (out != stdout && fclose(out) != 0 && !rc)
-				fprintf(stderr, "wallprof: cannot write %s: %s\n", o->report_out,
-					strerror(errno));
-			if (!o->quiet)
-				fprintf(stderr, "wallprof: profile saved to %s (wallprof --report %s)\n",
-					L.path, L.path);
-		}
-	}
-	return wp_exit_like(status);
+	return wp_report_after_run(o, L.path);
 }

@@ -41,8 +41,6 @@ struct run {
  * unwinder has real frames to walk. A fixed amount of work, not a fixed time: a slower run
  * must take longer. */
 
-int wp_internal_workload(int argc, char **argv);
-
 static __attribute__((noinline)) uint64_t mix(uint64_t x, int n)
 {
 	for (int i = 0; i < n; i++) {

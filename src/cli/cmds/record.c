@@ -65,13 +65,6 @@ const char *wp_find_agent(void)
 	return NULL;
 }
 
-/* The child's side of running a program under the agent (after fork): LD_PRELOAD and the
- * WALLPROF_* settings from `o`, then exec of o->cmd. `progress_fd` >= 0 is moved to a high
- * descriptor for the agent's progress lines. Never returns: exits 127 when the program cannot
- * be run. Shared with live.c, which adds its own settings to the environment first. */
-void wp_exec_under_agent(const struct wp_opts *o, const char *agent, const char *profile_path,
-			 int progress_fd) __attribute__((noreturn));
-
 static void setenv_int(const char *k, long v)
 {
 	char b[32];
@@ -91,6 +84,7 @@ static int high_fd(void)
 	return top > 10 ? (int)top : 10;
 }
 
+/* The child's side, after fork (cli.h). */
 void wp_exec_under_agent(const struct wp_opts *o, const char *agent, const char *profile_path,
 			 int progress_fd)
 {

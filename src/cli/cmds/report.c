@@ -1,7 +1,11 @@
-/* Loading a profile and dispatching to the report the user asked for. */
+/* Loading a profile and dispatching to the report the user asked for; where the report goes;
+ * the report at the end of a recorded run. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -55,4 +59,60 @@ int wp_report_file(const struct wp_opts *o, const char *path, FILE *out)
 	wp_resolved_free(r);
 	wp_profile_free(p);
 	return rc;
+}
+
+FILE *wp_open_report(const struct wp_opts *o)
+{
+	if (!o->report_out)
+		return stdout;
+	FILE *f = fopen(o->report_out, "w");
+	if (!f)
+		fprintf(stderr, "wallprof: cannot write %s: %s\n", o->report_out, strerror(errno));
+	return f;
+}
+
+int wp_close_report(const struct wp_opts *o, FILE *f, int rc)
+{
+	if (f != stdout && fclose(f) != 0 && !rc) {
+		fprintf(stderr, "wallprof: cannot write %s: %s\n", o->report_out, strerror(errno));
+		return 1;
+	}
+	return rc;
+}
+
+/* Why a run left no profile, as far as its exit status tells. */
+static void say_no_profile(const struct wp_opts *o, const char *path)
+{
+	int st = o->exit_status;
+	if (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL)
+		fprintf(stderr, "wallprof: the program was killed by SIGKILL before its first "
+				"checkpoint, so no profile was written (WALLPROF_CHECKPOINT sets the "
+				"interval, 10 s by default)\n");
+	else if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
+		fprintf(stderr, "wallprof: no profile: the command could not be run\n");
+	else
+		fprintf(stderr, "wallprof: the program left no profile at %s (it may have cleared "
+				"LD_PRELOAD from its environment, or called _exit before the agent's "
+				"first checkpoint)\n", path);
+}
+
+int wp_report_after_run(const struct wp_opts *o, const char *path)
+{
+	if (access(path, R_OK) != 0) {
+		say_no_profile(o, path);
+		wp_record_print_messages(stderr);
+	} else {
+		FILE *out = wp_open_report(o);
+		if (out) {
+			if (o->format != WP_FMT_TEXT)
+				wp_record_print_messages(stderr); /* the text report shows them */
+			/* A report that could not be written is said; the exit status stays the
+			 * program's, as the shell would see it without wallprof. */
+			wp_close_report(o, out, wp_report_file(o, path, out));
+			if (!o->quiet)
+				fprintf(stderr, "wallprof: profile saved to %s (wallprof --report %s)\n",
+					path, path);
+		}
+	}
+	return wp_exit_like(o->exit_status);
 }

@@ -1,0 +1,47 @@
+/* --live: the keyboard's bytes to keys (keys.c). A pure function of its state and the bytes:
+ * no reads, no clock, so that a unit test can cut the input anywhere. */
+#ifndef WP_LIVE_KEYS_H
+#define WP_LIVE_KEYS_H
+
+enum {
+	KEY_NONE = 0,
+	KEY_UP,
+	KEY_DOWN,
+	KEY_PGUP,
+	KEY_PGDN,
+	KEY_HOME,
+	KEY_END,
+	KEY_ESC,
+};
+
+/* How long a lone ESC waits for the rest of a sequence before it is the Esc key (vim's
+ * 'ttimeoutlen' default). */
+#define KEYS_ESC_WAIT_MS 100
+
+/* A key: a byte as typed (ch), or one of the KEY_* above (special, ch 0). */
+struct key {
+	int ch;
+	int special;
+};
+
+/* What is carried from one read to the next: the part of an escape sequence read so far.
+ * Zero it to start. */
+struct keys {
+	int state; /* 0 none, 1 after ESC, 2 in ESC [ (CSI), 3 after ESC O (SS3) */
+	int param; /* CSI: the first number so far */
+	int in_first; /* CSI: still reading the first number */
+};
+
+/* Takes one byte. Returns how many keys it completes (0, 1 or 2, written to out): an escape
+ * sequence gives its key when its last byte comes, whatever reads it was cut across. ESC
+ * followed by a byte that starts no sequence is the Esc key, then that byte's key. A
+ * sequence the view has no use for (F-keys, modifiers alone) gives nothing. */
+int keys_feed(struct keys *k, unsigned char c, struct key out[2]);
+/* Whether a sequence is unfinished: the caller waits KEYS_ESC_WAIT_MS for more bytes, then
+ * calls keys_timeout. */
+int keys_pending(const struct keys *k);
+/* No more bytes came: a lone ESC was the Esc key (returns 1, out set); the start of a
+ * sequence is dropped (returns 0). */
+int keys_timeout(struct keys *k, struct key *out);
+
+#endif

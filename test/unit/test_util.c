@@ -100,6 +100,8 @@ static void test_ranges(void)
 	CHECK(f && f->id == 1, "the innermost (latest start) range wins");
 	f = wp_ranges_find(v, n, sizeof(v[0]), 130);
 	CHECK(f && f->id == 0, "past a nested range, its parent");
+	f = wp_ranges_find(v, n, sizeof(v[0]), 120);
+	CHECK(f && f->id == 0, "at a nested range's end (excluded), its parent");
 	CHECK(!wp_ranges_find(v, n, sizeof(v[0]), 270), "in a gap, nothing");
 	CHECK(!wp_ranges_find(v, n, sizeof(v[0]), 99), "below all, nothing");
 	CHECK(!wp_ranges_find(v, n, sizeof(v[0]), 310), "the end is excluded");

@@ -2,7 +2,9 @@
  * stops it and writes the profile. In between, the process may fork (the child profiles
  * itself into its own file), exec (the profile so far is written first; the new image starts
  * afresh), or die of a signal (the samples so far are written, then it dies the same way).
- * Long runs are checkpointed, so even _exit or SIGKILL lose at most one interval. */
+ * When its last thread ends without exit() (main called pthread_exit, say), the sampler ends
+ * it as glibc would have (sampler.c). Long runs are checkpointed, so even _exit or SIGKILL
+ * lose at most one interval. */
 #include <alloca.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -33,6 +35,7 @@
 #include "stats.h"
 #include "threadmask.h"
 #include "threads.h"
+#include "transfers.h"
 #include "writer.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -56,10 +59,13 @@ const char *wp_agent_meta(void)
 	return meta_text;
 }
 
-/* The command line from /proc/self/cmdline, NULs turned into spaces, for the report header. */
+/* The command line, NULs turned into spaces, for the report header. From thread-self: once
+ * main has ended (pthread_exit), /proc/self names a zombie without memory, and no command. */
 static void read_command(char *out, size_t cap)
 {
-	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	int fd = open("/proc/thread-self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
 	ssize_t n = fd >= 0 ? read(fd, out, cap - 1) : -1;
 	if (fd >= 0)
 		close(fd);
@@ -376,10 +382,16 @@ static int preloaded(void)
 	return p && strstr(p, "libwallprof");
 }
 
+typedef void (*pthread_exit_fn)(void *) __attribute__((noreturn));
+static pthread_exit_fn real_pthread_exit;
+
 __attribute__((constructor)) static void wallprof_agent_init(void)
 {
 	wp_log_init(getenv);
+	real_pthread_exit = (pthread_exit_fn)dlsym(RTLD_NEXT, "pthread_exit");
 	wp_eintr_init();
+	wp_transfers_init();
+	wp_signals_find_libc();
 	wp_sigmask_init();
 	wp_tmask_init(); /* the main thread's mask, before anything is signalled */
 	struct wp_config c;
@@ -392,6 +404,21 @@ __attribute__((constructor)) static void wallprof_agent_init(void)
 __attribute__((destructor)) static void wallprof_agent_fini(void)
 {
 	finish(NULL);
+}
+
+/* ---- pthread_exit: the leader may be the program's last thread ---- */
+
+/* When main (or a fork child's only thread) leaves by pthread_exit and no other program thread
+ * is left, glibc would end the process; the sampler does that in its stead, and this tells it
+ * to look soon rather than at its next periodic look. Everything else goes to libc as is.
+ * Once our constructor has run, only system calls and atomics happen here (a thread may leave
+ * from a signal handler). */
+EXPORT void pthread_exit(void *retval)
+{
+	if (!real_pthread_exit) /* called before our constructor ran */
+		real_pthread_exit = (pthread_exit_fn)dlsym(RTLD_NEXT, "pthread_exit");
+	wp_sampler_leader_leaving();
+	real_pthread_exit(retval);
 }
 
 /* ---- exec: write before the image goes, and let no late signal kill the next one ---- */

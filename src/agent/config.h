@@ -23,14 +23,18 @@ struct wp_config {
 	int checkpoint_s;     /* WALLPROF_CHECKPOINT: seconds between checkpoints, 0 = none */
 	int root_pid;         /* WALLPROF_ROOT_PID (set by the CLI): whose file WALLPROF_OUT is */
 	int autostart;        /* WALLPROF_AUTOSTART: 1/0; -1 = when preloaded, not when linked */
-	/* Test hooks (WALLPROF_TEST=signal-all,no-retry,tight-ration,no-unshare): make the sampler signal
-	 * every chosen thread, make the EINTR interposers pass EINTR through, or shrink the
-	 * first-look ration (0.1% of a core, a 100 µs allowance), so the tests can show that each
-	 * protection does what it says. Never for real use. */
+	/* Test hooks (WALLPROF_TEST=signal-all,no-retry,tight-ration,no-unshare,exit-on-sampler):
+	 * make the sampler signal every chosen thread, make the EINTR interposers pass EINTR
+	 * through, shrink the first-look ration (0.1% of a core, a 100 µs allowance), keep the
+	 * agent on the program's descriptor table (the fallback of fds.h), or have the sampler
+	 * end a process left without threads itself, as when no thread can be started for it,
+	 * so the tests can show that each protection or fallback does what it says. Never for
+	 * real use. */
 	int test_signal_all;
 	int test_no_retry;
 	int test_tight_ration;
-	int test_no_unshare; /* WALLPROF_TEST=no-unshare: the shared-table fallback (fds.h) */
+	int test_no_unshare;
+	int test_exit_on_sampler;
 };
 
 /* Reads `getenv` into cfg. Returns 0, or -1 after printing the one-line complaint. */

@@ -38,13 +38,6 @@ __thread unsigned wp_program_signals __attribute__((tls_model("initial-exec")));
 	X(sigsuspend, int, (const sigset_t *))                                                   \
 	X(pause, int, (void))                                                                    \
 	X(read, ssize_t, (int, void *, size_t))                                                  \
-	X(write, ssize_t, (int, const void *, size_t))                                           \
-	X(recv, ssize_t, (int, void *, size_t, int))                                             \
-	X(recvfrom, ssize_t, (int, void *, size_t, int, struct sockaddr *, socklen_t *))         \
-	X(recvmsg, ssize_t, (int, struct msghdr *, int))                                         \
-	X(send, ssize_t, (int, const void *, size_t, int))                                       \
-	X(sendto, ssize_t, (int, const void *, size_t, int, const struct sockaddr *, socklen_t)) \
-	X(sendmsg, ssize_t, (int, const struct msghdr *, int))                                   \
 	X(accept, int, (int, struct sockaddr *, socklen_t *))                                    \
 	X(accept4, int, (int, struct sockaddr *, socklen_t *, int))
 
@@ -80,13 +73,15 @@ void wp_eintr_disable_retry(void)
 	no_retry = 1;
 }
 
-/* A snapshot of both counters before a call. */
-#define SNAP() (((unsigned long long)wp_program_signals << 32) | wp_our_signals)
-/* The retry rule: the call failed with EINTR, our handler ran on this thread meanwhile, and
- * none of the program's handlers did. */
-#define OURS(before)                                                                       \
-	(errno == EINTR && (unsigned)(before) != wp_our_signals &&                          \
-	 (unsigned)((before) >> 32) == wp_program_signals && !no_retry)
+int wp_ours_since(unsigned long long before)
+{
+	return (unsigned)before != wp_our_signals && (unsigned)(before >> 32) == wp_program_signals &&
+	       !no_retry;
+}
+
+#define SNAP() wp_signals_snap()
+/* The retry rule: the call failed with EINTR and the interruption was ours (eintr.h). */
+#define OURS(before) (errno == EINTR && wp_ours_since(before))
 
 static uint64_t mono_ns(void)
 {
@@ -140,8 +135,7 @@ EXPORT int clock_nanosleep(clockid_t clk, int flags, const struct timespec *req,
 		unsigned long long before = SNAP();
 		int r = real_clock_nanosleep(clk, flags, &ask, &left);
 		/* returns the error number rather than setting errno */
-		if (r != EINTR || (unsigned)before == wp_our_signals ||
-		    (unsigned)(before >> 32) != wp_program_signals || no_retry) {
+		if (r != EINTR || !wp_ours_since(before)) {
 			if (r == EINTR && rem && !(flags & TIMER_ABSTIME))
 				*rem = left;
 			return r;
@@ -349,7 +343,9 @@ EXPORT int pause(void)
 	}
 }
 
-/* ---- descriptors: EINTR despite SA_RESTART when a socket timeout is set ---- */
+/* ---- descriptors: EINTR despite SA_RESTART when a socket timeout is set ----
+ * (the calls that move data out, and recv* that may wait for all of it, are in transfers.c:
+ * besides EINTR, they also finish what our signal cut short) */
 
 #define RETRY_IO(call)                                   \
 	for (;;) {                                       \
@@ -363,49 +359,6 @@ EXPORT ssize_t read(int fd, void *buf, size_t n)
 {
 	REAL(read);
 	RETRY_IO(real_read(fd, buf, n));
-}
-
-EXPORT ssize_t write(int fd, const void *buf, size_t n)
-{
-	REAL(write);
-	RETRY_IO(real_write(fd, buf, n));
-}
-
-EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
-{
-	REAL(recv);
-	RETRY_IO(real_recv(fd, buf, n, flags));
-}
-
-EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *a, socklen_t *al)
-{
-	REAL(recvfrom);
-	RETRY_IO(real_recvfrom(fd, buf, n, flags, a, al));
-}
-
-EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int flags)
-{
-	REAL(recvmsg);
-	RETRY_IO(real_recvmsg(fd, m, flags));
-}
-
-EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
-{
-	REAL(send);
-	RETRY_IO(real_send(fd, buf, n, flags));
-}
-
-EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *a,
-		      socklen_t al)
-{
-	REAL(sendto);
-	RETRY_IO(real_sendto(fd, buf, n, flags, a, al));
-}
-
-EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
-{
-	REAL(sendmsg);
-	RETRY_IO(real_sendmsg(fd, m, flags));
 }
 
 EXPORT int accept(int fd, struct sockaddr *a, socklen_t *al)

@@ -18,6 +18,17 @@ extern __thread unsigned wp_our_signals __attribute__((tls_model("initial-exec")
  * never retried, even if our signal arrived at the same moment. */
 extern __thread unsigned wp_program_signals __attribute__((tls_model("initial-exec")));
 
+/* A snapshot of both counters, taken just before a call. */
+static inline unsigned long long wp_signals_snap(void)
+{
+	return ((unsigned long long)wp_program_signals << 32) | wp_our_signals;
+}
+
+/* The rule every interposer applies (eintr.c, transfers.c): since the snapshot `before`, the
+ * agent's handler ran on this thread and none of the program's did (and the test hook has not
+ * switched retries off). Then whatever cut the call short was ours, and the call is resumed. */
+int wp_ours_since(unsigned long long before);
+
 /* Resolves the real libc functions; called from the constructor (interposers also resolve
  * lazily if the program calls them before that). */
 void wp_eintr_init(void);

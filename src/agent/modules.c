@@ -556,7 +556,11 @@ int wp_modules_init(void)
 {
 	if (exe_path[0])
 		return 0; /* already built (a fork child keeps the parent's table) */
-	ssize_t n = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
+	/* thread-self: /proc/self is the leader, and once main has ended (pthread_exit) that
+	 * zombie has no executable to show */
+	ssize_t n = readlink("/proc/thread-self/exe", exe_path, sizeof(exe_path) - 1);
+	if (n <= 0)
+		n = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
 	if (n > 0)
 		exe_path[n] = 0;
 	else

@@ -59,7 +59,16 @@ static pthread_mutex_t tick_lock = PTHREAD_MUTEX_INITIALIZER;
 static int fork_locked;
 static uint64_t checkpoint_every_ns, checkpoint_next;
 static pid_t pid;
+/* Whose memory process_vm_readv reads: the sampler's own tid. The pid names the leader, and
+ * once main has ended (pthread_exit) the leader is a zombie without memory: every read would
+ * fail with ESRCH and every stack would be cut to its pc. */
+static pid_t mem_tid;
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
+/* The signal mask of the program's thread that started us, and the leader's as it called
+ * pthread_exit: the mask of the thread that ends the process for the program (end_process). */
+static sigset_t starter_mask, leader_mask;
+static _Atomic pid_t leader_mask_pid;
+static int ending; /* end_process has run */
 
 /* One stack copy per thread of a batch: all are copied while held, then unwound. */
 static uint8_t stack_bufs[WP_HS_BATCH][STACK_MAX];
@@ -245,7 +254,7 @@ static void read_held(size_t i, const struct wp_capture *cap, void *arg)
 	j->want = copy_len_for(j->t, sp);
 	struct iovec local = { j->stack, j->want }, remote = { (void *)sp, j->want };
 	/* process_vm_readv on ourselves cannot fault: it stops at the first unmapped byte. */
-	j->got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	j->got = process_vm_readv(mem_tid, &local, 1, &remote, 1, 0);
 }
 
 /* The code bytes around a pc (was the thread in a system call?), read after the thread runs
@@ -254,7 +263,7 @@ static void read_held(size_t i, const struct wp_capture *cap, void *arg)
 static int read_code(uintptr_t pc, uint8_t code[4])
 {
 	struct iovec local = { code, 4 }, remote = { (void *)(pc - 2), 4 };
-	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == 4;
+	return process_vm_readv(mem_tid, &local, 1, &remote, 1, 0) == 4;
 }
 
 /* A thread that did not answer in time. */
@@ -408,6 +417,12 @@ static int sample_blocked(struct wp_athread *t, int64_t cpu_before, uint64_t wei
 			miss(WP_MISS_ERROR);
 			return 1;
 		}
+		if (sp == 0) {
+			/* "-1 0x0 0x0": no user context, the thread has ended (the leader stays a
+			 * zombie until the process ends; threads.c stops listing it soon) */
+			miss(WP_MISS_EXITED);
+			return 1;
+		}
 		static greg_t gregs[NGREG];
 		memset(gregs, 0, sizeof(gregs));
 		gregs[REG_RSP] = (greg_t)sp;
@@ -415,7 +430,7 @@ static int sample_blocked(struct wp_athread *t, int64_t cpu_before, uint64_t wei
 		size_t want = copy_len_for(t, sp);
 		/* no batch is in flight here: its first buffer is free */
 		struct iovec local = { stack_bufs[0], want }, remote = { (void *)sp, want };
-		ssize_t got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+		ssize_t got = process_vm_readv(mem_tid, &local, 1, &remote, 1, 0);
 		int64_t cpu_after = wp_thread_cpu_ns(t->tid);
 		if (cpu_after < 0) {
 			miss(WP_MISS_EXITED);
@@ -711,15 +726,145 @@ int wp_sampler_call(void (*fn)(void *), void *arg, uint64_t timeout_ns)
 	return done ? 0 : -ETIMEDOUT;
 }
 
+/* ---- the end of the program's threads ----
+ * glibc ends the process when the last thread it counts ends: that thread calls exit(0).
+ * Ours are counted too, so without this the process would never end. When no program
+ * thread is left (threads.h says how that is noticed), the sampler starts one more thread
+ * that calls exit(0) in the program's stead: atexit handlers and destructors run (ours
+ * writes the profile, once, and stops the sampler the ordinary way) on a thread with the
+ * program's default stack and the signal mask its last thread most likely had, not on ours
+ * (256 KiB, every signal blocked). */
+
+static char exiter_name[16];
+
+/* The mask of the thread that ends the process: the leader's when it left by pthread_exit
+ * (threads it started before inherited it), else that of the thread that started us. Signals
+ * pending now stay blocked: they came while every thread alive blocked them, or after the
+ * last program thread ended, when the process was already ending with status 0. */
+static void exiter_mask(sigset_t *mask)
+{
+	*mask = atomic_load(&leader_mask_pid) == pid ? leader_mask : starter_mask;
+	sigset_t pending;
+	if (sigpending(&pending) == 0)
+		for (int sig = 1; sig < NSIG; sig++)
+			if (sigismember(&pending, sig) == 1)
+				sigaddset(mask, sig);
+}
+
+/* The thread that calls exit(0) for the program. It has to exist from the start: the sampler
+ * runs on a descriptor table of its own (fds.h), and once the program's last thread has
+ * ended, no thread of the program's table would be left to run its exit handlers (stdio's
+ * flush to fd 1, say), nor to keep that table, and so the program's files, open meanwhile.
+ * So the sampler starts this one before it leaves the program's table; it sleeps, every
+ * signal blocked, until told. Not a program thread: never listed, sampled or counted. */
+static pthread_t exit_thread;
+static _Atomic pid_t exit_tid;
+static _Atomic uint32_t exit_word; /* 1: end the process now */
+
+static void *exit_main(void *arg)
+{
+	(void)arg;
+	atomic_store(&exit_tid, (pid_t)syscall(SYS_gettid));
+	prctl(PR_SET_NAME, "wallprof-exit", 0, 0, 0);
+	while (!atomic_load(&exit_word)) {
+		struct timespec ts = { 10, 0 }; /* every wait has a deadline; this one loops */
+		syscall(SYS_futex, (uint32_t *)&exit_word, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, 0, &ts,
+			NULL, 0);
+	}
+	prctl(PR_SET_NAME, exiter_name, 0, 0, 0);
+	sigset_t mask;
+	exiter_mask(&mask);
+	pthread_sigmask(SIG_SETMASK, &mask, NULL);
+	exit(0);
+}
+
+/* On the sampler thread, before it takes its own descriptor table. */
+static void start_exit_thread(void)
+{
+	pthread_attr_t attr;
+	if (pthread_attr_init(&attr) != 0)
+		return;
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&exit_thread, &attr, exit_main, NULL) == 0) {
+		for (int i = 0; i < 1000 && !atomic_load(&exit_tid); i++) {
+			struct timespec ts = { 0, 100000 };
+			nanosleep(&ts, NULL); /* at most 100 ms: its tid must be known before listing */
+		}
+	}
+	pthread_attr_destroy(&attr);
+}
+
+pid_t wp_sampler_exit_tid(void)
+{
+	return atomic_load(&exit_tid);
+}
+
+/* No program thread is left (sampler thread, tick_lock not held). */
+static void end_process(void)
+{
+	if (!ending && atomic_load(&exit_tid)) {
+		ending = 1;
+		ssize_t n = wp_threads_read_proc(pid, "comm", exiter_name, sizeof(exiter_name));
+		if (n > 0 && exiter_name[n - 1] == '\n')
+			exiter_name[n - 1] = 0;
+		atomic_store(&exit_word, 1);
+		syscall(SYS_futex, (uint32_t *)&exit_word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL,
+			NULL, 0);
+		return; /* sampling goes on (the exit handlers are the program's work) */
+	}
+	/* No exit thread (it could not be started): end it from here, every signal blocked; the
+	 * sampler then stayed on the program's descriptor table (run), which this thread keeps
+	 * open. wp_sampler_stop knows not to wait for this thread; tick_lock is free, so a flush
+	 * or fork from an exit handler goes ahead. */
+	exit(0);
+}
+
+/* Sleeps until the next tick at `next`, refreshing the thread list between ticks when
+ * threads.c asks (the end of the program's threads is noticed soon at any rate). Returns 0
+ * at `next`, -1 when asked to stop. */
+static int wait_tick(uint64_t next)
+{
+	for (;;) {
+		uint64_t look = wp_threads_next_look();
+		sleep_until(look < next ? look : next);
+		if (atomic_load(&stop_word) & STOP)
+			return -1;
+		uint64_t now = wp_now_ns();
+		if (now >= next)
+			return 0;
+		pthread_mutex_lock(&tick_lock);
+		wp_threads_refresh(now, start_ns);
+		int left = wp_threads_program_left();
+		pthread_mutex_unlock(&tick_lock);
+		if (!left && !ending)
+			end_process();
+	}
+}
+
 static void *run(void *arg)
 {
 	sampler_tid = (int)syscall(SYS_gettid);
+	mem_tid = sampler_tid;
+	/* On the program's descriptor table, so before leaving it. Without it (it could not be
+	 * started; WALLPROF_TEST=exit-on-sampler) the sampler would have to end the process
+	 * itself, and must stay on the program's table for that. */
+	if (!atomic_load(&exit_tid) && !cfg.test_exit_on_sampler)
+		start_exit_thread();
+	int own_table = !cfg.test_no_unshare && atomic_load(&exit_tid);
 	/* Before anything is opened: a descriptor table of our own (fds.h), keeping the stderr
 	 * the process started with and the command's channel. */
 	int keep[2] = { 2, wp_log_channel_fd() };
-	atomic_store(&private_word, wp_fds_go_private(keep, 2, !cfg.test_no_unshare) ? 2 : 1);
+	atomic_store(&private_word, wp_fds_go_private(keep, 2, own_table) ? 2 : 1);
 	wake_word(&private_word);
 	prctl(PR_SET_NAME, "wallprof", 0, 0, 0);
+	/* Ticks on time, not within the default 50 us of slack: with slack, the kernel fires our
+	 * timer together with a program timer expiring nearby, so ticks line up with the
+	 * program's own wake-ups, and a thread woken then (a pipe writer that a reader's read
+	 * woke) is caught runnable in the middle of its call and signalled. Measured with
+	 * `transfers measure` (a writer blocked in 256 KiB pipe writes, a reader that sleeps
+	 * 100 us between reads, wall 1000 Hz): signals landing inside a write fell from 816 to
+	 * 461 per 4 s (-44%), ticks and samples unchanged (docs/design.md). */
+	prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
 	wp_sigmask_quiet_this_thread(); /* started with every signal blocked */
 	if (first_fn)
 		first_fn();
@@ -751,8 +896,7 @@ static void *run(void *arg)
 		 * and ticks do not phase-lock with periodic work in the program. */
 		int64_t j = (int64_t)(next_rand() % (interval_ns / 4 + 1)) - (int64_t)(interval_ns / 8);
 		next += (uint64_t)((int64_t)interval_ns + j);
-		sleep_until(next);
-		if (atomic_load(&stop_word) & STOP)
+		if (wait_tick(next) < 0)
 			break;
 		uint64_t now = wp_now_ns();
 		if (now > next + interval_ns) {
@@ -766,6 +910,7 @@ static void *run(void *arg)
 		 * builds the table; the sampler never takes that lock. */
 		wp_modules_adopt();
 		wp_threads_refresh(now, start_ns);
+		int left = wp_threads_program_left();
 		if (cfg.mode == WP_MODE_CPU)
 			tick_cpu(now);
 		else
@@ -776,6 +921,8 @@ static void *run(void *arg)
 			checkpoint_fn();
 		}
 		pthread_mutex_unlock(&tick_lock);
+		if (!left && !ending)
+			end_process();
 	}
 	run_job(); /* one handed over as the stop came */
 	struct timespec ts;
@@ -828,9 +975,14 @@ static void fork_prepare(void)
 {
 	if (!started || syscall(SYS_gettid) == atomic_load(&sampler_tid))
 		return;
-	wp_modules_fork_prepare();
 	struct timespec ts = wp_realtime_in_ms(200);
 	fork_locked = pthread_mutex_timedlock(&tick_lock, &ts) == 0;
+	/* Then the watcher's lock. In this order: the sampler starts the watcher while it holds
+	 * tick_lock, so the watcher is now either known or not started. The other way round, a
+	 * fork just after the start found the watcher running its first dl_iterate_phdr but not
+	 * yet known, and the child inherited the loader's lock held (its own watcher then hung,
+	 * and would any dlopen). */
+	wp_modules_fork_prepare();
 }
 
 static void fork_parent(void)
@@ -866,6 +1018,8 @@ void wp_sampler_forget(void)
 	atomic_store(&job_busy, 0);
 	atomic_store(&last_fn, NULL);
 	atomic_store(&private_word, 0);
+	atomic_store(&exit_tid, 0); /* a fork child has no exit thread: its sampler starts one */
+	atomic_store(&exit_word, 0);
 	memset(&wp_stats, 0, sizeof(wp_stats));
 	memset(backoffs, 0, sizeof(backoffs));
 	first_look_tokens = FIRST_LOOK_BURST_NS;
@@ -896,12 +1050,14 @@ int wp_sampler_start(const struct wp_config *c, void (*first)(void))
 
 	first_fn = first;
 	atomic_store(&private_word, 0);
+	ending = 0;
 	/* The sampler must never receive the program's signals (a process-directed SIGINT
 	 * landing on our thread would run the program's handler here), so it starts with all
 	 * of them blocked. */
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
+	starter_mask = old;
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 256 << 10);
@@ -930,9 +1086,14 @@ void wp_sampler_stop(void (*last)(void))
 		return;
 	}
 	if (on_sampler_thread()) {
-		/* The sampler itself ends the run: it is on its own table already. */
+		/* Called from the exit the sampler itself started (end_process's fallback): its
+		 * loop is not running and never will again; it is on its own table already. */
+		struct timespec ts;
+		if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
+			atomic_store(&cpu_ns_final, wp_ts_ns(&ts));
 		atomic_fetch_or(&stop_word, STOP);
 		wp_modules_watch_stop();
+		started = 0;
 		if (last)
 			last();
 		return;
@@ -947,6 +1108,18 @@ void wp_sampler_stop(void (*last)(void))
 	started = 0;
 	if (!ran && last)
 		last();
+}
+
+void wp_sampler_leader_leaving(void)
+{
+	pid_t self = getpid();
+	if (syscall(SYS_gettid) != self)
+		return;
+	pthread_sigmask(SIG_BLOCK, NULL, &leader_mask);
+	atomic_store(&leader_mask_pid, self);
+	wp_threads_leader_leaving(self);
+	/* wake the sampler, which then looks at the leader soon whatever the rate */
+	syscall(SYS_futex, (uint32_t *)&stop_word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
 }
 
 uint64_t wp_sampler_cpu_ns(void)

@@ -6,6 +6,7 @@
 #define WP_SAMPLER_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "config.h"
 
@@ -24,6 +25,12 @@ int wp_sampler_stop_async(uint64_t timeout_ns, void (*last)(void));
 /* Runs fn(arg) on the sampler thread between two ticks and waits for it (bounded). Returns 0,
  * or -ESRCH when the sampler is not running (or this is the sampler), -EBUSY/-ETIMEDOUT. */
 int wp_sampler_call(void (*fn)(void *), void *arg, uint64_t timeout_ns);
+/* The thread that waits to call exit(0) for the program (0 before it is started). */
+pid_t wp_sampler_exit_tid(void);
+/* Called by the interposed pthread_exit: when the caller is the leader, records its signal
+ * mask and has the sampler look soon whether it was the program's last thread.
+ * Async-signal-safe (system calls and atomics only). */
+void wp_sampler_leader_leaving(void);
 /* Registers the fork handlers that keep fork from catching the sampler mid-tick. Call before
  * the agent's own atfork child handler is registered (so it runs first in the child). */
 void wp_sampler_atfork(void);

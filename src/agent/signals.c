@@ -2,17 +2,20 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "eintr.h"
 #include "handshake.h"
 #include "log.h"
 #include "threadmask.h"
+#include "transfers.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -184,16 +187,83 @@ static _Atomic int prog_siginfo[65];
  * our signal wait, pending, under a mask nobody published (sigmask.h). */
 static _Atomic uint64_t prog_mask[65];
 
-static void trampoline(int sig, siginfo_t *info, void *uc)
+/* libc's executable segment: the interposed calls (eintr.c, transfers.c) all make their
+ * system call from there, and it stays mapped and readable for the life of the process. */
+static uintptr_t libc_lo, libc_hi;
+
+static int find_text(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	wp_program_signals++;
+	(void)size;
+	uintptr_t fn = (uintptr_t)arg;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && fn >= lo &&
+		    fn < lo + ph->p_memsz) {
+			libc_lo = lo;
+			libc_hi = lo + ph->p_memsz;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+void wp_signals_find_libc(void)
+{
+	void *fn = dlsym(RTLD_DEFAULT, "gnu_get_libc_version"); /* libc's alone */
+	if (fn)
+		dl_iterate_phdr(find_text, fn);
+}
+
+/* Whether this handler run leaves a system call to be restarted (SA_RESTART, nothing moved
+ * yet): the kernel then put the call's number back in rax and the pc back on the `syscall`
+ * instruction. Only calls made from libc's code are recognised (two code bytes are read,
+ * which is safe only there); anything else counts as interrupted, as before.
+ * Async-signal-safe: registers and two bytes of mapped code. */
+static int restarts_a_call(const ucontext_t *uc)
+{
+	long rax = (long)uc->uc_mcontext.gregs[REG_RAX];
+	uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+	if (rax < 0 || rax >= 1024 || pc < libc_lo || pc + 2 > libc_hi)
+		return 0;
+	const volatile uint8_t *code = (const uint8_t *)pc;
+	return code[0] == 0x0f && code[1] == 0x05; /* x86-64 `syscall` */
+}
+
+/* The call is to fail with EINTR instead of restarting, as without SA_RESTART: past the
+ * `syscall` instruction, -EINTR as its result. */
+static void no_restart(ucontext_t *uc)
+{
+	uc->uc_mcontext.gregs[REG_RIP] += 2;
+	uc->uc_mcontext.gregs[REG_RAX] = -EINTR;
+}
+
+/* A run of the program's handler counts as the program's (eintr.h) unless it leaves the call
+ * it interrupted to be restarted: then it did not cut that call short and the program never
+ * sees it there, so a later interruption of the same call by our signal is still ours to
+ * undo. Except inside a transfer the agent is finishing (transfers.h): part of the data has
+ * moved, and unprofiled this signal would have ended the program's call right here with a
+ * short count, SA_RESTART or not; so the agent's piece is made to fail with EINTR, as the
+ * kernel does without SA_RESTART, and the transfer ends with what moved so far. */
+static void trampoline(int sig, siginfo_t *info, void *ucv)
+{
+	ucontext_t *uc = ucv;
+	int finishing = wp_transfer_finishing;
+	int restart = restarts_a_call(uc), undo = restart && finishing;
+	greg_t pc = uc->uc_mcontext.gregs[REG_RIP];
+	if (!restart || undo)
+		wp_program_signals++;
 	void *h = atomic_load(&prog_handler[sig]);
-	if (!h)
-		return;
-	if (atomic_load(&prog_siginfo[sig]))
-		((void (*)(int, siginfo_t *, void *))h)(sig, info, uc);
-	else
-		((void (*)(int))h)(sig);
+	if (h) {
+		wp_transfer_finishing = 0; /* the handler's own calls are not part of it */
+		if (atomic_load(&prog_siginfo[sig]))
+			((void (*)(int, siginfo_t *, void *))h)(sig, info, uc);
+		else
+			((void (*)(int))h)(sig);
+		wp_transfer_finishing = finishing;
+	}
+	if (undo && uc->uc_mcontext.gregs[REG_RIP] == pc) /* unless its handler moved it */
+		no_restart(uc);
 }
 
 static int wrappable(int sig)

@@ -30,5 +30,8 @@ int wp_signals_move_away(int sig, const sigset_t *avoid, const char *how);
 /* Installs the fatal-signal handlers that flush the profile. `flush` runs in a signal
  * handler and must be async-signal-safe. */
 void wp_signals_install_fatal(void (*flush)(int sig));
+/* Notes where libc's code lies, so the program's handlers can tell a system call they leave
+ * to be restarted (which they did not cut short) from one they interrupted (constructor). */
+void wp_signals_find_libc(void);
 
 #endif

@@ -16,6 +16,7 @@
 #include "fds.h"
 #include "log.h"
 #include "modules.h"
+#include "sampler.h"
 
 struct linux_dirent64 {
 	uint64_t d_ino;
@@ -37,6 +38,23 @@ static uint64_t last_list_ns;
 static uint64_t relist_cost_ns; /* the sampler CPU time the last relist took */
 static uint64_t seen_total;
 static char dents[1 << 16];
+
+/* The end of the program's threads (see wp_threads_program_left). The leader is the thread
+ * whose tid is the pid: the main thread, or in a fork child the thread that forked. */
+#define LEADER_PERIOD_NS WP_RELIST_NS       /* periodic look at an idle leader */
+#define LEADER_AGAIN_NS (10 * 1000000ull)   /* ... again, when it had just run */
+#define LEADER_FIRST_GAP_NS (1000000ull)    /* after pthread_exit: 1, 2, 4... ms */
+#define LAST_THREAD_LOOK_NS (20 * 1000000ull) /* leader gone: how soon the last thread's end is seen */
+static pid_t leader;
+static int leader_dead;              /* seen a zombie: it never runs again */
+static _Atomic pid_t leaving_pid;    /* the pid whose leader called pthread_exit */
+static uint64_t leaving_gap, leaving_look_at;
+static uint64_t periodic_look_at;
+static int periodic_again;
+static int64_t leader_cpu_at_look = -1;
+static nlink_t nlink_at_look;
+static uint64_t last_look_ns;
+static int program_left = 1;
 
 /* Fixed tables: written by the program's threads through the API, read by the sampler, so
  * entries are claimed with a CAS and never move. */
@@ -194,7 +212,9 @@ static void relist(uint64_t rel_ns)
 			if (d->d_name[0] < '0' || d->d_name[0] > '9')
 				continue;
 			pid_t tid = (pid_t)strtol(d->d_name, NULL, 10);
-			if (tid == sampler_tid || tid == wp_modules_watcher_tid())
+			if (tid == sampler_tid || tid == wp_modules_watcher_tid() ||
+			    tid == wp_sampler_exit_tid() ||
+			    (tid == leader && leader_dead))
 				continue;
 			struct wp_athread *t;
 			HASH_FIND_INT(by_tid, &tid, t);
@@ -240,10 +260,122 @@ int wp_threads_open(void)
 	return 0;
 }
 
+/* A new process (the first start, or a fork child): its own leader, alive. A restart in the
+ * same process keeps what is known of the leader, which does not come back. */
+static void meet_leader(void)
+{
+	pid_t pid = getpid();
+	if (leader == pid)
+		return;
+	leader = pid;
+	leader_dead = 0;
+	leaving_gap = 0;
+	leader_cpu_at_look = -1;
+}
+
 int wp_threads_init(pid_t self)
 {
 	sampler_tid = self;
+	meet_leader();
+	periodic_look_at = 0;
+	periodic_again = 0;
+	nlink_at_look = 0;
+	program_left = 1;
 	return task_fd >= 0 ? 0 : wp_threads_open();
+}
+
+/* Whether the leader has ended: /proc shows it a zombie (Z) until the whole process ends. Its
+ * CPU clock still reads then, frozen, so the clock cannot tell an ended leader from an idle
+ * one. One /proc read, ~10 us. */
+static int leader_is_zombie(void)
+{
+	char buf[512];
+	if (wp_threads_read_proc(leader, "stat", buf, sizeof(buf)) <= 0)
+		return 0; /* cannot tell (out of descriptors?): assume it lives */
+	char *p = strrchr(buf, ')'); /* the name may contain anything, but not after its ')' */
+	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+/* The leader has ended: it is no longer sampled (in wall mode its frozen clock would count
+ * its last stack again at every tick) nor listed. */
+static void bury_leader(void)
+{
+	leader_dead = 1;
+	struct wp_athread *t;
+	HASH_FIND_INT(by_tid, &leader, t);
+	if (t)
+		wp_threads_gone(t);
+	last_nlink = 0; /* relist at the next refresh, without it */
+}
+
+/* Whether to look at the leader's state now (see wp_threads_program_left for when). */
+static int leader_look_due(uint64_t now, nlink_t nlink, unsigned ours)
+{
+	int due = 0;
+	/* a thread just ended, and only the leader is left besides ours: maybe it ended too */
+	if (nlink != nlink_at_look && nlink <= 3 + ours)
+		due = 1;
+	/* it said it is leaving; it ends after its cleanup handlers and TLS destructors */
+	if (atomic_load(&leaving_pid) == leader) {
+		if (!leaving_gap) {
+			leaving_gap = LEADER_FIRST_GAP_NS;
+			leaving_look_at = now + leaving_gap;
+		} else if (now >= leaving_look_at) {
+			due = 1;
+			if (leaving_gap < LEADER_PERIOD_NS)
+				leaving_gap *= 2;
+			leaving_look_at = now + leaving_gap;
+		}
+	}
+	/* it may also end without a word (cancelled, or returning from its start routine in a
+	 * fork child): look every 250 ms when its clock stands still. One that ran since the
+	 * last look is given a second chance 10 ms later, so an end is seen within 260 ms
+	 * while a busy leader costs two clock reads per period and no /proc read. */
+	if (now >= periodic_look_at) {
+		int64_t cpu = wp_thread_cpu_ns(leader);
+		int still = cpu < 0 || cpu == leader_cpu_at_look;
+		int again = !still && !periodic_again;
+		due |= still;
+		periodic_again = again;
+		periodic_look_at = now + (again ? LEADER_AGAIN_NS : LEADER_PERIOD_NS);
+		leader_cpu_at_look = cpu;
+	}
+	return due;
+}
+
+/* After each fstat of /proc/self/task: its link count is the number of threads + 2, the
+ * leader included until the process ends (a zombie), ours included. */
+static void look_for_the_end(uint64_t now, nlink_t nlink)
+{
+	/* the sampler, the watcher, the exit thread */
+	unsigned ours = 1 + (wp_modules_watcher_tid() != 0) + (wp_sampler_exit_tid() != 0);
+	if (!leader_dead && leader_look_due(now, nlink, ours) && leader_is_zombie())
+		bury_leader();
+	nlink_at_look = nlink;
+	last_look_ns = now;
+	program_left = nlink > 2 + ours + (unsigned)leader_dead;
+}
+
+int wp_threads_program_left(void)
+{
+	return program_left;
+}
+
+uint64_t wp_threads_next_look(void)
+{
+	if (leader_dead)
+		return last_look_ns + LAST_THREAD_LOOK_NS;
+	uint64_t at = periodic_look_at;
+	if (leaving_gap && leaving_look_at < at)
+		at = leaving_look_at;
+	if (atomic_load(&leaving_pid) == leader && !leaving_gap)
+		at = 0; /* it just said so: schedule the looks */
+	return at;
+}
+
+void wp_threads_leader_leaving(pid_t pid)
+{
+	atomic_store(&leaving_pid, pid);
 }
 
 int wp_threads_refresh(uint64_t now_ns, uint64_t run_start_ns)
@@ -259,6 +391,7 @@ int wp_threads_refresh(uint64_t now_ns, uint64_t run_start_ns)
 		wp_threads_open();
 	if (task_fd < 0 || fstat(task_fd, &st) != 0)
 		return 0;
+	look_for_the_end(now_ns, st.st_nlink);
 	/* A birth or death changes the link count, which one fstat sees. The periodic relist
 	 * only catches a birth and a death in the same tick. A relist costs O(threads) (about
 	 * 2 us per thread), so it is rationed by what the last one cost: at most 1% of the time

@@ -60,6 +60,21 @@ int wp_threads_open(void);
 int wp_threads_init(pid_t self);
 /* Relists when needed (see above). Returns 1 when the live set changed. */
 int wp_threads_refresh(uint64_t now_ns, uint64_t run_start_ns);
+/* Whether any thread of the program is left, as of the last refresh. glibc ends the process
+ * when the last thread it counts ends, and counts ours too, so the sampler has to notice.
+ * Threads other than the leader (tid == pid) leave /proc/self/task as they end, which the
+ * link count shows; the leader stays listed, a zombie, until the process ends. Its /proc
+ * state is read (one read) only when the link count just fell to the leader plus ours, when
+ * it said it is leaving (pthread_exit: 1, 2, 4... ms later) or every 250 ms when its CPU
+ * clock has not moved since the last look. A leader found ended is no longer listed. */
+int wp_threads_program_left(void);
+/* When the sampler should refresh next, even between ticks (CLOCK_MONOTONIC ns): the next
+ * look at the leader, or, once it has ended, 20 ms after the last refresh, so the last
+ * thread's end is seen soon at any rate. */
+uint64_t wp_threads_next_look(void);
+/* The leader of process `pid` is leaving (it called pthread_exit). Any thread;
+ * async-signal-safe (one atomic store). */
+void wp_threads_leader_leaving(pid_t pid);
 /* The live threads: an array valid until the next refresh. */
 struct wp_athread **wp_threads_live(size_t *n);
 /* All threads ever registered and kept (for the writer). */

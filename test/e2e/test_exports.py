@@ -4,11 +4,12 @@ the libc calls it interposes; nothing else.
 An LD_PRELOADed library's exported symbols join the global scope of every program it is
 loaded into, so a stray export (a helper, a bundled library's function such as libunwind's
 _Unwind_*) could replace the program's own. The interposers are the exception by design
-(docs/design.md): they retry calls that wallprof's own signal interrupted (eintr.c), keep the
-program's sigaction/signal working when it takes wallprof's signal (signals.c), publish each
-thread's signal mask so a thread that blocks the signal is never sent it (sigmask.c,
-threadstart.c), keep wallprof's signal out of what signalfd/sigwait/sigpending show the
-program (sigwaits.c) and write the profile before exec replaces the image (agent.c). The list is exact: a new export must be
+(docs/design.md): they retry calls that wallprof's own signal interrupted (eintr.c) and finish
+the transfers it cut short (transfers.c), keep the program's sigaction/signal working when it
+takes wallprof's signal (signals.c), publish each thread's signal mask so a thread that blocks
+the signal is never sent it (sigmask.c, threadstart.c), keep wallprof's signal out of what
+signalfd/sigwait/sigpending show the program (sigwaits.c) and write the profile before exec
+replaces the image and notice the main thread's pthread_exit (agent.c). The list is exact: a new export must be
 added here on purpose.
 
 What it imports is checked the same way: libc only. libunwind is dlopen'ed RTLD_LOCAL by
@@ -28,8 +29,10 @@ INTERPOSED = {
     # eintr.c
     "nanosleep", "clock_nanosleep", "sleep", "usleep", "poll", "ppoll", "select", "pselect",
     "epoll_wait", "epoll_pwait", "sem_timedwait", "sem_clockwait", "sigtimedwait",
-    "sigwaitinfo", "sigsuspend", "pause", "read", "write", "recv", "recvfrom", "recvmsg",
-    "send", "sendto", "sendmsg", "accept", "accept4",
+    "sigwaitinfo", "sigsuspend", "pause", "read", "accept", "accept4",
+    # transfers.c
+    "write", "writev", "pwritev2", "pwritev64v2", "send", "sendto", "sendmsg", "recv",
+    "recvfrom", "recvmsg",
     # signals.c
     "sigaction", "signal",
     # fds.c
@@ -40,6 +43,7 @@ INTERPOSED = {
     "signalfd", "sigwait", "sigpending",
     # agent.c
     "execve", "execv", "execvp", "execvpe", "fexecve", "execl", "execlp", "execle",
+    "pthread_exit",
 }
 
 

@@ -41,6 +41,8 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
+import wpformat  # noqa: E402  (profiles are read and written as the e2e tests do)
 LIBPROFILER = "/usr/lib/x86_64-linux-gnu/libprofiler.so"
 PYTHON = "/usr/bin/python3"
 
@@ -221,46 +223,13 @@ class Profiler:
 
 
 def read_wp(path):
-    """wallprof profile -> dict(meta, modules, stacks, threads). See docs/profile-format.md."""
-    with open(path, "rb") as f:
-        data = f.read()
-    if data[:8] != b"WALLPROF":
-        raise ValueError("%s: not a wallprof profile" % path)
-    meta, modules, stacks, threads = {}, [], [], {}
-    timeline_bytes = 0
-    off = 16
-    while off + 16 <= len(data):
-        rtype, _, length = struct.unpack_from("<IIQ", data, off)
-        pl = data[off + 16:off + 16 + length]
-        off += 16 + length
-        if rtype == 1:
-            for line in pl.decode("utf-8", "replace").splitlines():
-                k, sep, v = line.partition("=")
-                if sep:
-                    meta[k] = v
-        elif rtype == 2:
-            mid, flags, start, end, foff, bl, pln = struct.unpack_from("<IIQQQII", pl, 0)
-            modules.append(dict(start=start, end=end, offset=foff, flags=flags,
-                                path=pl[40 + bl:40 + bl + pln].decode("utf-8", "replace")))
-        elif rtype == 3:
-            tid, flags, samples = struct.unpack_from("<IIQ", pl, 0)
-            threads[tid] = samples
-        elif rtype == 4:
-            sid, tid, flags, n, count, weight = struct.unpack_from("<IIIIQQ", pl, 0)
-            pcs = struct.unpack_from("<%dQ" % n, pl, 32)
-            stacks.append(dict(id=sid, tid=tid, flags=flags, count=count, pcs=pcs))
-        elif rtype == 5:
-            timeline_bytes += length - 16
-        elif rtype == 6:
-            break
-    modules.sort(key=lambda m: m["start"])
-    return dict(meta=meta, modules=modules, stacks=stacks, threads=threads,
-                timeline_bytes=timeline_bytes)
+    """wallprof profile -> wpformat.Profile (meta, modules, threads, stacks, timeline_bytes)."""
+    return wpformat.read(path)
 
 
 def meta_int(p, key):
     try:
-        return int(p["meta"].get(key, ""))
+        return int(p.meta.get(key, ""))
     except ValueError:
         return None
 
@@ -391,11 +360,11 @@ def symbolize_offset(path, foff):
 
 def wp_leaf_shares(prof):
     """Self shares by leaf function (the interrupted pc), with the common symbolizer."""
-    mods = prof["modules"]
+    mods = sorted(prof.modules, key=lambda m: m["start"])
     starts = [m["start"] for m in mods]
     c = collections.Counter()
     total = 0
-    for s in prof["stacks"]:
+    for s in prof.stacks:
         if not s["count"] or not s["pcs"]:
             continue
         pc = s["pcs"][0]
@@ -768,11 +737,11 @@ def rate_delivered(ctx):
             cpu = (meta_int(p, "cpu_user_ns") + meta_int(p, "cpu_sys_ns") -
                    meta_int(p, "sampler_cpu_ns")) / 1e9
             out[hz].append(dict(rate=meta_int(p, "samples") / cpu,
-                                intervals=sum(x["count"] for x in p["stacks"]) / cpu,
+                                intervals=sum(x["count"] for x in p.stacks) / cpu,
                                 ticks_rate=meta_int(p, "ticks") /
                                 (meta_int(p, "duration_ns") / 1e9),
                                 late=meta_int(p, "ticks_late") / max(1, meta_int(p, "ticks")),
-                                missed=sum(int(v) for k, v in p["meta"].items()
+                                missed=sum(int(v) for k, v in p.meta.items()
                                            if k.startswith("missed_"))))
             os.unlink(path)
     return {hz: dict(rate=median([x["rate"] for x in v]),
@@ -1054,7 +1023,7 @@ def memory(ctx):
                           agent_bytes=meta_int(p, "agent_bytes"), stacks=meta_int(p, "stacks"),
                           unwind_table_bytes=meta_int(p, "unwind_table_bytes"),
                           rss_wp_kb=rw.maxrss_kb, rss_base_kb=rb.maxrss_kb, profile=path,
-                          timeline_bytes=p["timeline_bytes"],
+                          timeline_bytes=p.timeline_bytes,
                           file_bytes=os.path.getsize(path))
     short, long_ = runs[plan.memory_s // 4], runs[plan.memory_s]
     res = dict(long_)
@@ -1083,26 +1052,20 @@ def synthesize(src_path, dst_path, total):
     its META, MODULE and THREAD records and its distinct stacks (real addresses, so the report
     symbolizes real code), with counts scaled up, and a timeline of `total` entries 1 ms
     apart drawn in proportion to the recorded counts."""
-    data = open(src_path, "rb").read()
-    recs = []
-    off = 16
-    while off + 16 <= len(data):
-        rtype, _, length = struct.unpack_from("<IIQ", data, off)
-        recs.append((rtype, data[off + 16:off + 16 + length]))
-        off += 16 + length
-        if rtype == 6:
-            break
+    with open(src_path, "rb") as f:
+        recs = wpformat.records(f.read(), src_path)
     stacks = []
     for rtype, pl in recs:
-        if rtype == 4:
-            sid, tid, flags, n, count, weight = struct.unpack_from("<IIIIQQ", pl, 0)
-            stacks.append([sid, tid, flags, n, count, pl[32:32 + 8 * n]])
+        if rtype == wpformat.REC_STACK:
+            f, rest = wpformat.fixed_fields(rtype, pl, src_path)
+            stacks.append([f["id"], f["tid"], f["flags"], f["nframes"], f["count"],
+                           rest[:8 * f["nframes"]]])
     by_tid = collections.defaultdict(list)
     for s in stacks:
         by_tid[s[1]].append(s)
     grand = sum(s[4] for s in stacks)
     rng = random.Random(7)
-    timelines = []  # (tid, [record payloads])
+    timelines = []  # (tid, [records])
     new_count = {}
     per_thread_total = {}
     for tid, ss in by_tid.items():
@@ -1119,35 +1082,32 @@ def synthesize(src_path, dst_path, total):
         recs_t = []
         for k in range(nrec):
             first = varint(1000 * (k * chunk_n + 1)) + varint(ids[0])
-            pl = struct.pack("<IIQ", tid, 0, chunk_n) + first + body
-            recs_t.append(pl)
+            recs_t.append(wpformat.record(wpformat.REC_TIMELINE, first + body, tid=tid,
+                                          count=chunk_n))
         timelines.append((tid, recs_t))
         for sid, c in occ.items():
             new_count[sid] = c * nrec
         per_thread_total[tid] = chunk_n * nrec
-    out = bytearray(data[:16])
-
-    def rec(t, pl):
-        out.extend(struct.pack("<IIQ", t, 0, len(pl)))
-        out.extend(pl)
-
+    out = bytearray(wpformat.file_header())
     for rtype, pl in recs:
-        if rtype == 1 or rtype == 2:
-            rec(rtype, pl)
-        elif rtype == 3:
-            tid = struct.unpack_from("<I", pl, 0)[0]
-            if tid in per_thread_total:
-                n = per_thread_total[tid]
-                waiting = sum(new_count.get(s[0], 0) for s in by_tid[tid] if s[2] & 1)
-                pl = (pl[:8] + struct.pack("<QQQ", n, n - waiting, waiting) + pl[32:])
-            rec(3, pl)
+        if rtype == wpformat.REC_META or rtype == wpformat.REC_MODULE:
+            out += wpformat.raw_record(rtype, pl)
+        elif rtype == wpformat.REC_THREAD:
+            f, rest = wpformat.fixed_fields(rtype, pl, src_path)
+            n = per_thread_total.get(f["tid"])
+            if n is not None:
+                waiting = sum(new_count.get(s[0], 0) for s in by_tid[f["tid"]]
+                              if s[2] & wpformat.STACK_WAITING)
+                f.update(samples=n, running=n - waiting, waiting=waiting)
+            out += wpformat.record(rtype, rest, **f)
     for s in stacks:
         c = new_count.get(s[0], 0)
-        rec(4, struct.pack("<IIIIQQ", s[0], s[1], s[2], s[3], c, c * 1000000) + s[5])
+        out += wpformat.record(wpformat.REC_STACK, s[5], id=s[0], tid=s[1], flags=s[2],
+                               nframes=s[3], count=c, weight_ns=c * 1000000)
     for tid, rs in timelines:
-        for pl in rs:
-            rec(5, pl)
-    rec(6, b"")
+        for r in rs:
+            out += r
+    out += wpformat.record(wpformat.REC_END)
     with open(dst_path, "wb") as f:
         f.write(out)
     return sum(per_thread_total.values()), len(stacks)

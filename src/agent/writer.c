@@ -56,14 +56,17 @@ static void put(const void *p, size_t n)
 	}
 }
 
-static void u32(uint32_t v) { put(&v, 4); } /* little-endian host (x86-64) */
-static void u64(uint64_t v) { put(&v, 8); }
+/* Integers and the structs of format.h are put as they are in memory: a little-endian host
+ * (x86-64). */
+static void u32(uint32_t v) { put(&v, 4); }
 
-static void record(uint32_t type, uint64_t len)
+/* A record header, then the payload: the fixed fields of its type (format.h's struct
+ * wp_rec_*, which the reader copies out the same way) and `more` bytes after them. */
+static void record(uint32_t type, const void *fixed, size_t size, uint64_t more)
 {
-	u32(type);
-	u32(0);
-	u64(len);
+	struct wp_rec_header h = { .type = type, .len = size + more };
+	put(&h, sizeof(h));
+	put(fixed, size);
 }
 
 static char meta[16384];
@@ -121,17 +124,13 @@ static void write_modules(void)
 	size_t n = wp_modules_history_count();
 	for (size_t i = 0; i < n; i++) {
 		const struct wp_module_rec *m = wp_modules_history_at(i);
-		uint32_t plen = (uint32_t)strlen(m->path);
-		record(WP_REC_MODULE, 4 + 4 + 8 * 3 + 4 + 4 + m->build_id_len + plen);
-		u32((uint32_t)i);
-		u32(m->flags);
-		u64(m->start);
-		u64(m->end);
-		u64(m->file_offset);
-		u32(m->build_id_len);
-		u32(plen);
-		put(m->build_id, m->build_id_len);
-		put(m->path, plen);
+		struct wp_rec_module r = { .id = (uint32_t)i, .flags = m->flags, .start = m->start,
+					   .end = m->end, .file_offset = m->file_offset,
+					   .build_id_len = m->build_id_len,
+					   .path_len = (uint32_t)strlen(m->path) };
+		record(WP_REC_MODULE, &r, sizeof(r), (uint64_t)r.build_id_len + r.path_len);
+		put(m->build_id, r.build_id_len);
+		put(m->path, r.path_len);
 	}
 }
 
@@ -147,31 +146,24 @@ static void write_threads(void)
 	for (struct wp_athread *t = wp_threads_all(); t; t = t->hh.next) {
 		if (t->alive && t->last_ns < now_rel)
 			t->last_ns = now_rel;
-		uint32_t nlen = (uint32_t)strnlen(t->name, sizeof(t->name));
-		record(WP_REC_THREAD, 4 + 4 + 8 * 5 + 4 + nlen);
-		u32(abs_tid(t->tid));
-		u32(t->flags);
-		u64(t->samples);
-		u64(t->running);
-		u64(t->waiting);
-		u64(t->first_ns);
-		u64(t->last_ns);
-		u32(nlen);
-		put(t->name, nlen);
+		struct wp_rec_thread r = { .tid = abs_tid(t->tid), .flags = t->flags,
+					   .samples = t->samples, .running = t->running,
+					   .waiting = t->waiting, .first_ns = t->first_ns,
+					   .last_ns = t->last_ns,
+					   .name_len = (uint32_t)strnlen(t->name, sizeof(t->name)) };
+		record(WP_REC_THREAD, &r, sizeof(r), r.name_len);
+		put(t->name, r.name_len);
 	}
 }
 
 static void write_stacks(void)
 {
 	for (struct wp_stack_entry *e = wp_stacks_all(); e; e = e->hh.next) {
-		record(WP_REC_STACK, 4 * 4 + 8 * 2 + 8ull * e->nframes);
-		u32(e->id);
-		u32(abs_tid((pid_t)e->tid));
-		u32(e->flags);
-		u32(e->nframes);
-		u64(e->count);
-		u64(e->weight_ns);
-		put(e->pcs, 8ull * e->nframes);
+		struct wp_rec_stack r = { .id = e->id, .tid = abs_tid((pid_t)e->tid),
+					  .flags = e->flags, .nframes = e->nframes,
+					  .count = e->count, .weight_ns = e->weight_ns };
+		record(WP_REC_STACK, &r, sizeof(r), sizeof(uint64_t) * (uint64_t)r.nframes);
+		put(e->pcs, sizeof(uint64_t) * r.nframes);
 	}
 }
 
@@ -180,10 +172,8 @@ static void write_timelines(void)
 	for (struct wp_athread *t = wp_threads_all(); t; t = t->hh.next) {
 		if (!t->tl_count)
 			continue;
-		record(WP_REC_TIMELINE, 16 + t->tl_len);
-		u32(abs_tid(t->tid));
-		u32(0);
-		u64(t->tl_count);
+		struct wp_rec_timeline r = { .tid = abs_tid(t->tid), .count = t->tl_count };
+		record(WP_REC_TIMELINE, &r, sizeof(r), t->tl_len);
 		put(t->tl, t->tl_len);
 	}
 }
@@ -230,13 +220,12 @@ static int write_locked(const char *path, const char *extra)
 	u32(WP_FORMAT_VERSION);
 	u32(WP_HEADER_SIZE);
 	size_t mlen = build_meta(extra);
-	record(WP_REC_META, mlen);
-	put(meta, mlen);
+	record(WP_REC_META, meta, mlen, 0);
 	write_modules();
 	write_threads();
 	write_stacks();
 	write_timelines();
-	record(WP_REC_END, 0);
+	record(WP_REC_END, NULL, 0, 0);
 	flush();
 	int e = failed;
 	if (close(out_fd) != 0 && !e)

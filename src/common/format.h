@@ -1,11 +1,14 @@
-/* The wallprof profile file, version 1: constants shared by the agent's writer and the
- * CLI's reader. The layout is documented for humans in docs/profile-format.md; keep the two
- * in step and bump WP_FORMAT_VERSION on any incompatible change.
+/* The wallprof profile file, version 1: its layout, shared by the agent's writer and the
+ * CLI's reader (and read by test/e2e/wpformat.py, the Python tools' reader). The layout is
+ * documented for humans in docs/profile-format.md; keep the two in step and bump
+ * WP_FORMAT_VERSION on any incompatible change.
  *
- * A file is a 16-byte header followed by records. Every integer is little-endian. A record is
- *   u32 type, u32 reserved (0), u64 payload length, payload
- * so a reader can skip record types it does not know. A complete file ends with WP_REC_END;
- * a file without it was cut short and is rejected. */
+ * A file is a header (struct wp_file_header) followed by records. Every integer is
+ * little-endian. A record is a struct wp_rec_header (type, reserved 0, payload length) and its
+ * payload, so a reader can skip record types it does not know. A payload starts with the fixed
+ * fields of its type (struct wp_rec_*, packed: exactly as in the file) and may go on with
+ * variable-length parts. A complete file ends with WP_REC_END; a file without it was cut short
+ * and is rejected. */
 #ifndef WP_FORMAT_H
 #define WP_FORMAT_H
 
@@ -14,8 +17,23 @@
 #define WP_MAGIC "WALLPROF"
 #define WP_MAGIC_LEN 8
 #define WP_FORMAT_VERSION 1u
-#define WP_HEADER_SIZE 16u
-#define WP_RECORD_HEADER_SIZE 16u
+
+struct wp_file_header {
+	char magic[WP_MAGIC_LEN];
+	uint32_t version;
+	uint32_t header_size; /* of this header */
+} __attribute__((packed));
+
+struct wp_rec_header {
+	uint32_t type; /* enum wp_record_type */
+	uint32_t reserved;
+	uint64_t len; /* of the payload that follows */
+} __attribute__((packed));
+
+#define WP_HEADER_SIZE ((uint32_t)sizeof(struct wp_file_header))
+#define WP_RECORD_HEADER_SIZE ((uint32_t)sizeof(struct wp_rec_header))
+_Static_assert(sizeof(struct wp_file_header) == 16 && sizeof(struct wp_rec_header) == 16,
+	       "the file and record headers are 16 bytes");
 
 /* Upper bounds the reader enforces on untrusted input. */
 #define WP_MAX_FRAMES 512u
@@ -25,26 +43,49 @@
 enum wp_record_type {
 	/* "key=value\n" lines, UTF-8: mode, hz, command, pid, times and sampler statistics. */
 	WP_REC_META = 1,
-	/* u32 id, u32 flags, u64 start, u64 end, u64 file_offset, u32 build_id_len,
-	 * u32 path_len, build_id bytes, path bytes. [start,end) is one executable mapping;
-	 * file_offset is the file offset that `start` maps. */
-	WP_REC_MODULE = 2,
-	/* u32 tid, u32 flags, u64 samples, u64 running, u64 waiting, u64 first_ns, u64 last_ns,
-	 * u32 name_len, name bytes. first_ns/last_ns: when the thread was first/last seen,
-	 * relative to the run's start. */
-	WP_REC_THREAD = 3,
-	/* u32 id, u32 tid, u32 flags, u32 nframes, u64 count, u64 weight_ns, u64 pcs[nframes].
-	 * pcs are leaf first. pcs[0] is the exact interrupted PC; the others are return
-	 * addresses (symbolize pc-1 for them). */
-	WP_REC_STACK = 4,
-	/* u32 tid, u32 reserved, u64 count, then `count` entries of two LEB128 varints:
-	 * microseconds since the previous entry of this record (the first: since the run's
-	 * start), and the stack id. One record per thread and flush; records of one thread
-	 * follow each other in time order. */
-	WP_REC_TIMELINE = 5,
+	WP_REC_MODULE = 2,   /* struct wp_rec_module */
+	WP_REC_THREAD = 3,   /* struct wp_rec_thread */
+	WP_REC_STACK = 4,    /* struct wp_rec_stack */
+	WP_REC_TIMELINE = 5, /* struct wp_rec_timeline */
 	/* Empty: the file is complete. */
 	WP_REC_END = 6,
 };
+
+/* One executable mapping [start, end); file_offset is the file offset that `start` maps.
+ * Followed by build_id_len bytes of build-id, then path_len bytes of path. */
+struct wp_rec_module {
+	uint32_t id, flags;
+	uint64_t start, end, file_offset;
+	uint32_t build_id_len, path_len;
+} __attribute__((packed));
+_Static_assert(sizeof(struct wp_rec_module) == 40, "MODULE's fixed fields are 40 bytes");
+
+/* One thread. first_ns/last_ns: when it was first/last seen, relative to the run's start.
+ * Followed by name_len bytes of name. */
+struct wp_rec_thread {
+	uint32_t tid, flags;
+	uint64_t samples, running, waiting, first_ns, last_ns;
+	uint32_t name_len;
+} __attribute__((packed));
+_Static_assert(sizeof(struct wp_rec_thread) == 52, "THREAD's fixed fields are 52 bytes");
+
+/* One distinct stack of one thread. Followed by nframes u64 pcs, leaf first: pcs[0] is the
+ * exact interrupted PC, the others are return addresses (symbolize pc-1 for them). */
+struct wp_rec_stack {
+	uint32_t id, tid, flags, nframes;
+	uint64_t count, weight_ns;
+} __attribute__((packed));
+_Static_assert(sizeof(struct wp_rec_stack) == 32, "STACK's fixed fields are 32 bytes");
+
+/* A stretch of one thread's samples in time order. Followed by `count` entries of two LEB128
+ * varints: microseconds since the previous entry of this record (the first: since the run's
+ * start), and the stack id. One record per thread and flush; records of one thread follow
+ * each other in time order. */
+struct wp_rec_timeline {
+	uint32_t tid, reserved;
+	uint64_t count;
+} __attribute__((packed));
+_Static_assert(sizeof(struct wp_rec_timeline) == 16, "TIMELINE's fixed fields are 16 bytes");
 
 /* WP_REC_STACK flags */
 #define WP_STACK_WAITING 0x1u   /* the thread was blocked (in a system call or not running) */

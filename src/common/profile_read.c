@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,11 +28,6 @@
 #include "profile.h"
 
 #define WP_MAX_FILE_SIZE (UINT64_C(4) << 30)
-
-#define MODULE_FIXED 40u   /* u32 id, u32 flags, u64 start, end, file_offset, u32 bid_len, path_len */
-#define THREAD_FIXED 52u   /* u32 tid, flags, u64 samples, running, waiting, first_ns, last_ns, u32 name_len */
-#define STACK_FIXED 32u    /* u32 id, tid, flags, nframes, u64 count, weight_ns */
-#define TIMELINE_FIXED 16u /* u32 tid, reserved, u64 count */
 
 /* The profile handed out is the first member of this, so wp_profile_free can find the rest. */
 struct profile_impl {
@@ -130,13 +126,15 @@ static int oom(struct parser *ps, const char *what, size_t n)
 
 static int scan_timeline(struct parser *ps, size_t off, const uint8_t *pl, uint64_t plen)
 {
-	if (plen < TIMELINE_FIXED)
+	struct wp_rec_timeline rec;
+	if (plen < sizeof(rec))
 		return fail(ps, "record TIMELINE at offset %zu: payload of %" PRIu64
-			    " bytes is shorter than its %u-byte header", off, plen, TIMELINE_FIXED);
-	uint32_t tid = rd32(pl);
-	uint64_t count = rd64(pl + 8);
+			    " bytes is shorter than its %zu-byte header", off, plen, sizeof(rec));
+	memcpy(&rec, pl, sizeof(rec));
+	uint32_t tid = le32toh(rec.tid);
+	uint64_t count = le64toh(rec.count);
 	/* every entry takes at least two bytes (two one-byte varints) */
-	uint64_t max = (plen - TIMELINE_FIXED) / 2;
+	uint64_t max = (plen - sizeof(rec)) / 2;
 	if (count > max)
 		return fail(ps, "timeline record at offset %zu (thread %" PRIu32 ") claims %" PRIu64
 			    " entries but its %" PRIu64 "-byte payload holds at most %" PRIu64,
@@ -178,7 +176,7 @@ static int scan(struct parser *ps)
 	if (len < WP_HEADER_SIZE)
 		return fail(ps, "truncated: the file is %zu bytes, shorter than the %u-byte header",
 			    len, WP_HEADER_SIZE);
-	uint32_t version = rd32(d + WP_MAGIC_LEN);
+	uint32_t version = rd32(d + offsetof(struct wp_file_header, version));
 	if (version == 0)
 		return fail(ps, "not a wallprof profile (format version 0)");
 	if (version > WP_FORMAT_VERSION)
@@ -193,8 +191,8 @@ static int scan(struct parser *ps)
 		if (left < WP_RECORD_HEADER_SIZE)
 			return fail(ps, "truncated: record header at offset %zu runs past end of file "
 				    "(%zu of %u bytes present)", off, left, WP_RECORD_HEADER_SIZE);
-		uint32_t type = rd32(d + off);
-		uint64_t plen = rd64(d + off + 8);
+		uint32_t type = rd32(d + off + offsetof(struct wp_rec_header, type));
+		uint64_t plen = rd64(d + off + offsetof(struct wp_rec_header, len));
 		left -= WP_RECORD_HEADER_SIZE;
 		if (plen > left)
 			return fail(ps, "truncated: record %s at offset %zu runs past end of file "
@@ -224,7 +222,7 @@ static int scan(struct parser *ps)
 			break;
 		case WP_REC_STACK:
 			ps->nstacks++;
-			ps->npcs_max += n / 8;
+			ps->npcs_max += n / sizeof(uint64_t);
 			break;
 		case WP_REC_TIMELINE:
 			if (scan_timeline(ps, off, pl, plen) < 0)
@@ -294,99 +292,103 @@ static int parse_meta(struct parser *ps, size_t off, const uint8_t *pl, size_t n
 	return 0;
 }
 
-static int parse_module(struct parser *ps, size_t off, const uint8_t *pl, size_t n)
+/* Copies the fixed fields of a record (one of format.h's struct wp_rec_*) out of its payload;
+ * -1 with an error naming the record when the payload is shorter. */
+static int fixed(struct parser *ps, const char *what, size_t off, const uint8_t *pl, size_t n,
+		 void *rec, size_t size)
 {
-	struct wp_profile *p = &ps->impl->pub;
-	if (n < MODULE_FIXED)
-		return fail(ps, "record MODULE at offset %zu: payload of %zu bytes is shorter than "
-			    "the %u bytes of its fixed fields", off, n, MODULE_FIXED);
-	struct wp_module *mo = &p->modules[p->nmodules];
-	memset(mo, 0, sizeof *mo);
-	mo->id = rd32(pl);
-	mo->flags = rd32(pl + 4);
-	mo->start = rd64(pl + 8);
-	mo->end = rd64(pl + 16);
-	mo->file_offset = rd64(pl + 24);
-	uint32_t bid_len = rd32(pl + 32);
-	uint32_t path_len = rd32(pl + 36);
+	if (n < size)
+		return fail(ps, "record %s at offset %zu: payload of %zu bytes is shorter than the "
+			    "%zu bytes of its fixed fields", what, off, n, size);
+	memcpy(rec, pl, size);
+	return 0;
+}
+
+/* The length of a record's text field (a module's path, a thread's name) against the limit. */
+static int text_len_ok(struct parser *ps, const char *rec, uint32_t id, size_t off,
+		       const char *what, uint32_t len)
+{
+	if (len > WP_MAX_NAME)
+		return fail(ps, "%s %" PRIu32 " at offset %zu: %s of %" PRIu32 " bytes exceeds the "
+			    "limit of %u", rec, id, off, what, len, WP_MAX_NAME);
+	return 0;
+}
+
+/* A text field of `len` bytes at `at`, inside its record: its copy, or NULL when it holds a
+ * NUL byte (with the error said as for text_len_ok). */
+static char *text_copy(struct parser *ps, const char *rec, uint32_t id, size_t off,
+		       const char *what, const uint8_t *at, uint32_t len)
+{
+	if (memchr(at, '\0', len)) {
+		set_err(ps->err, ps->errlen, "%s %" PRIu32 " at offset %zu: %s contains a NUL byte",
+			rec, id, off, what);
+		return NULL;
+	}
+	return str_copy(ps, at, len);
+}
+
+/* A MODULE record: its fixed fields r, its whole payload pl (n bytes), into `mo`. */
+static int parse_module(struct parser *ps, size_t off, const struct wp_rec_module *r,
+			const uint8_t *pl, size_t n, struct wp_module *mo)
+{
+	*mo = (struct wp_module){ .id = le32toh(r->id), .flags = le32toh(r->flags),
+				  .start = le64toh(r->start), .end = le64toh(r->end),
+				  .file_offset = le64toh(r->file_offset) };
+	uint32_t bid_len = le32toh(r->build_id_len), path_len = le32toh(r->path_len);
 	if (bid_len > WP_MAX_BUILD_ID)
 		return fail(ps, "module %" PRIu32 " at offset %zu: build-id of %" PRIu32
 			    " bytes exceeds the limit of %u", mo->id, off, bid_len, WP_MAX_BUILD_ID);
-	if (path_len > WP_MAX_NAME)
-		return fail(ps, "module %" PRIu32 " at offset %zu: path of %" PRIu32
-			    " bytes exceeds the limit of %u", mo->id, off, path_len, WP_MAX_NAME);
-	if ((size_t)bid_len + path_len > n - MODULE_FIXED)
+	if (text_len_ok(ps, "module", mo->id, off, "path", path_len) < 0)
+		return -1;
+	if ((size_t)bid_len + path_len > n - sizeof(*r))
 		return fail(ps, "module %" PRIu32 " at offset %zu: build-id and path (%" PRIu32
 			    " + %" PRIu32 " bytes) run past the end of its %zu-byte record",
 			    mo->id, off, bid_len, path_len, n);
 	if (mo->start >= mo->end)
 		return fail(ps, "module %" PRIu32 " at offset %zu: start 0x%" PRIx64
 			    " is not below end 0x%" PRIx64, mo->id, off, mo->start, mo->end);
-	const uint8_t *path = pl + MODULE_FIXED + bid_len;
-	if (memchr(path, '\0', path_len))
-		return fail(ps, "module %" PRIu32 " at offset %zu: path contains a NUL byte",
-			    mo->id, off);
-	memcpy(mo->build_id, pl + MODULE_FIXED, bid_len);
+	memcpy(mo->build_id, pl + sizeof(*r), bid_len);
 	mo->build_id_len = bid_len;
-	mo->path = str_copy(ps, path, path_len);
-	p->nmodules++;
-	return 0;
+	mo->path = text_copy(ps, "module", mo->id, off, "path", pl + sizeof(*r) + bid_len, path_len);
+	return mo->path ? 0 : -1;
 }
 
-static int parse_thread(struct parser *ps, size_t off, const uint8_t *pl, size_t n)
+/* A THREAD record (as parse_module). */
+static int parse_thread(struct parser *ps, size_t off, const struct wp_rec_thread *r,
+			const uint8_t *pl, size_t n, struct wp_thread *t)
 {
-	struct wp_profile *p = &ps->impl->pub;
-	if (n < THREAD_FIXED)
-		return fail(ps, "record THREAD at offset %zu: payload of %zu bytes is shorter than "
-			    "the %u bytes of its fixed fields", off, n, THREAD_FIXED);
-	struct wp_thread *t = &p->threads[p->nthreads];
-	t->tid = rd32(pl);
-	t->flags = rd32(pl + 4);
-	t->samples = rd64(pl + 8);
-	t->running = rd64(pl + 16);
-	t->waiting = rd64(pl + 24);
-	t->first_ns = rd64(pl + 32);
-	t->last_ns = rd64(pl + 40);
-	uint32_t name_len = rd32(pl + 48);
-	if (name_len > WP_MAX_NAME)
-		return fail(ps, "thread %" PRIu32 " at offset %zu: name of %" PRIu32
-			    " bytes exceeds the limit of %u", t->tid, off, name_len, WP_MAX_NAME);
-	if (name_len > n - THREAD_FIXED)
+	*t = (struct wp_thread){ .tid = le32toh(r->tid), .flags = le32toh(r->flags),
+				 .samples = le64toh(r->samples), .running = le64toh(r->running),
+				 .waiting = le64toh(r->waiting), .first_ns = le64toh(r->first_ns),
+				 .last_ns = le64toh(r->last_ns) };
+	uint32_t name_len = le32toh(r->name_len);
+	if (text_len_ok(ps, "thread", t->tid, off, "name", name_len) < 0)
+		return -1;
+	if (name_len > n - sizeof(*r))
 		return fail(ps, "thread %" PRIu32 " at offset %zu: name of %" PRIu32
 			    " bytes runs past the end of its %zu-byte record", t->tid, off, name_len, n);
-	if (memchr(pl + THREAD_FIXED, '\0', name_len))
-		return fail(ps, "thread %" PRIu32 " at offset %zu: name contains a NUL byte",
-			    t->tid, off);
-	t->name = str_copy(ps, pl + THREAD_FIXED, name_len);
-	p->nthreads++;
-	return 0;
+	t->name = text_copy(ps, "thread", t->tid, off, "name", pl + sizeof(*r), name_len);
+	return t->name ? 0 : -1;
 }
 
-static int parse_stack(struct parser *ps, size_t off, const uint8_t *pl, size_t n)
+/* A STACK record (as parse_module). */
+static int parse_stack(struct parser *ps, size_t off, const struct wp_rec_stack *r,
+		       const uint8_t *pl, size_t n, struct wp_stack *s)
 {
-	struct wp_profile *p = &ps->impl->pub;
-	if (n < STACK_FIXED)
-		return fail(ps, "record STACK at offset %zu: payload of %zu bytes is shorter than "
-			    "the %u bytes of its fixed fields", off, n, STACK_FIXED);
-	struct wp_stack *s = &p->stacks[p->nstacks];
-	s->id = rd32(pl);
-	s->tid = rd32(pl + 4);
-	s->flags = rd32(pl + 8);
-	s->nframes = rd32(pl + 12);
-	s->count = rd64(pl + 16);
-	s->weight_ns = rd64(pl + 24);
+	*s = (struct wp_stack){ .id = le32toh(r->id), .tid = le32toh(r->tid),
+				.flags = le32toh(r->flags), .nframes = le32toh(r->nframes),
+				.count = le64toh(r->count), .weight_ns = le64toh(r->weight_ns) };
 	if (s->nframes > WP_MAX_FRAMES)
 		return fail(ps, "stack %" PRIu32 " at offset %zu has %" PRIu32
 			    " frames, more than the limit of %u", s->id, off, s->nframes, WP_MAX_FRAMES);
-	if ((size_t)s->nframes * 8 > n - STACK_FIXED)
+	if ((size_t)s->nframes * sizeof(uint64_t) > n - sizeof(*r))
 		return fail(ps, "stack %" PRIu32 " at offset %zu: %" PRIu32
 			    " frames run past the end of its %zu-byte record", s->id, off, s->nframes, n);
 	s->pcs = ps->impl->pcs + ps->pcs_used;
-	const uint8_t *q = pl + STACK_FIXED;
-	for (uint32_t i = 0; i < s->nframes; i++, q += 8)
+	const uint8_t *q = pl + sizeof(*r);
+	for (uint32_t i = 0; i < s->nframes; i++, q += sizeof(uint64_t))
 		s->pcs[i] = rd64(q);
 	ps->pcs_used += s->nframes;
-	p->nstacks++;
 	return 0;
 }
 
@@ -413,18 +415,33 @@ static int allocate(struct parser *ps)
 
 static int parse_records(struct parser *ps)
 {
+	struct wp_profile *p = &ps->impl->pub;
 	size_t off = WP_HEADER_SIZE;
 	for (;;) {
 		/* the scan checked the framing up to and including END */
-		uint32_t type = rd32(ps->d + off);
-		size_t n = (size_t)rd64(ps->d + off + 8);
+		uint32_t type = rd32(ps->d + off + offsetof(struct wp_rec_header, type));
+		size_t n = (size_t)rd64(ps->d + off + offsetof(struct wp_rec_header, len));
 		const uint8_t *pl = ps->d + off + WP_RECORD_HEADER_SIZE;
+		union {
+			struct wp_rec_module m;
+			struct wp_rec_thread t;
+			struct wp_rec_stack s;
+		} f;
 		int r = 0;
 		switch (type) {
 		case WP_REC_META: r = parse_meta(ps, off, pl, n); break;
-		case WP_REC_MODULE: r = parse_module(ps, off, pl, n); break;
-		case WP_REC_THREAD: r = parse_thread(ps, off, pl, n); break;
-		case WP_REC_STACK: r = parse_stack(ps, off, pl, n); break;
+		case WP_REC_MODULE:
+			r = fixed(ps, "MODULE", off, pl, n, &f.m, sizeof(f.m)) ?:
+			    parse_module(ps, off, &f.m, pl, n, &p->modules[p->nmodules++]);
+			break;
+		case WP_REC_THREAD:
+			r = fixed(ps, "THREAD", off, pl, n, &f.t, sizeof(f.t)) ?:
+			    parse_thread(ps, off, &f.t, pl, n, &p->threads[p->nthreads++]);
+			break;
+		case WP_REC_STACK:
+			r = fixed(ps, "STACK", off, pl, n, &f.s, sizeof(f.s)) ?:
+			    parse_stack(ps, off, &f.s, pl, n, &p->stacks[p->nstacks++]);
+			break;
 		case WP_REC_END: return 0;
 		default: break;
 		}
@@ -526,8 +543,7 @@ static int cmp_tl_group(const void *a, const void *b)
 struct idset {
 	uint8_t *bits;
 	uint64_t nbits;
-	const struct wp_stack *stacks;
-	size_t nstacks;
+	const struct wp_profile *p;
 	uint32_t last_hit;
 	int have_last;
 };
@@ -535,8 +551,7 @@ struct idset {
 static int idset_init(struct idset *s, const struct wp_profile *p)
 {
 	memset(s, 0, sizeof *s);
-	s->stacks = p->stacks;
-	s->nstacks = p->nstacks;
+	s->p = p;
 	if (p->nstacks == 0)
 		return 0;
 	uint64_t nbits = (uint64_t)p->stacks[p->nstacks - 1].id + 1;
@@ -560,15 +575,7 @@ static inline int idset_has(struct idset *s, uint64_t id)
 		return 0;
 	if (s->have_last && s->last_hit == id)
 		return 1;
-	size_t lo = 0, hi = s->nstacks;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (s->stacks[mid].id < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < s->nstacks && s->stacks[lo].id == id) {
+	if (wp_profile_stack(s->p, (uint32_t)id)) {
 		s->last_hit = (uint32_t)id;
 		s->have_last = 1;
 		return 1;
@@ -645,8 +652,8 @@ static int decode_timeline(struct parser *ps)
 			}
 			prev_t = 0;
 		}
-		const uint8_t *q = ps->d + r->off + WP_RECORD_HEADER_SIZE + TIMELINE_FIXED;
-		const uint8_t *end = ps->d + r->off + WP_RECORD_HEADER_SIZE + r->plen;
+		const uint8_t *pl = ps->d + r->off + WP_RECORD_HEADER_SIZE;
+		const uint8_t *q = pl + sizeof(struct wp_rec_timeline), *end = pl + r->plen;
 		uint64_t t = 0;
 		const uint32_t tid = r->tid;
 		for (uint64_t k = 0; k < r->count; k++) {
@@ -829,19 +836,43 @@ long long wp_profile_meta_ll(const struct wp_profile *p, const char *key, long l
 	return x;
 }
 
-const struct wp_stack *wp_profile_stack(const struct wp_profile *p, uint32_t id)
+/* How many of the n elements, sorted by key(p, i), have a key at or below k. */
+static size_t count_at_or_below(const struct wp_profile *p, size_t n,
+				uint64_t (*key)(const struct wp_profile *p, size_t i), uint64_t k)
 {
-	if (!p)
-		return NULL;
-	size_t lo = 0, hi = p->nstacks;
+	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (p->stacks[mid].id < id)
+		if (key(p, mid) <= k)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo < p->nstacks && p->stacks[lo].id == id ? &p->stacks[lo] : NULL;
+	return lo;
+}
+
+static uint64_t stack_id(const struct wp_profile *p, size_t i)
+{
+	return p->stacks[i].id;
+}
+
+static uint64_t module_start(const struct wp_profile *p, size_t i)
+{
+	return p->modules[i].start;
+}
+
+/* The i-th thread in tid order (file order among equal tids). */
+static uint64_t thread_tid(const struct wp_profile *p, size_t i)
+{
+	return p->threads[((const struct profile_impl *)p)->thread_by_tid[i]].tid;
+}
+
+const struct wp_stack *wp_profile_stack(const struct wp_profile *p, uint32_t id)
+{
+	if (!p)
+		return NULL;
+	size_t n = count_at_or_below(p, p->nstacks, stack_id, id); /* ids are unique */
+	return n && p->stacks[n - 1].id == id ? &p->stacks[n - 1] : NULL;
 }
 
 const struct wp_module *wp_profile_module_at(const struct wp_profile *p, uint64_t pc)
@@ -849,18 +880,9 @@ const struct wp_module *wp_profile_module_at(const struct wp_profile *p, uint64_
 	if (!p || p->nmodules == 0)
 		return NULL;
 	const struct profile_impl *im = (const struct profile_impl *)p;
-	/* first module whose start is above pc */
-	size_t lo = 0, hi = p->nmodules;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (p->modules[mid].start <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	/* the nearest start at or below pc first; further back only while some module there
 	 * still reaches past pc (overlaps happen with unloaded modules) */
-	for (size_t i = lo; i-- > 0;) {
+	for (size_t i = count_at_or_below(p, p->nmodules, module_start, pc); i-- > 0;) {
 		if (im->module_max_end[i] <= pc)
 			break;
 		if (pc < p->modules[i].end)
@@ -873,39 +895,31 @@ const struct wp_thread *wp_profile_thread(const struct wp_profile *p, uint32_t t
 {
 	if (!p || p->nthreads == 0)
 		return NULL;
-	const struct profile_impl *im = (const struct profile_impl *)p;
 	/* the last record of that tid in file order */
-	size_t lo = 0, hi = p->nthreads;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (p->threads[im->thread_by_tid[mid]].tid <= tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0 || p->threads[im->thread_by_tid[lo - 1]].tid != tid)
+	size_t n = count_at_or_below(p, p->nthreads, thread_tid, tid);
+	if (n == 0 || thread_tid(p, n - 1) != tid)
 		return NULL;
-	return &p->threads[im->thread_by_tid[lo - 1]];
+	return &p->threads[((const struct profile_impl *)p)->thread_by_tid[n - 1]];
+}
+
+/* a + b, or UINT64_MAX when that overflows */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return b > UINT64_MAX - a ? UINT64_MAX : a + b;
 }
 
 uint64_t wp_profile_total_samples(const struct wp_profile *p)
 {
 	uint64_t total = 0;
-	if (!p)
-		return 0;
-	for (size_t i = 0; i < p->nstacks; i++)
-		total = p->stacks[i].count > UINT64_MAX - total ? UINT64_MAX
-								  : total + p->stacks[i].count;
+	for (size_t i = 0; p && i < p->nstacks; i++)
+		total = sat_add(total, p->stacks[i].count);
 	return total;
 }
 
 uint64_t wp_profile_total_weight_ns(const struct wp_profile *p)
 {
 	uint64_t total = 0;
-	if (!p)
-		return 0;
-	for (size_t i = 0; i < p->nstacks; i++)
-		total = p->stacks[i].weight_ns > UINT64_MAX - total ? UINT64_MAX
-								    : total + p->stacks[i].weight_ns;
+	for (size_t i = 0; p && i < p->nstacks; i++)
+		total = sat_add(total, p->stacks[i].weight_ns);
 	return total;
 }

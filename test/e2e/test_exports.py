@@ -11,6 +11,11 @@ the signal is never sent it (sigmask.c, threadstart.c), keep wallprof's signal o
 signalfd/sigwait/sigpending show the program (sigwaits.c) and write the profile before exec
 replaces the image (exec.c) and notice the main thread's pthread_exit (agent.c). The list is exact: a new export must be
 added here on purpose.
+
+What it imports is checked the same way: libc only. libunwind is dlopen'ed RTLD_LOCAL by
+unwind.c (docs/design.md), so neither it nor any other library is a link-time dependency, and
+no symbol of the agent is bound through the program's scope to someone else's definition:
+an imported unw_* or _Unwind_* would be the program's libunwind or libgcc_s, not ours.
 """
 import os
 import sys
@@ -56,9 +61,29 @@ def main(t):
     t.eq(sorted(INTERPOSED - names), [], "every interposer is exported")
     stray = sorted(names - API - INTERPOSED)
     t.eq(stray, [], "nothing else is exported (no libunwind, no helpers)")
-    und = wp.run(["nm", "-D", "--undefined-only", wp.agent()], timeout=30).stdout
-    t.check("_Unwind_" not in r.stdout and "unw_" not in r.stdout,
-            "libunwind's symbols stay out of the program's scope", und[:200])
+    check_imports(t)
+
+
+# What a shared object's start files may leave undefined (weak, resolved to nothing).
+CRT_WEAK = {"_ITM_deregisterTMCloneTable", "_ITM_registerTMCloneTable", "__gmon_start__"}
+UNWIND_PREFIXES = ("_U", "unw_", "_Unwind_")
+
+
+def check_imports(t):
+    r = wp.run(["nm", "-D", "--undefined-only", wp.agent()], timeout=30)
+    if not t.eq(r.returncode, 0, "nm -D --undefined-only libwallprof.so runs", r.describe()):
+        return
+    imports = [line.split()[-1] for line in r.stdout.splitlines() if line.split()]
+    t.check(len(imports) > 20, "the agent's imports are listed", r.stdout[:300])
+    not_libc = sorted(s for s in imports if "@GLIBC_" not in s and s not in CRT_WEAK)
+    t.eq(not_libc, [], "every symbol the agent imports is a versioned glibc one")
+    unwind = sorted(s for s in imports if s.split("@")[0].startswith(UNWIND_PREFIXES))
+    t.eq(unwind, [], "no libunwind or _Unwind_ symbol is imported (libunwind is dlopen'ed "
+         "RTLD_LOCAL)")
+    d = wp.run(["readelf", "-d", wp.agent()], timeout=30)
+    needed = [line.split("[", 1)[1].rstrip("]") for line in d.stdout.splitlines()
+              if "(NEEDED)" in line]
+    t.eq(needed, ["libc.so.6"], "libc is the agent's only link-time dependency", d.stdout[:400])
 
 
 wp.main(main)

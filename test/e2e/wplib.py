@@ -25,12 +25,16 @@ import os
 import re
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import tempfile
 import time
 import traceback
+
+from wpformat import (REC_META, REC_MODULE, REC_THREAD, REC_STACK, REC_TIMELINE,  # noqa: F401
+                      REC_END, STACK_WAITING, STACK_TRUNCATED, STACK_REUSED, THREAD_EXITED,
+                      THREAD_UNSAMPLEABLE, Profile as RawProfile)
+from wpformat import read as read_raw  # noqa: F401
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -372,83 +376,10 @@ def load(profile_path, thread=None, timeout=120):
 
 # --------------------------------------------------------------------------------------------
 # The raw profile file (docs/profile-format.md), read independently of the CLI, to check
-# validity and the flags and statistics the reports may not show.
+# validity and the flags and statistics the reports may not show: wpformat.py, which the
+# benchmark reads profiles with too.
 
-REC_META, REC_MODULE, REC_THREAD, REC_STACK, REC_TIMELINE, REC_END = 1, 2, 3, 4, 5, 6
-STACK_WAITING, STACK_TRUNCATED, STACK_REUSED = 0x1, 0x2, 0x4
-THREAD_EXITED, THREAD_UNSAMPLEABLE = 0x1, 0x2
-
-
-class RawProfile:
-    def __init__(self):
-        self.meta = {}
-        self.modules = []   # dicts: id flags start end offset build_id path
-        self.threads = {}   # tid -> dict: flags samples running waiting first_ns last_ns name
-        self.stacks = []    # dicts: id tid flags count weight_ns pcs (leaf first)
-        self.timeline_entries = 0
-
-    def samples(self):
-        return sum(s["count"] for s in self.stacks)
-
-    def truncated(self):
-        return sum(s["count"] for s in self.stacks if s["flags"] & STACK_TRUNCATED)
-
-
-def read_raw(path):
-    """Parses a profile file. Returns a RawProfile; raises ValueError when it is not a
-    complete, well-formed version-1 file."""
-    with open(path, "rb") as f:
-        data = f.read()
-    if len(data) < 16 or data[:8] != b"WALLPROF":
-        raise ValueError("%s: no WALLPROF header" % path)
-    (version,) = struct.unpack_from("<I", data, 8)
-    if version != 1:
-        raise ValueError("%s: format version %d" % (path, version))
-    p = RawProfile()
-    off, ended = 16, False
-    while off < len(data):
-        if ended:
-            raise ValueError("%s: bytes after the END record" % path)
-        if off + 16 > len(data):
-            raise ValueError("%s: truncated record header at %d" % (path, off))
-        rtype, _, length = struct.unpack_from("<IIQ", data, off)
-        off += 16
-        if off + length > len(data):
-            raise ValueError("%s: truncated record (type %d) at %d" % (path, rtype, off))
-        pl = data[off:off + length]
-        off += length
-        if rtype == REC_META:
-            for line in pl.decode("utf-8", "replace").splitlines():
-                k, sep, v = line.partition("=")
-                if sep:
-                    p.meta[k] = v
-        elif rtype == REC_MODULE:
-            mid, flags, start, end, foff, bl, pl_ = struct.unpack_from("<IIQQQII", pl, 0)
-            bid = pl[40:40 + bl]
-            mpath = pl[40 + bl:40 + bl + pl_].decode("utf-8", "replace")
-            p.modules.append(dict(id=mid, flags=flags, start=start, end=end, offset=foff,
-                                  build_id=bid.hex(), path=mpath))
-        elif rtype == REC_THREAD:
-            tid, flags, samples, running, waiting, first, last, nl = struct.unpack_from(
-                "<IIQQQQQI", pl, 0)
-            name = pl[52:52 + nl].decode("utf-8", "replace")
-            p.threads[tid] = dict(tid=tid, flags=flags, samples=samples, running=running,
-                                  waiting=waiting, first_ns=first, last_ns=last, name=name)
-        elif rtype == REC_STACK:
-            sid, tid, flags, n, count, weight = struct.unpack_from("<IIIIQQ", pl, 0)
-            if 32 + 8 * n > len(pl):
-                raise ValueError("%s: stack %d claims %d frames" % (path, sid, n))
-            pcs = list(struct.unpack_from("<%dQ" % n, pl, 32))
-            p.stacks.append(dict(id=sid, tid=tid, flags=flags, count=count, weight_ns=weight,
-                                 pcs=pcs))
-        elif rtype == REC_TIMELINE:
-            (_, _, count) = struct.unpack_from("<IIQ", pl, 0)
-            p.timeline_entries += count
-        elif rtype == REC_END:
-            ended = True
-    if not ended:
-        raise ValueError("%s: no END record (cut short)" % path)
-    return p
+# read_raw(path) -> RawProfile; the record types and flags: imported at the top.
 
 
 def read_truth(path):

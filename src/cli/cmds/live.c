@@ -47,11 +47,6 @@
 /* ---------------------------------------------------------------------------------------- */
 /* Formatting */
 
-static double pct(uint64_t part, uint64_t whole)
-{
-	return whole ? 100.0 * (double)part / (double)whole : 0.0;
-}
-
 static const char *clock_of(uint64_t ns)
 {
 	static char b[32];
@@ -652,22 +647,22 @@ static void draw_table(struct live *L, struct scr *s, int top, int height)
 			struct lthread *t;
 			HASH_FIND(hh, L->threads, &r->id, sizeof(r->id), t);
 			sputf(s, "%7s %5.1f%%   %7s %5.1f%%  %-7u ", wp_num(r->ivl),
-			      pct(r->wait_ivl, r->ivl), wp_num(r->now), pct(r->wait_now, r->now), r->id);
+			      wp_pct(r->wait_ivl, r->ivl), wp_num(r->now), wp_pct(r->wait_now, r->now), r->id);
 			char b[128];
 			snprintf(b, sizeof(b), "%s%s", t ? t->name : "?", t && t->exited ? " (exited)" : "");
 			sfield(s, b, 16, 0);
 			sput(s, " ", 1);
 			sfield(s, t && t->top_ivl >= 0 ? L->funcs[t->top_ivl].name : "-", w - s->col, 1);
 		} else if (r->kind == 2) {
-			sputf(s, "%5.1f%% %9s   %5.1f%% %9s  ", pct(r->ivl, L->funcs[L->expanded].ivl),
-			      wp_num(r->ivl), pct(r->now, L->funcs[L->expanded].now), wp_num(r->now));
+			sputf(s, "%5.1f%% %9s   %5.1f%% %9s  ", wp_pct(r->ivl, L->funcs[L->expanded].ivl),
+			      wp_num(r->ivl), wp_pct(r->now, L->funcs[L->expanded].now), wp_num(r->now));
 			char b[128];
 			snprintf(b, sizeof(b), "  `- %s (tid %u)", thread_name(L, r->id), r->id);
 			sfield(s, b, w - s->col, 0);
 		} else {
 			const struct lfunc *f = &L->funcs[r->id];
-			sputf(s, "%5.1f%% %9s   %5.1f%% %9s  ", pct(r->ivl, ivl_whole), wp_num(r->ivl),
-			      pct(r->now, now_whole), wp_num(r->now));
+			sputf(s, "%5.1f%% %9s   %5.1f%% %9s  ", wp_pct(r->ivl, ivl_whole), wp_num(r->ivl),
+			      wp_pct(r->now, now_whole), wp_num(r->now));
 			int namew = w - s->col - (modw ? modw + 1 : 0);
 			sfield(s, f->name, namew, 1);
 			if (modw) {

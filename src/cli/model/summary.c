@@ -4,11 +4,6 @@
 #include <string.h>
 #include <unistd.h>
 
-double wp_pct(uint64_t part, uint64_t whole)
-{
-	return whole ? 100.0 * (double)part / (double)whole : 0.0;
-}
-
 static uint64_t meta_u(const struct wp_profile *p, const char *key)
 {
 	long long v = wp_profile_meta_ll(p, key, 0);

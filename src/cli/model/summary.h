@@ -12,6 +12,7 @@
 
 #include "common/profile.h"
 #include "resolve.h"
+#include "textfmt.h" /* wp_pct */
 
 #define WP_MISSED_CAUSES 16
 
@@ -71,8 +72,6 @@ struct wp_summary {
  * stacks, waiting, truncated and no_stack are left 0). */
 void wp_summarize(const struct wp_profile *p, const struct wp_resolved *r, struct wp_summary *s);
 
-/* 100 * part / whole, 0 when whole is 0. */
-double wp_pct(uint64_t part, uint64_t whole);
 
 /* ---- statistics ---- */
 

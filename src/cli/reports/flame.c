@@ -1,11 +1,11 @@
 /* Self-contained interactive SVG flame graphs; see flame.h.
  *
- * Stacks are merged into a prefix tree (names interned, children found through an
- * open-addressing hash keyed by (parent, name)), laid out breadth first with children in
+ * Stacks are merged into a prefix tree (names interned, children found through a hash map
+ * keyed by (parent, name): util/hashmap.h), laid out breadth first with children in
  * alphabetical order, frames narrower than min_width_px dropped (their samples stay in the
- * parent's width), and written as one SVG with an inline style sheet and script: hover
- * details, click to zoom, regex search with the matched share, and window.wpFlame for tests
- * and automation. */
+ * parent's width), and written as one SVG with an inline style sheet and script (flame.css,
+ * flame.js, built in by scripts/embed_text.py): hover details, click to zoom, regex search with
+ * the matched share, and window.wpFlame for tests and automation. */
 #include "flame.h"
 
 #include <errno.h>
@@ -13,260 +13,19 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
-#define HASH_NONFATAL_OOM 1
-#define uthash_nonfatal_oom(obj) (oom_flag = 1)
-#include <uthash.h>
+#include "alloc.h"
+#include "flame_assets.h" /* wp_flame_css, wp_flame_js: flame.css and flame.js, built in */
+#include "hashmap.h"
+#include "textfmt.h"
 
 #define ROW_H 17    /* pixels from one frame row to the next */
 #define FRAME_H 16  /* frame rectangle height */
 #define XPAD 10     /* left and right margin */
 #define CHAR_W 7.0  /* estimated average glyph width of the 12px label font */
-#define PCACHE_BITS 16
-
-/* ---------------------------------------------------------------------------------------- */
-/* Embedded style sheet and script (kept free of "]]>" so they sit in CDATA sections). */
-
-static const char flame_css[] =
-	"text { font-family: Verdana, \"DejaVu Sans\", \"Liberation Sans\", sans-serif; font-size: 12px; fill: #000; }\n"
-	"#wp-title { font-size: 17px; }\n"
-	"#wp-subtitle, #wp-footer { fill: #555; }\n"
-	"#wp-details { fill: #222; }\n"
-	"#wp-nosamples { font-size: 15px; fill: #555; }\n"
-	".btn { cursor: pointer; fill: #1f3f8f; }\n"
-	".btn:hover { text-decoration: underline; }\n"
-	".hidden, .hide { display: none; }\n"
-	"g.f { cursor: pointer; }\n"
-	"g.f text { pointer-events: none; }\n"
-	"g.f:hover rect { stroke: #000; stroke-width: 0.7; }\n"
-	"g.dim rect { fill-opacity: 0.45; }\n"
-	"g.dim text { fill-opacity: 0.6; }\n";
-
-static const char flame_js[] =
-	"(function () {\n"
-	"'use strict';\n"
-	"var svg = document.documentElement;\n"
-	"var num = function (el, a) { return +el.getAttribute(a); };\n"
-	"var total = num(svg, 'data-total'), xpad = num(svg, 'data-xpad'), gw = num(svg, 'data-gw');\n"
-	"var HL = 'rgb(230,0,230)';\n"
-	"var $ = function (id) { return document.getElementById(id); };\n"
-	"var details = $('wp-details'), matchedEl = $('wp-matched'), resetBtn = $('wp-reset');\n"
-	"var searchBtn = $('wp-search'), clearBtn = $('wp-clear'), framesG = $('wp-frames');\n"
-	"var hint = details.textContent;\n"
-	"var frames = [], byId = {}, zoomed = null, lastRe = null, lastPct = null;\n"
-	"var gs = framesG.children;\n"
-	"for (var i = 0; i < gs.length; i++) {\n"
-	"\tvar g = gs[i], t = g.getElementsByTagName('title')[0];\n"
-	"\tvar r = g.getElementsByTagName('rect')[0], tx = g.getElementsByTagName('text')[0];\n"
-	"\tvar tt = t.textContent, k = tt.lastIndexOf(' (');\n"
-	"\tvar f = { i: i, id: g.id, g: g, rect: r, text: tx, title: tt,\n"
-	"\t\tname: k >= 0 ? tt.slice(0, k) : tt, s: num(g, 'data-s'), n: num(g, 'data-n'),\n"
-	"\t\td: num(g, 'data-d'), fill: r.getAttribute('fill'), x0: num(r, 'x'), w0: num(r, 'width'),\n"
-	"\t\tx: num(r, 'x'), w: num(r, 'width'), hit: false };\n"
-	"\tframes.push(f);\n"
-	"\tbyId[g.id] = f;\n"
-	"}\n"
-	"/* average glyph width of the label font, measured once */\n"
-	"var cw = 7;\n"
-	"(function () {\n"
-	"\tif (!frames.length) return;\n"
-	"\tvar tx = frames[0].text, old = tx.textContent;\n"
-	"\tvar probe = 'abcdefghijklmnopqrstuvwxyz_ABCDEFGHIJKLMNOPQRSTUVWXYZ::0123456789';\n"
-	"\ttx.textContent = probe;\n"
-	"\tvar l = tx.getComputedTextLength();\n"
-	"\tif (l > 0) cw = l / probe.length;\n"
-	"\ttx.textContent = old;\n"
-	"})();\n"
-	"function cut(name, m) {\n"
-	"\tif (m < 3) return '';\n"
-	"\tif (name.length <= m) return name;\n"
-	"\tvar e = m - 1, c = name.charCodeAt(e - 1);\n"
-	"\tif (c >= 0xd800 && c <= 0xdbff) e--;\n"
-	"\treturn name.slice(0, e) + '\\u2026';\n"
-	"}\n"
-	"/* labels: guess from the average glyph width, then measure (one layout) and shorten the few\n"
-	" * that still overflow their frame */\n"
-	"function fitAll(list) {\n"
-	"\tvar over = [], i, f;\n"
-	"\tfor (i = 0; i < list.length; i++) {\n"
-	"\t\tf = list[i];\n"
-	"\t\tf.text.setAttribute('x', (f.x + 3).toFixed(2));\n"
-	"\t\tf.lab = f.w - 6 < cw * 2.5 ? '' : cut(f.name, Math.floor((f.w - 6) / cw));\n"
-	"\t\tif (f.text.textContent !== f.lab) f.text.textContent = f.lab;\n"
-	"\t}\n"
-	"\tfor (i = 0; i < list.length; i++) {\n"
-	"\t\tf = list[i];\n"
-	"\t\tif (f.lab !== '' && f.text.getComputedTextLength() > f.w - 6) over.push(f);\n"
-	"\t}\n"
-	"\tfor (i = 0; i < over.length; i++) {\n"
-	"\t\tf = over[i];\n"
-	"\t\tvar m = f.lab.length;\n"
-	"\t\tdo {\n"
-	"\t\t\tm--;\n"
-	"\t\t\tf.lab = cut(f.name, m);\n"
-	"\t\t\tf.text.textContent = f.lab;\n"
-	"\t\t} while (f.lab !== '' && f.text.getComputedTextLength() > f.w - 6);\n"
-	"\t}\n"
-	"}\n"
-	"function place(f, x, w, cls, vis) {\n"
-	"\tf.x = x; f.w = w;\n"
-	"\tf.rect.setAttribute('x', x.toFixed(2));\n"
-	"\tf.rect.setAttribute('width', w.toFixed(2));\n"
-	"\tf.g.setAttribute('class', cls);\n"
-	"\tvis.push(f);\n"
-	"}\n"
-	"function find(what) {\n"
-	"\tif (what == null) return null;\n"
-	"\tif (typeof what === 'object' && what.g) return what;\n"
-	"\tif (typeof what === 'number') return frames[what] || null;\n"
-	"\twhat = String(what);\n"
-	"\tif (byId[what]) return byId[what];\n"
-	"\tvar best = null;\n"
-	"\tfor (var i = 0; i < frames.length; i++) {\n"
-	"\t\tvar f = frames[i];\n"
-	"\t\tif (f.name === what && (!best || f.n > best.n)) best = f;\n"
-	"\t}\n"
-	"\treturn best;\n"
-	"}\n"
-	"function zoom(what) {\n"
-	"\tvar z = find(what);\n"
-	"\tif (!z) return null;\n"
-	"\tif (z.d === 0) { reset(); return z.id; }\n"
-	"\tzoomed = z;\n"
-	"\tvar scale = gw / z.n, end = z.s + z.n, vis = [];\n"
-	"\tfor (var i = 0; i < frames.length; i++) {\n"
-	"\t\tvar f = frames[i];\n"
-	"\t\tif (f.d < z.d) {\n"
-	"\t\t\tif (f.s <= z.s && f.s + f.n >= end) place(f, xpad, gw, 'f dim', vis);\n"
-	"\t\t\telse f.g.setAttribute('class', 'f hide');\n"
-	"\t\t} else if (f.s >= z.s && f.s + f.n <= end) {\n"
-	"\t\t\tplace(f, xpad + (f.s - z.s) * scale, f.n * scale, 'f', vis);\n"
-	"\t\t} else {\n"
-	"\t\t\tf.g.setAttribute('class', 'f hide');\n"
-	"\t\t}\n"
-	"\t}\n"
-	"\tfitAll(vis);\n"
-	"\tresetBtn.setAttribute('class', 'btn');\n"
-	"\treturn z.id;\n"
-	"}\n"
-	"function reset() {\n"
-	"\tzoomed = null;\n"
-	"\tvar vis = [];\n"
-	"\tfor (var i = 0; i < frames.length; i++) {\n"
-	"\t\tvar f = frames[i];\n"
-	"\t\tplace(f, f.x0, f.w0, 'f', vis);\n"
-	"\t}\n"
-	"\tfitAll(vis);\n"
-	"\tresetBtn.setAttribute('class', 'btn hidden');\n"
-	"}\n"
-	"function paint(f) {\n"
-	"\tf.rect.setAttribute('fill', f.hit ? HL : f.fill);\n"
-	"}\n"
-	"function clearSearch() {\n"
-	"\tlastRe = null; lastPct = null;\n"
-	"\tfor (var i = 0; i < frames.length; i++) {\n"
-	"\t\tif (frames[i].hit) { frames[i].hit = false; paint(frames[i]); }\n"
-	"\t}\n"
-	"\tmatchedEl.textContent = '';\n"
-	"\tclearBtn.setAttribute('class', 'btn hidden');\n"
-	"}\n"
-	"function search(re) {\n"
-	"\tif (re == null || re === '') { clearSearch(); return null; }\n"
-	"\tvar rx;\n"
-	"\ttry {\n"
-	"\t\trx = re instanceof RegExp ? new RegExp(re.source, re.flags.replace(/[gy]/g, ''))\n"
-	"\t\t\t: new RegExp(String(re));\n"
-	"\t} catch (e) {\n"
-	"\t\tclearSearch();\n"
-	"\t\tmatchedEl.textContent = 'Invalid regular expression';\n"
-	"\t\treturn null;\n"
-	"\t}\n"
-	"\tvar hits = [];\n"
-	"\tfor (var i = 0; i < frames.length; i++) {\n"
-	"\t\tvar f = frames[i], h = rx.test(f.name);\n"
-	"\t\tif (h !== f.hit) { f.hit = h; paint(f); }\n"
-	"\t\tif (h) hits.push(f);\n"
-	"\t}\n"
-	"\t/* frames nest as intervals [s, s+n): count each sample once */\n"
-	"\thits.sort(function (a, b) { return a.s - b.s || b.n - a.n; });\n"
-	"\tvar sum = 0, end = -1;\n"
-	"\tfor (var j = 0; j < hits.length; j++) {\n"
-	"\t\tvar h2 = hits[j];\n"
-	"\t\tif (h2.s >= end) { sum += h2.n; end = h2.s + h2.n; }\n"
-	"\t\telse if (h2.s + h2.n > end) { sum += h2.s + h2.n - end; end = h2.s + h2.n; }\n"
-	"\t}\n"
-	"\tlastRe = rx.source;\n"
-	"\tlastPct = total > 0 ? sum * 100 / total : 0;\n"
-	"\tmatchedEl.textContent = 'Matched: ' + lastPct.toFixed(2) + '% (' + hits.length +\n"
-	"\t\t(hits.length === 1 ? ' frame)' : ' frames)');\n"
-	"\tclearBtn.setAttribute('class', 'btn');\n"
-	"\treturn lastPct;\n"
-	"}\n"
-	"function ask() {\n"
-	"\tvar re = window.prompt('Search frames (regular expression):', lastRe || '');\n"
-	"\tif (re !== null) search(re);\n"
-	"}\n"
-	"function frameOf(e) {\n"
-	"\tvar g = e.target && e.target.closest ? e.target.closest('g.f') : null;\n"
-	"\treturn g ? byId[g.id] : null;\n"
-	"}\n"
-	"framesG.addEventListener('mouseover', function (e) {\n"
-	"\tvar f = frameOf(e);\n"
-	"\tif (f) details.textContent = f.title;\n"
-	"});\n"
-	"framesG.addEventListener('mouseout', function (e) {\n"
-	"\tif (!e.relatedTarget || !e.relatedTarget.closest || !e.relatedTarget.closest('g.f'))\n"
-	"\t\tdetails.textContent = hint;\n"
-	"});\n"
-	"framesG.addEventListener('click', function (e) {\n"
-	"\tvar f = frameOf(e);\n"
-	"\tif (f) zoom(f);\n"
-	"});\n"
-	"resetBtn.addEventListener('click', reset);\n"
-	"searchBtn.addEventListener('click', ask);\n"
-	"clearBtn.addEventListener('click', clearSearch);\n"
-	"window.addEventListener('keydown', function (e) {\n"
-	"\tif ((e.key === 'f' && (e.ctrlKey || e.metaKey)) || (e.key === '/' && !e.ctrlKey)) {\n"
-	"\t\te.preventDefault();\n"
-	"\t\task();\n"
-	"\t} else if (e.key === 'Escape') {\n"
-	"\t\tclearSearch();\n"
-	"\t\treset();\n"
-	"\t}\n"
-	"});\n"
-	"fitAll(frames);\n"
-	"try {\n"
-	"\tvar q = new URLSearchParams(window.location.search);\n"
-	"\tif (q.get('z')) zoom(q.get('z'));\n"
-	"\tif (q.get('s')) search(q.get('s'));\n"
-	"} catch (e) { /* no query string support */ }\n"
-	"window.wpFlame = {\n"
-	"\tsearch: search,\n"
-	"\tclearSearch: clearSearch,\n"
-	"\tmatched: function () { return lastPct; },\n"
-	"\tzoom: zoom,\n"
-	"\treset: reset,\n"
-	"\tzoomed: function () { return zoomed ? zoomed.id : null; },\n"
-	"\ttotal: function () { return total; },\n"
-	"\tframes: function () {\n"
-	"\t\treturn frames.map(function (f) {\n"
-	"\t\t\treturn { id: f.id, name: f.name, samples: f.n, start: f.s, depth: f.d,\n"
-	"\t\t\t\tx: f.x, width: f.w, hidden: f.g.getAttribute('class') === 'f hide',\n"
-	"\t\t\t\tmatched: f.hit };\n"
-	"\t\t});\n"
-	"\t}\n"
-	"};\n"
-	"})();\n";
 
 /* ---------------------------------------------------------------------------------------- */
 /* The merged tree */
-
-struct name_ent {
-	const char *str;
-	uint32_t id;
-	UT_hash_handle hh;
-};
 
 struct name_info {
 	const char *str;
@@ -279,210 +38,76 @@ struct node {
 	uint64_t count, base;
 };
 
-struct pcache_ent {
-	const char *ptr;
-	uint32_t id;
-};
-
-struct edge {
-	uint32_t node; /* 0: empty (the root is nobody's child) */
-	uint32_t tag;  /* see edge_tag() */
-};
-
 struct tree {
 	struct node *nodes;
 	size_t nnodes, cap;
-	struct edge *edges; /* (parent, name) -> child, open addressing, 2^ebits slots */
-	unsigned ebits;
-	size_t eused;
-	struct name_ent *hash;
-	struct name_info *names;
+	struct wp_u64map edges;    /* edge_key(parent, name) -> child */
+	struct wp_interner strs;   /* frame name -> name id */
+	struct name_info *names;   /* by name id */
 	size_t nnames, names_cap;
-	struct pcache_ent *pcache; /* direct-mapped: name pointer -> id */
 };
 
-static uint64_t mix64(uint64_t x)
+static uint64_t edge_key(uint32_t parent, uint32_t name)
 {
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
+	return (uint64_t)parent << 32 | name;
 }
-
-static void *big_alloc(size_t bytes);
 
 static void tree_free(struct tree *t)
 {
-	struct name_ent *e, *tmp;
-
-	HASH_ITER(hh, t->hash, e, tmp)
-	{
-		HASH_DEL(t->hash, e);
-		free(e);
-	}
 	free(t->nodes);
-	if (t->edges)
-		munmap(t->edges, ((size_t)1 << t->ebits) * sizeof(*t->edges));
+	wp_u64map_free(&t->edges);
+	wp_interner_free(&t->strs);
 	free(t->names);
-	free(t->pcache);
 }
 
 static int tree_init(struct tree *t)
 {
 	memset(t, 0, sizeof(*t));
-	t->cap = 1024;
-	t->nodes = calloc(t->cap, sizeof(*t->nodes));
-	t->ebits = 12;
-	t->edges = big_alloc(((size_t)1 << t->ebits) * sizeof(*t->edges));
-	t->pcache = calloc((size_t)1 << PCACHE_BITS, sizeof(*t->pcache));
-	if (!t->nodes || !t->edges || !t->pcache)
+	if (wp_grow(&t->nodes, &t->cap, 1024, sizeof(*t->nodes)))
 		return -ENOMEM;
-	t->nnodes = 1; /* the root, "all" */
+	t->nodes[0] = (struct node){ 0 }; /* the root, "all" */
+	t->nnodes = 1;
 	return 0;
 }
 
 static int name_id(struct tree *t, const char *s, enum wp_frame_kind kind, uint32_t *out)
 {
-	struct name_ent *e;
-	struct pcache_ent *pc;
-	int oom_flag = 0;
-	size_t len;
+	int64_t id;
 
 	if (!s) {
 		s = "[unknown]";
 		kind = WP_KIND_UNKNOWN;
 	}
-	pc = &t->pcache[mix64((uintptr_t)s) >> (64 - PCACHE_BITS)];
-	if (pc->ptr == s) {
-		*out = pc->id;
-		return 0;
-	}
-	len = strlen(s);
-	HASH_FIND(hh, t->hash, s, len, e);
-	if (!e) {
-		if (t->nnames == t->names_cap) {
-			size_t ncap = t->names_cap ? t->names_cap * 2 : 256;
-			struct name_info *n = realloc(t->names, ncap * sizeof(*n));
-
-			if (!n)
-				return -ENOMEM;
-			t->names = n;
-			t->names_cap = ncap;
-		}
-		if (t->nnames >= UINT32_MAX)
-			return -ENOMEM;
-		e = malloc(sizeof(*e));
-		if (!e)
-			return -ENOMEM;
-		e->str = s;
-		e->id = (uint32_t)t->nnames;
-		HASH_ADD_KEYPTR(hh, t->hash, e->str, len, e);
-		if (oom_flag) {
-			free(e);
-			return -ENOMEM;
-		}
-		t->names[t->nnames].str = s;
-		t->names[t->nnames].rank = 0;
-		t->names[t->nnames].kind = (uint8_t)kind;
-		t->nnames++;
-	}
-	pc->ptr = s;
-	pc->id = e->id;
-	*out = e->id;
-	return 0;
-}
-
-/* The hash of (parent, name): its top 32 bits are the slot's tag, and the table index is
- * the tag's top bits, so growing the table needs no node. */
-static uint32_t edge_tag(uint32_t parent, uint32_t name)
-{
-	return (uint32_t)(mix64(((uint64_t)parent << 32) | name) >> 32);
-}
-
-static size_t edge_index(uint32_t tag, unsigned bits)
-{
-	return (size_t)(tag >> (32 - bits));
-}
-
-/* Big tables are anonymous mappings (zeroed lazily), with transparent huge pages asked for:
- * they are touched at random. */
-static void *big_alloc(size_t bytes)
-{
-	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (p == MAP_FAILED)
-		return NULL;
-	if (bytes >= (4u << 20))
-		madvise(p, bytes, MADV_HUGEPAGE);
-	return p;
-}
-
-static int edges_grow(struct tree *t)
-{
-	unsigned nbits = t->ebits + 1;
-	size_t nsize = (size_t)1 << nbits, nmask = nsize - 1, i;
-	struct edge *ne;
-
-	if (nbits > 32)
+	if (t->nnames == t->names_cap &&
+	    wp_grow(&t->names, &t->names_cap, t->nnames + 1, sizeof(*t->names)))
 		return -ENOMEM;
-	ne = big_alloc(nsize * sizeof(*ne));
-	if (!ne)
+	id = wp_intern(&t->strs, s);
+	if (id < 0)
 		return -ENOMEM;
-	for (i = 0; i < ((size_t)1 << t->ebits); i++) {
-		size_t j;
-
-		if (!t->edges[i].node)
-			continue;
-		j = edge_index(t->edges[i].tag, nbits);
-		while (ne[j].node)
-			j = (j + 1) & nmask;
-		ne[j] = t->edges[i];
-	}
-	munmap(t->edges, ((size_t)1 << t->ebits) * sizeof(*t->edges));
-	t->edges = ne;
-	t->ebits = nbits;
+	if ((size_t)id == t->nnames) /* a new name: the kind it first came with is its colour */
+		t->names[t->nnames++] = (struct name_info){ .str = s, .kind = (uint8_t)kind };
+	*out = (uint32_t)id;
 	return 0;
 }
 
 /* The child of `parent` called `name`, created if new; returns its index or -errno. */
 static int64_t child_get(struct tree *t, uint32_t parent, uint32_t name)
 {
-	uint32_t tag = edge_tag(parent, name), n;
-	size_t mask = ((size_t)1 << t->ebits) - 1, j = edge_index(tag, t->ebits);
+	uint32_t n = (uint32_t)t->nnodes, child;
+	int r;
 
-	for (; (n = t->edges[j].node); j = (j + 1) & mask)
-		if (t->edges[j].tag == tag && t->nodes[n].parent == parent &&
-		    t->nodes[n].name == name)
-			return n;
-	if (t->nnodes >= (UINT32_MAX >> 1))
+	if (n >= (UINT32_MAX >> 1) ||
+	    (n == t->cap && wp_grow(&t->nodes, &t->cap, n + 1, sizeof(*t->nodes))))
 		return -ENOMEM;
-	if (t->nnodes == t->cap) {
-		size_t ncap = t->cap * 2;
-		struct node *nn = realloc(t->nodes, ncap * sizeof(*nn));
-
-		if (!nn)
-			return -ENOMEM;
-		t->nodes = nn;
-		t->cap = ncap;
-	}
-	if ((t->eused + 1) * 3 > mask * 2) { /* keep the load under 2/3 */
-		int r = edges_grow(t);
-
-		if (r < 0)
-			return r;
-		mask = ((size_t)1 << t->ebits) - 1;
-		for (j = edge_index(tag, t->ebits); t->edges[j].node; j = (j + 1) & mask)
-			;
-	}
-	n = (uint32_t)t->nnodes++;
+	r = wp_u64map_get_or_add(&t->edges, edge_key(parent, name), n, &child);
+	if (r < 0)
+		return -ENOMEM;
+	if (!r)
+		return child;
 	t->nodes[n] = (struct node){ .name = name, .parent = parent,
 				     .next_sibling = t->nodes[parent].first_child };
 	t->nodes[parent].first_child = n;
-	t->edges[j].tag = tag;
-	t->edges[j].node = n;
-	t->eused++;
+	t->nnodes++;
 	return n;
 }
 
@@ -501,16 +126,7 @@ struct lane {
 
 static int lane_reserve(struct lane *l, int n)
 {
-	if ((size_t)n > l->path_cap) {
-		size_t ncap = (size_t)n * 2;
-		uint32_t *np = realloc(l->path, ncap * sizeof(*np));
-
-		if (!np)
-			return -ENOMEM;
-		l->path = np;
-		l->path_cap = ncap;
-	}
-	return 0;
+	return wp_grow(&l->path, &l->path_cap, (size_t)n, sizeof(*l->path)) ? -ENOMEM : 0;
 }
 
 static int tree_build(struct tree *t, const struct wp_flame_stack *stacks, size_t nstacks,
@@ -557,8 +173,7 @@ static int tree_build(struct tree *t, const struct wp_flame_stack *stacks, size_
 				r = name_id(t, l->st->frames[i].name, l->st->frames[i].kind, &l->nid);
 				if (r)
 					goto out;
-				__builtin_prefetch(&t->edges[edge_index(edge_tag(l->cur, l->nid),
-									t->ebits)]);
+				wp_u64map_prefetch(&t->edges, edge_key(l->cur, l->nid));
 			}
 			for (k = 1; k <= nb; k++) {
 				struct lane *l = &lanes[k];
@@ -654,15 +269,12 @@ struct layout {
 
 static int layout_build(const struct tree *t, double min_samples, struct layout *L)
 {
-	size_t cap = 1024, tmp_cap = 64, k;
-	uint32_t *tmp = malloc(tmp_cap * sizeof(*tmp));
+	size_t cap = 0, tmp_cap = 0, k;
+	uint32_t *tmp = NULL;
 
 	memset(L, 0, sizeof(*L));
-	L->items = malloc(cap * sizeof(*L->items));
-	if (!L->items || !tmp) {
-		free(tmp);
+	if (wp_grow(&L->items, &cap, 1024, sizeof(*L->items)))
 		return -ENOMEM;
-	}
 	L->items[0] = (struct item){ 0, 0, 0 };
 	L->nitems = 1;
 	for (k = 0; k < L->nitems; k++) {
@@ -672,14 +284,8 @@ static int layout_build(const struct tree *t, double min_samples, struct layout 
 		uint32_t c;
 
 		for (c = t->nodes[it.node].first_child; c; c = t->nodes[c].next_sibling) {
-			if (nc == tmp_cap) {
-				uint32_t *nt = realloc(tmp, tmp_cap * 2 * sizeof(*nt));
-
-				if (!nt)
-					goto oom;
-				tmp = nt;
-				tmp_cap *= 2;
-			}
+			if (wp_grow(&tmp, &tmp_cap, nc + 1, sizeof(*tmp)))
+				goto oom;
 			tmp[nc++] = c;
 		}
 		if (nc > 1)
@@ -688,14 +294,8 @@ static int layout_build(const struct tree *t, double min_samples, struct layout 
 			const struct node *n = &t->nodes[tmp[i]];
 
 			if (n->count && (double)n->count >= min_samples) {
-				if (L->nitems == cap) {
-					struct item *ni = realloc(L->items, cap * 2 * sizeof(*ni));
-
-					if (!ni)
-						goto oom;
-					L->items = ni;
-					cap *= 2;
-				}
+				if (wp_grow(&L->items, &cap, L->nitems + 1, sizeof(*L->items)))
+					goto oom;
 				L->items[L->nitems++] =
 					(struct item){ tmp[i], it.depth + 1, off };
 				if (it.depth + 1 > L->maxdepth)
@@ -790,31 +390,15 @@ __attribute__((format(printf, 2, 3))) static void o_printf(struct out *o, const 
 
 /* Length of the valid XML character encoded in UTF-8 at s, or 0 if s[0] starts an invalid
  * sequence or a character XML forbids (C0 controls, U+FFFE, U+FFFF). */
-static size_t utf8_ok(const unsigned char *s)
+static size_t xml_char(const unsigned char *s)
 {
-	unsigned char c = s[0];
+	size_t l = wp_utf8_seq(s);
 
-	if (c < 0x80)
-		return c >= 0x20 ? 1 : 0;
-	if (c >= 0xc2 && c <= 0xdf)
-		return (s[1] & 0xc0) == 0x80 ? 2 : 0;
-	if (c >= 0xe0 && c <= 0xef) {
-		unsigned char lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
-
-		if (s[1] < lo || s[1] > hi || (s[2] & 0xc0) != 0x80)
-			return 0;
-		if (c == 0xef && s[1] == 0xbf && (s[2] == 0xbe || s[2] == 0xbf))
-			return 0;
-		return 3;
-	}
-	if (c >= 0xf0 && c <= 0xf4) {
-		unsigned char lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
-
-		if (s[1] < lo || s[1] > hi || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80)
-			return 0;
-		return 4;
-	}
-	return 0;
+	if (l == 1 && s[0] < 0x20)
+		return 0;
+	if (l == 3 && s[0] == 0xef && s[1] == 0xbf && s[2] >= 0xbe)
+		return 0;
+	return l;
 }
 
 /* Characters in s after sanitizing (each bad byte becomes one U+FFFD). */
@@ -824,7 +408,7 @@ static size_t utf8_chars(const char *str)
 	size_t n = 0;
 
 	while (*s) {
-		size_t l = utf8_ok(s);
+		size_t l = xml_char(s);
 
 		s += l ? l : 1;
 		n++;
@@ -839,7 +423,7 @@ static void o_esc(struct out *o, const char *str, size_t max)
 	size_t n = 0;
 
 	while (*s && n < max) {
-		size_t l = utf8_ok(s);
+		size_t l = xml_char(s);
 
 		n++;
 		if (!l) {
@@ -877,18 +461,10 @@ static void o_label(struct out *o, const char *name, double w)
 	}
 }
 
+/* A count with thousands separators: "14,293". */
 static void o_count(struct out *o, uint64_t v)
 {
-	char digits[32], grouped[48];
-	int n = snprintf(digits, sizeof(digits), "%llu", (unsigned long long)v), i, j = 0;
-
-	for (i = 0; i < n; i++) {
-		if (i && (n - i) % 3 == 0)
-			grouped[j++] = ',';
-		grouped[j++] = digits[i];
-	}
-	grouped[j] = 0;
-	o_puts(o, grouped);
+	o_puts(o, wp_num(v));
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -904,7 +480,7 @@ static uint32_t name_hash(const char *s)
 
 	for (; *s; s++)
 		h = (h ^ (unsigned char)*s) * 16777619u;
-	return (uint32_t)mix64(h);
+	return (uint32_t)wp_mix64(h);
 }
 
 static struct rgb kind_colour(const char *name, int kind, int is_root)
@@ -1000,7 +576,7 @@ static void write_svg(struct out *o, const struct tree *t, const struct layout *
 		 width, height, width, height, (unsigned long long)total,
 		 (unsigned long long)btotal, diff ? 1 : 0, XPAD, width - 2 * XPAD, ROW_H);
 	o_puts(o, "<style type=\"text/css\"><![CDATA[\n");
-	o_puts(o, flame_css);
+	o_write(o, wp_flame_css, sizeof(wp_flame_css) - 1);
 	o_puts(o, "]]></style>\n");
 	o_puts(o, "<defs><linearGradient id=\"wp-bg\" x1=\"0\" y1=\"0\" x2=\"0\" y2=\"1\">"
 		  "<stop offset=\"5%\" stop-color=\"#f4f4f4\"/>");
@@ -1127,7 +703,7 @@ static void write_svg(struct out *o, const struct tree *t, const struct layout *
 		 L->merged == 1 ? "" : "s", minw);
 
 	o_puts(o, "<script type=\"text/ecmascript\"><![CDATA[\n");
-	o_puts(o, flame_js);
+	o_write(o, wp_flame_js, sizeof(wp_flame_js) - 1);
 	o_puts(o, "]]></script>\n</svg>\n");
 }
 

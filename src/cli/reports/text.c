@@ -39,25 +39,6 @@ struct text {
 /* ---------------------------------------------------------------------------------------- */
 /* Formatting */
 
-/* 14293 -> "14,293", into one of a few rotating buffers so several fit in one printf. */
-/* A duration for people: "412 µs", "28.8 ms", "4.823 s", "3 min 12.4 s". */
-static const char *dur(uint64_t ns)
-{
-	static char bufs[8][32];
-	static int at;
-	char *b = bufs[at++ & 7];
-	double v = (double)ns;
-	if (ns < 1000000)
-		snprintf(b, 32, "%.0f µs", v / 1e3);
-	else if (ns < 1000000000)
-		snprintf(b, 32, "%.1f ms", v / 1e6);
-	else if (ns < 60000000000ull)
-		snprintf(b, 32, "%.3f s", v / 1e9);
-	else
-		snprintf(b, 32, "%llu min %.1f s", (unsigned long long)(ns / 60000000000ull),
-			 (double)(ns % 60000000000ull) / 1e9);
-	return b;
-}
 
 /* Drops what is inside the last balanced open..close pair of `s` (in place), keeping the
  * brackets: "f(int, char) const" -> "f() const". Returns 1 if it removed anything. */
@@ -243,8 +224,8 @@ static void header(struct text *t)
 		fprintf(t->out, "%s\n", ex);
 	}
 	if (duration) {
-		fprintf(t->out, "[RUN]     wall time %s, CPU time %s (user %s, system %s)", dur(duration),
-			dur(user + sys), dur(user), dur(sys));
+		fprintf(t->out, "[RUN]     wall time %s, CPU time %s (user %s, system %s)", wp_dur(duration),
+			wp_dur(user + sys), wp_dur(user), wp_dur(sys));
 		fprintf(t->out, ": %.2f cores busy\n", (double)(user + sys) / (double)duration);
 	}
 	if (!mode || !strcmp(mode, "wall")) {
@@ -272,7 +253,7 @@ static void header(struct text *t)
 			fprintf(t->out, "[CONFIG]  rate asked %s Hz; delivered %s samples per CPU-second "
 					"(%s in %s of CPU)\n",
 				wp_num(hz), wp_num((uint64_t)llround(s->samples_per_cpu_s)),
-				wp_num(s->samples_all), dur(s->program_cpu_ns));
+				wp_num(s->samples_all), wp_dur(s->program_cpu_ns));
 		}
 	}
 	if (t->r->filter.thread)
@@ -332,18 +313,18 @@ static void stats(struct text *t)
 	if (wn)
 		fprintf(t->out, "[STATS]   thread suspension per sample: p50 %s, p99 %s, max %s "
 				"(%s suspensions)\n",
-			dur(meta(t, "window_p50_ns")), dur(meta(t, "window_p99_ns")),
-			dur(meta(t, "window_max_ns")), wp_num(wn));
+			wp_dur(meta(t, "window_p50_ns")), wp_dur(meta(t, "window_p99_ns")),
+			wp_dur(meta(t, "window_max_ns")), wp_num(wn));
 	if (duration && wp_profile_meta(t->p, "sampler_cpu_ns"))
-		fprintf(t->out, "[STATS]   sampler CPU time: %s (%.1f%% of one core)\n", dur(sampler),
+		fprintf(t->out, "[STATS]   sampler CPU time: %s (%.1f%% of one core)\n", wp_dur(sampler),
 			s->sampler_core_pct);
 
 	/* Estimated overhead on the program: threads held + sampler CPU (summary.h says why) */
 	if (duration)
 		fprintf(t->out, "[STATS]   estimated overhead: ~%.1f%% = %.1f%% threads held (%s in %s of "
 				"thread lifetime)\n          + %.1f%% sampler CPU (%s in %s on %ld CPU%s)\n",
-			s->overhead_pct, s->held_pct, dur(s->window_sum_ns), dur(s->thread_life_ns),
-			s->sampler_pct, dur(sampler), dur(duration), s->ncpus,
+			s->overhead_pct, s->held_pct, wp_dur(s->window_sum_ns), wp_dur(s->thread_life_ns),
+			s->sampler_pct, wp_dur(sampler), wp_dur(duration), s->ncpus,
 			s->ncpus == 1 ? "" : "s");
 	for (size_t i = 0; i < t->r->nthreads; i++) {
 		const struct wp_thread *th = t->r->threads[i];

@@ -17,6 +17,29 @@ const char *wp_num(uint64_t v)
 	return b;
 }
 
+double wp_pct(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+const char *wp_dur(uint64_t ns)
+{
+	static char bufs[8][32];
+	static int at;
+	char *b = bufs[at++ & 7];
+	double v = (double)ns;
+	if (ns < 1000000)
+		snprintf(b, 32, "%.0f µs", v / 1e3);
+	else if (ns < 1000000000)
+		snprintf(b, 32, "%.1f ms", v / 1e6);
+	else if (ns < 60000000000ull)
+		snprintf(b, 32, "%.3f s", v / 1e9);
+	else
+		snprintf(b, 32, "%llu min %.1f s", (unsigned long long)(ns / 60000000000ull),
+			 (double)(ns % 60000000000ull) / 1e9);
+	return b;
+}
+
 size_t wp_utf8_seq(const unsigned char *s)
 {
 	unsigned c = s[0];

@@ -1,4 +1,5 @@
-/* Small text helpers every report shares. */
+/* Small text helpers every report shares: numbers, shares and durations for people, and
+ * UTF-8 validation. The one copy of each. */
 #ifndef WP_TEXTFMT_H
 #define WP_TEXTFMT_H
 
@@ -8,6 +9,13 @@
 /* v with thousands separators ("14,293"). The result lives in one of 16 rotating static
  * buffers, so up to 16 calls may appear in one printf. */
 const char *wp_num(uint64_t v);
+
+/* `part` in percent of `whole`; 0 when whole is 0. */
+double wp_pct(uint64_t part, uint64_t whole);
+
+/* A duration for people: "412 µs", "28.8 ms", "4.823 s", "3 min 12.4 s". Rotating static
+ * buffers as for wp_num (8 of them). */
+const char *wp_dur(uint64_t ns);
 
 /* Length of the valid UTF-8 sequence at s (NUL-terminated), 0 when it is invalid (overlong
  * forms and surrogates included). */

@@ -21,6 +21,8 @@
 
 #include "wallprof.h"
 
+#include "common/paths.h"
+
 #include "agent.h"
 #include "api.h"
 #include "clock.h"
@@ -115,21 +117,13 @@ static int worth_writing(void)
 /* Where the profile goes when out_path cannot be written: the temporary directory, same name. */
 static char fallback_path[PATH_MAX];
 
-/* The directory part of `path` is one we may create files in. */
+/* The directory part of `path` is one we may create files in (else *err says why). */
 static int dir_writable(const char *path, int *err)
 {
 	char dir[PATH_MAX];
-	const char *slash = strrchr(path, '/');
-	if (!slash)
-		wp_format(dir, sizeof(dir), ".");
-	else if (slash == path)
-		wp_format(dir, sizeof(dir), "/");
-	else if (wp_format(dir, sizeof(dir), "%s", path) > (size_t)(slash - path))
-		dir[slash - path] = 0;
-	if (access(dir, W_OK | X_OK) == 0)
-		return 1;
-	*err = errno;
-	return 0;
+	int r = wp_path_dir_writable(path, dir, sizeof(dir));
+	*err = -r;
+	return r == 0;
 }
 
 /* ${TMPDIR:-/tmp}/<the file name of out_path>. */

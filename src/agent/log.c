@@ -297,30 +297,34 @@ static size_t line_of(char *line, size_t cap, const char *fmt, va_list ap)
 	return o.len;
 }
 
-void wp_log(const char *fmt, ...)
+/* Formats, keeps and sends a warning (`warning`), or not (the summary), then prints it where
+ * allowed. */
+static void say(int warning, const char *fmt, va_list ap)
 {
 	char line[512];
 	int saved = errno;
-	va_list ap;
-	va_start(ap, fmt);
 	size_t n = line_of(line, sizeof(line) - 1, fmt, ap);
-	va_end(ap);
-	keep(line + 10, n - 10);
-	wp_log_forward();
+	if (warning) {
+		keep(line + 10, n - 10);
+		wp_log_forward();
+	}
 	line[n++] = '\n';
 	to_stderr(line, n);
 	errno = saved;
 }
 
-void wp_log_summary(const char *fmt, ...)
+void wp_log(const char *fmt, ...)
 {
-	char line[512];
-	int saved = errno;
 	va_list ap;
 	va_start(ap, fmt);
-	size_t n = line_of(line, sizeof(line) - 1, fmt, ap);
+	say(1, fmt, ap);
 	va_end(ap);
-	line[n++] = '\n';
-	to_stderr(line, n);
-	errno = saved;
+}
+
+void wp_log_summary(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	say(0, fmt, ap);
+	va_end(ap);
 }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "common/paths.h"
 
 #ifndef WP_LIBDIR
 #define WP_LIBDIR "/usr/local/lib"
@@ -151,17 +152,11 @@ void wp_record_print_messages(FILE *to)
 int wp_check_profile_path(const char *path)
 {
 	char dir[PATH_MAX];
-	const char *slash = strrchr(path, '/');
-	if (!slash)
-		snprintf(dir, sizeof(dir), ".");
-	else if (slash == path)
-		snprintf(dir, sizeof(dir), "/");
-	else
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-	if (access(dir, W_OK | X_OK) == 0)
+	int r = wp_path_dir_writable(path, dir, sizeof(dir));
+	if (r == 0)
 		return 0;
 	fprintf(stderr, "wallprof: cannot write the profile to %s: %s: %s (choose another -o)\n",
-		path, dir, strerror(errno));
+		path, dir, strerror(-r));
 	return -1;
 }
 

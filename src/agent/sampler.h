@@ -1,7 +1,7 @@
-/* The sampler thread: paces ticks, picks threads (wall: a random subset, running or blocked;
- * cpu: the threads that used CPU since the last tick, in proportion to it), holds each one
- * with the handshake just long enough to copy its registers and stack, then unwinds the copy
- * after the thread has been resumed, and counts the stack. */
+/* The sampler thread's life: started by the agent, it paces ticks (each tick's samples are
+ * sample.c's), does the work other threads hand it (profile writes, on its own descriptor
+ * table), keeps fork from catching it mid-tick, notices when the program's last thread has
+ * ended and has the process end as glibc would, and stops. */
 #ifndef WP_SAMPLER_H
 #define WP_SAMPLER_H
 

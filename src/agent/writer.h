@@ -2,8 +2,16 @@
  *
  * Written into "<path>.tmp.<pid>" opened O_EXCL|O_NOFOLLOW, then renamed over <path>: a
  * planted symlink is never followed and a reader never sees a half-written file under the
- * final name. Uses only open/write/rename/close and a static buffer (no malloc, no stdio), so
- * the same code can run from a fatal-signal handler. */
+ * final name.
+ *
+ * What it may be called from: normally the sampler thread (agent.c hands it the writes), and
+ * as a fallback a fatal-signal handler. For that it uses only system calls (open, write,
+ * close, rename, unlink, getrusage, clock_gettime), the agent's own formatter and a static
+ * buffer: no malloc, no stdio, no lock. It is NOT reentrant: one writer at a time (an atomic
+ * flag); a second one waits at most 2 s in 1 ms sleeps and then gives up with -EBUSY, so a
+ * fatal signal on the very thread that is writing loses that write rather than deadlocking.
+ * It reads the sample tables without a lock: only call it while the sampler is stopped or
+ * from the sampler thread itself. */
 #ifndef WP_WRITER_H
 #define WP_WRITER_H
 

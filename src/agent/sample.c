@@ -1,0 +1,619 @@
+/* Taking samples, one tick at a time: which threads (wall mode: a random subset, running or
+ * blocked; cpu mode: those that used CPU since the last tick, in proportion to it), and for
+ * each the cheapest faithful way: its last stack again when it has not run, a copy from
+ * /proc's SP/PC when it is blocked in the kernel, the handshake (handshake.c) when it runs.
+ * The copies are unwound (unwind.c) after the threads run again, and counted (stacks.c).
+ * Pacing, the sampler thread's life, fork and the process's end are sampler.c's. Everything
+ * here runs on the sampler thread, under its tick lock. */
+#include "sample.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "../common/format.h"
+#include "clock.h"
+#include "handshake.h"
+#include "stacks.h"
+#include "stats.h"
+#include "threadmask.h"
+#include "threads.h"
+#include "unwind.h"
+
+/* Stack bytes copied while a thread is held. A thread whose root we have reached before gets
+ * exactly what it needs plus a little slack (its outermost frames, thread start, are the same
+ * in every sample, so the highest address an unwind needed rarely moves; when it does, the
+ * unwind comes out truncated and the next copy is the default); others get the default.
+ * Copying is the only work done inside the window besides the handshake itself. */
+#define STACK_DEFAULT (64u << 10)
+#define STACK_MAX (512u << 10)
+#define STACK_SLACK 512u
+/* A thread that did not answer is left alone for this long before we try again. */
+#define BACKOFF_NS (1000 * 1000000ull)
+/* cpu mode: at most this many thread CPU clocks read per tick (round robin beyond). */
+#define CPU_POLLS_PER_TICK 256
+
+
+static struct wp_config cfg;
+static uint64_t start_ns, interval_ns;
+/* Whose memory process_vm_readv reads: the sampler's own tid. The pid names the leader, and
+ * once main has ended (pthread_exit) the leader is a zombie without memory: every read would
+ * fail with ESRCH and every stack would be cut to its pc. */
+static pid_t mem_tid;
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+/* One stack copy per thread of a batch: all are copied while held, then unwound. */
+static uint8_t stack_bufs[WP_HS_BATCH][STACK_MAX];
+static uint64_t pcs[WP_AGENT_MAX_FRAMES];
+
+/* Threads that did not answer (they block our signal, or are stopped or traced) are left
+ * alone for BACKOFF_NS. Until when is kept in this small side table, keyed by the thread's
+ * entry (whose `flags` carry WP_THREAD_UNSAMPLEABLE meanwhile), not in the entry itself: few
+ * threads ever need it. When it is full, a random slot is reused. */
+struct backoff {
+	struct wp_athread *t;
+	uint64_t until;
+};
+static struct backoff backoffs[64];
+
+static uint64_t next_rand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static int backed_off(struct wp_athread *t, uint64_t now)
+{
+	for (size_t i = 0; i < sizeof(backoffs) / sizeof(backoffs[0]); i++)
+		if (backoffs[i].t == t) {
+			if (now < backoffs[i].until)
+				return 1;
+			backoffs[i].t = NULL;
+			t->flags &= ~WP_THREAD_UNSAMPLEABLE;
+		}
+	return 0;
+}
+
+static void back_off(struct wp_athread *t, uint64_t now)
+{
+	size_t victim = next_rand() % (sizeof(backoffs) / sizeof(backoffs[0]));
+	for (size_t i = 0; i < sizeof(backoffs) / sizeof(backoffs[0]); i++)
+		if (!backoffs[i].t || backoffs[i].t == t) {
+			victim = i;
+			break;
+		}
+	backoffs[victim] = (struct backoff){ t, now + BACKOFF_NS };
+}
+
+/* `tid`'s signal mask from /proc (outside any window); 0 when unreadable. */
+static uint64_t proc_sigblk(pid_t tid)
+{
+	char buf[2048];
+	if (wp_threads_read_proc(tid, "status", buf, sizeof(buf)) <= 0)
+		return 0;
+	char *p = strstr(buf, "SigBlk:");
+	return p ? strtoull(p + 7, NULL, 16) : 0;
+}
+
+/* Whether `tid` has the sampling signal blocked, from /proc (outside any window). */
+static int blocks_signal(pid_t tid)
+{
+	return (proc_sigblk(tid) >> (wp_handshake_signal() - 1)) & 1;
+}
+
+/* The mask to assume for `t` when it has published none (threadmask.h): a thread the agent
+ * did not see start (a raw clone(), one started before the agent), or one created a moment
+ * ago that has not run yet. Its mask can only have changed since by means the agent does not
+ * see (a raw system call), so one /proc read, on the first look, does. A thread that does
+ * publish is looked up in the table by the handshake, after its request is posted. */
+static uint64_t fallback_mask(struct wp_athread *t)
+{
+	uint64_t m;
+	if (wp_tmask_lookup(t->tid, &m))
+		return m;
+	if (!t->sigblk_read) {
+		t->sigblk_read = 1;
+		t->proc_sigblk = proc_sigblk(t->tid);
+	}
+	return t->proc_sigblk;
+}
+
+/* Whether `tid` is stopped (SIGSTOP) or traced, from /proc (outside any window): such a
+ * thread will not answer until someone resumes it, so it is left alone for a while. */
+static int stopped_or_traced(pid_t tid)
+{
+	char buf[512];
+	if (wp_threads_read_proc(tid, "stat", buf, sizeof(buf)) <= 0)
+		return 0;
+	char *p = strrchr(buf, ')'); /* the name may contain anything, but not after its ')' */
+	return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
+}
+
+/* Whether the interrupted thread was inside (or restarting) a system call: the instruction
+ * before pc is `syscall` and rax holds an interrupted-call code, or pc sits on a `syscall`
+ * the kernel rewound to restart. */
+static int was_in_syscall(const greg_t *g, const uint8_t code[4], int have_code)
+{
+	if (!have_code)
+		return 0;
+	long rax = (long)g[REG_RAX];
+	int after = code[0] == 0x0f && code[1] == 0x05;
+	int at = code[2] == 0x0f && code[3] == 0x05;
+	return (after && (rax == -EINTR || (rax <= -512 && rax >= -516))) || at;
+}
+
+/* Whether rax could say "in a system call" (see was_in_syscall): an interrupted call's error
+ * code, or a call number the kernel put back to restart it. Anything else spares reading the
+ * code bytes. */
+static int may_be_syscall(const greg_t *g)
+{
+	long rax = (long)g[REG_RAX];
+	long nr = rax & ~0x40000000L; /* x32 calls have bit 30 set */
+	return rax == -EINTR || (rax <= -512 && rax >= -516) || (nr >= 0 && nr < 1024);
+}
+
+/* How many sampling intervals a sample worth `weight_ns` stands for (at least one). */
+static uint32_t units_of(uint64_t weight_ns)
+{
+	uint64_t u = (weight_ns + interval_ns / 2) / interval_ns;
+	return u < 1 ? 1 : u > 100000 ? 100000 : (uint32_t)u;
+}
+
+static void miss(enum wp_miss why)
+{
+	wp_stats.missed[why]++;
+}
+
+static size_t copy_len_for(const struct wp_athread *t, uintptr_t sp)
+{
+	if (t->stack_top > sp && t->stack_top - sp + STACK_SLACK <= STACK_MAX)
+		return t->stack_top - sp + STACK_SLACK;
+	return STACK_DEFAULT;
+}
+
+/* Unwinds a copied thread state (after the thread runs again) and counts the stack. */
+static void record_copy(struct wp_athread *t, const greg_t *gregs, const uint8_t *stack,
+			size_t stack_len, uint32_t flags, uint64_t weight_ns, uint64_t now)
+{
+	struct wp_unwind_input in = { gregs, (uintptr_t)gregs[REG_RSP], stack, stack_len };
+	struct wp_unwind_result res;
+	uint64_t u0 = wp_now_ns();
+	wp_unwind(&in, pcs, WP_AGENT_MAX_FRAMES, &res);
+	wp_stats.unwind_ns += wp_now_ns() - u0;
+	if (res.truncated) {
+		flags |= WP_STACK_TRUNCATED;
+		wp_stats.truncated++;
+		t->stack_top = 0; /* copy the default next time */
+	} else if (res.max_sp > t->stack_top) {
+		t->stack_top = res.max_sp;
+	}
+	if (!wp_stacks_add(t, pcs, res.n, flags, units_of(weight_ns), weight_ns,
+			   (now - start_ns) / 1000)) {
+		miss(WP_MISS_MEMORY);
+		return;
+	}
+	wp_stats.samples++;
+	/* Its name, read when first sampled (not when listed: 10,000 idle threads would cost
+	 * 10,000 reads up front) and again later, as threads often name themselves once started. */
+	static const uint64_t reread_at[] = { 1, 16, 256 };
+	if (t->name_reads < 3 && t->samples >= reread_at[t->name_reads]) {
+		t->name_reads++;
+		wp_threads_reread_name(t);
+	}
+}
+
+/* A running thread to signal, and what was read while it was held. */
+struct job {
+	struct wp_athread *t;
+	uint64_t weight_ns;
+	greg_t gregs[NGREG];
+	uint8_t *stack;
+	size_t want;
+	ssize_t got;
+	uint64_t mask; /* its signal mask as known before the request (fallback_mask) */
+};
+static struct job jobs[WP_HS_BATCH];
+static size_t njobs;
+
+/* The window (called by the handshake while jobs[i]'s thread is held in its handler): copy
+ * its registers and stack. Nothing else: no allocation, no locks, no stdio, no /proc. */
+static void read_held(size_t i, const struct wp_capture *cap, void *arg)
+{
+	struct job *j = &((struct job *)arg)[i];
+	memcpy(j->gregs, cap->gregs, sizeof(j->gregs));
+	uintptr_t sp = (uintptr_t)j->gregs[REG_RSP];
+	j->want = copy_len_for(j->t, sp);
+	struct iovec local = { j->stack, j->want }, remote = { (void *)sp, j->want };
+	/* process_vm_readv on ourselves cannot fault: it stops at the first unmapped byte. */
+	j->got = process_vm_readv(mem_tid, &local, 1, &remote, 1, 0);
+}
+
+/* The code bytes around a pc (was the thread in a system call?), read after the thread runs
+ * again: code does not change with the thread's state, and each page a read pins costs the
+ * held thread ~1 us more inside the window. Returns 0 when unreadable. */
+static int read_code(uintptr_t pc, uint8_t code[4])
+{
+	struct iovec local = { code, 4 }, remote = { (void *)(pc - 2), 4 };
+	return process_vm_readv(mem_tid, &local, 1, &remote, 1, 0) == 4;
+}
+
+/* A thread that did not answer in time. */
+static void missed_answer(struct wp_athread *t, uint64_t weight_ns, uint64_t now)
+{
+	/* Outside the window again: /proc may be read now. */
+	if (blocks_signal(t->tid)) {
+		miss(WP_MISS_BLOCKED);
+		t->flags |= WP_THREAD_UNSAMPLEABLE;
+		back_off(t, now);
+	} else if (stopped_or_traced(t->tid)) {
+		miss(WP_MISS_TIMEOUT);
+		back_off(t, now);
+	} else {
+		/* A runnable thread still waiting for a CPU on a loaded machine. It has not run
+		 * since the signal was sent, so it is where its last sample left it as far as
+		 * anyone can tell: count that stack rather than drop the interval (wall mode),
+		 * and try again next tick. */
+		miss(WP_MISS_TIMEOUT);
+		if (cfg.mode == WP_MODE_WALL && t->last_stack) {
+			wp_stacks_again(t, t->last_stack, units_of(weight_ns), weight_ns,
+					(now - start_ns) / 1000);
+			wp_stats.samples++;
+			wp_stats.reused++;
+		}
+	}
+}
+
+/* After the batch: every thread runs again; unwind the copies and count them. */
+static void finish_job(struct job *j, const struct wp_hs_request *r, uint64_t now)
+{
+	struct wp_athread *t = j->t;
+	switch (r->result) {
+	case WP_HS_OK:
+		break;
+	case WP_HS_EXITED:
+		miss(WP_MISS_EXITED);
+		wp_threads_gone(t);
+		return;
+	case WP_HS_TIMEOUT:
+		missed_answer(t, j->weight_ns, now);
+		return;
+	case WP_HS_LATE:
+		miss(WP_MISS_LATE); /* it resumed on its own while read: the copy may be torn */
+		return;
+	case WP_HS_BLOCKED:
+		miss(WP_MISS_BLOCKED); /* it began blocking the signal as we asked: not sent */
+		return;
+	default:
+		miss(r->result == WP_HS_NOSLOT ? WP_MISS_NOSLOT : WP_MISS_ERROR);
+		return;
+	}
+	if (r->cpu_ns >= 0)
+		t->last_cpu_ns = r->cpu_ns; /* its clock as it left our handler */
+	if (r->window_ns)
+		wp_stats_window(r->window_ns);
+	t->held_ns = r->window_ns;
+	wp_stats.signalled++;
+	size_t stack_len = j->got > 0 ? (size_t)j->got : 0;
+	uint8_t code[4];
+	int have_code = may_be_syscall(j->gregs) && read_code((uintptr_t)j->gregs[REG_RIP], code);
+	uint32_t flags = was_in_syscall(j->gregs, code, have_code) ? WP_STACK_WAITING : 0;
+	record_copy(t, j->gregs, j->stack, stack_len, flags, j->weight_ns, now);
+}
+
+/* Signals the queued threads all at once (handshake.c serves them as they answer), then
+ * unwinds what was copied. */
+static void flush_jobs(uint64_t now)
+{
+	struct wp_hs_request reqs[WP_HS_BATCH];
+	for (size_t i = 0; i < njobs; i++) {
+		reqs[i].tid = jobs[i].t->tid;
+		reqs[i].fallback_mask = jobs[i].mask;
+	}
+	wp_handshake_batch(reqs, njobs, read_held, jobs);
+	/* ---- every thread runs again ---- */
+	for (size_t i = 0; i < njobs; i++) {
+		finish_job(&jobs[i], &reqs[i], now);
+		/* cpu mode: the thread spent the window spinning in our handler; that CPU is
+		 * ours, not the program's, so it earns no credit. Everything else it ran
+		 * meanwhile (while the sampler unwound, say) is the program's and is credited
+		 * at the next look. */
+		if (cfg.mode == WP_MODE_CPU)
+			jobs[i].t->poll_cpu_ns += (int64_t)jobs[i].t->held_ns;
+	}
+	njobs = 0;
+}
+
+/* Queues a running thread for the next batch, unless it blocks the signal: such a thread is
+ * never signalled (the signal would stay pending and reach the program: its signalfd, sigwait
+ * or sigpending), only sampled from /proc while blocked in the kernel. */
+static void sample_signalled(struct wp_athread *t, uint64_t weight_ns, uint64_t now)
+{
+	uint64_t mask = fallback_mask(t);
+	int sig = wp_handshake_signal();
+	if (sig > 0 && ((mask >> (sig - 1)) & 1)) {
+		miss(WP_MISS_BLOCKED);
+		return;
+	}
+	struct job *j = &jobs[njobs];
+	j->mask = mask;
+	j->t = t;
+	j->weight_ns = weight_ns;
+	j->stack = stack_bufs[njobs];
+	j->got = -1;
+	t->held_ns = 0;
+	if (++njobs == WP_HS_BATCH)
+		flush_jobs(now);
+}
+
+/* Reads the user SP and PC of a thread blocked in the kernel from
+ * /proc/self/task/TID/syscall ("NR a1..a6 SP PC", or "-1 SP PC" when blocked outside a call,
+ * or "running"). Returns 1 when blocked, 0 when running, -1 when unreadable. */
+static int read_blocked_regs(pid_t tid, uintptr_t *sp, uintptr_t *pc)
+{
+	char buf[256];
+	if (wp_threads_read_proc(tid, "syscall", buf, sizeof(buf)) <= 0)
+		return -1;
+	if (!strncmp(buf, "running", 7))
+		return 0;
+	char *p = buf, *end;
+	unsigned long long f[9];
+	int k = 0;
+	strtol(p, &end, 10);
+	for (p = end; k < 9; k++, p = end) {
+		f[k] = strtoull(p, &end, 16);
+		if (end == p)
+			break;
+	}
+	if (k < 2)
+		return -1;
+	*sp = (uintptr_t)f[k - 2];
+	*pc = (uintptr_t)f[k - 1];
+	return 1;
+}
+
+/* A thread blocked in the kernel is sampled without any signal: a signal would interrupt its
+ * call (EINTR for sleeps, polls and timed waits even with SA_RESTART). Its stack cannot change
+ * while it stays blocked, which its CPU clock confirms (unchanged from before the /proc read
+ * until after the copy). Returns 1 when sampled (or deliberately skipped), 0 when the thread
+ * is running and may be signalled. */
+static int sample_blocked(struct wp_athread *t, int64_t cpu_before, uint64_t weight_ns,
+			  uint64_t now)
+{
+	for (int attempt = 0; attempt < 3; attempt++) {
+		uintptr_t sp, pc;
+		int b = read_blocked_regs(t->tid, &sp, &pc);
+		if (b == 0)
+			return 0;
+		if (b < 0) {
+			miss(WP_MISS_ERROR);
+			return 1;
+		}
+		if (sp == 0) {
+			/* "-1 0x0 0x0": no user context, the thread has ended (the leader stays a
+			 * zombie until the process ends; threads.c stops listing it soon) */
+			miss(WP_MISS_EXITED);
+			return 1;
+		}
+		static greg_t gregs[NGREG];
+		memset(gregs, 0, sizeof(gregs));
+		gregs[REG_RSP] = (greg_t)sp;
+		gregs[REG_RIP] = (greg_t)pc;
+		size_t want = copy_len_for(t, sp);
+		/* no batch is in flight here: its first buffer is free */
+		struct iovec local = { stack_bufs[0], want }, remote = { (void *)sp, want };
+		ssize_t got = process_vm_readv(mem_tid, &local, 1, &remote, 1, 0);
+		int64_t cpu_after = wp_thread_cpu_ns(t->tid);
+		if (cpu_after < 0) {
+			miss(WP_MISS_EXITED);
+			wp_threads_gone(t);
+			return 1;
+		}
+		if (got > 0 && cpu_after == cpu_before) {
+			/* Registers other than SP and PC are unknown: frame-pointer code loses the
+			 * frames above its first rbp-based frame (recorded, flagged truncated). */
+			wp_stats.unsignalled++;
+			record_copy(t, gregs, stack_bufs[0], (size_t)got, WP_STACK_WAITING, weight_ns,
+				    now);
+			return 1;
+		}
+		cpu_before = cpu_after; /* it woke up meanwhile: look again */
+	}
+	/* Busy waking and sleeping: not worth a signal that could interrupt its next call. */
+	miss(WP_MISS_MOVING);
+	return 1;
+}
+
+/* Whether a thread is on a CPU right now: its CPU clock moved since `cpu_before`, read a
+ * moment ago (a system call's worth of time; a blocked or preempted thread's clock stands
+ * still). Such a thread is signalled straight away, sparing a /proc read (10-40 us in the
+ * kernel) per running thread; the others are looked up in /proc first. */
+static int on_cpu_now(struct wp_athread *t, int64_t cpu_before)
+{
+	return wp_thread_cpu_ns(t->tid) > cpu_before;
+}
+
+/* Wall mode: a thread whose CPU clock has not moved since its last sample is exactly where
+ * it was: count that stack again, as waiting, without signalling it. Returns 1 if done. */
+static int sample_unmoved(struct wp_athread *t, uint64_t weight_ns, uint64_t now)
+{
+	int64_t cpu = wp_thread_cpu_ns(t->tid);
+	if (cpu < 0) {
+		miss(WP_MISS_EXITED);
+		wp_threads_gone(t);
+		return 1;
+	}
+	struct wp_stack_entry *last = t->last_stack;
+	int unmoved = last && cpu == t->last_cpu_ns;
+	t->last_cpu_ns = cpu;
+	if (!unmoved)
+		return 0;
+	uint64_t rel_us = (now - start_ns) / 1000;
+	if (last->flags & WP_STACK_WAITING) {
+		wp_stacks_again(t, last, units_of(weight_ns), weight_ns, rel_us);
+	} else if (!wp_stacks_add(t, last->pcs, last->nframes, last->flags | WP_STACK_WAITING,
+				  units_of(weight_ns), weight_ns, rel_us)) {
+		miss(WP_MISS_MEMORY);
+		return 1;
+	}
+	wp_stats.samples++;
+	wp_stats.reused++;
+	return 1;
+}
+
+/* Wall mode: the first look at a blocked thread costs ~50 us (two /proc reads, its syscall
+ * file and its name, then a cold stack copy and unwind); later looks at an idle thread cost
+ * one CPU-clock read. With thousands of idle threads those first looks would keep the sampler
+ * busy for seconds, so they are rationed, in the sampler's CPU time: 1% of one core on
+ * average (the rest of a tick costs about as much), with a 50 ms allowance up front (about
+ * 1,000 threads' worth, so most programs never notice). A chosen thread over the ration is
+ * counted as missed ("rationed") and gets its turn at a later tick. */
+#define FIRST_LOOK_SHARE 100 /* 1/100 = 1% */
+#define FIRST_LOOK_BURST_NS (50 * 1000000ll)
+static int64_t first_look_tokens = FIRST_LOOK_BURST_NS;
+static uint64_t first_look_refilled;
+
+static int first_look_allowed(uint64_t now)
+{
+	/* WALLPROF_TEST=tight-ration: 0.1% and a 100 µs allowance, so a test sees it bite */
+	uint64_t share = cfg.test_tight_ration ? 10 * FIRST_LOOK_SHARE : FIRST_LOOK_SHARE;
+	int64_t burst = cfg.test_tight_ration ? 100000 : FIRST_LOOK_BURST_NS;
+	if (first_look_refilled && now > first_look_refilled)
+		first_look_tokens += (int64_t)((now - first_look_refilled) / share);
+	first_look_refilled = now;
+	if (first_look_tokens > burst)
+		first_look_tokens = burst;
+	return first_look_tokens > 0;
+}
+
+/* The /proc look at a thread not on a CPU, rationed when it is the thread's first. Returns 1
+ * when done with the thread (sampled, or missed), 0 when it is running after all. */
+static int look_blocked(struct wp_athread *t, uint64_t weight_ns, uint64_t now)
+{
+	if (t->last_stack)
+		return sample_blocked(t, t->last_cpu_ns, weight_ns, now);
+	if (!first_look_allowed(now)) {
+		miss(WP_MISS_RATIONED);
+		return 1;
+	}
+	uint64_t c0 = wp_self_cpu_ns();
+	int done = sample_blocked(t, t->last_cpu_ns, weight_ns, now);
+	first_look_tokens -= (int64_t)(wp_self_cpu_ns() - c0);
+	return done;
+}
+
+static void tick_wall(uint64_t now)
+{
+	size_t n;
+	struct wp_athread **live = wp_threads_live(&n);
+	if (!n)
+		return;
+	size_t k = cfg.threads == 0 || (size_t)cfg.threads > n ? n : (size_t)cfg.threads;
+	/* Each sample stands for the wall time since the previous tick (the interval, or more
+	 * when this tick came late on a busy machine), times n / k for the threads not chosen. */
+	static uint64_t prev_tick;
+	uint64_t since = prev_tick && now > prev_tick ? now - prev_tick : interval_ns;
+	prev_tick = now;
+	if (since > 100 * interval_ns)
+		since = 100 * interval_ns; /* e.g. the machine was suspended: do not invent time */
+	uint64_t weight = since * n / k;
+	for (size_t i = 0; i < k; i++) {
+		/* Partial Fisher-Yates: live[i] becomes a uniformly chosen remaining thread. */
+		size_t j = i + next_rand() % (n - i);
+		struct wp_athread *t = live[j];
+		live[j] = live[i];
+		live[i] = t;
+		if (!t->alive || backed_off(t, now) || wp_threads_is_excluded(t->tid))
+			continue;
+		if (!cfg.test_signal_all) {
+			if (sample_unmoved(t, weight, now))
+				continue;
+			if (!on_cpu_now(t, t->last_cpu_ns) && look_blocked(t, weight, now))
+				continue;
+		}
+		sample_signalled(t, weight, now);
+	}
+	flush_jobs(now);
+}
+
+
+static void tick_cpu(uint64_t now)
+{
+	static size_t cursor;
+	size_t n;
+	struct wp_athread **live = wp_threads_live(&n);
+	size_t polls = n < CPU_POLLS_PER_TICK ? n : CPU_POLLS_PER_TICK;
+	for (size_t i = 0; i < polls; i++) {
+		struct wp_athread *t = live[(cursor + i) % n];
+		if (!t->alive || wp_threads_is_excluded(t->tid))
+			continue;
+		int64_t cpu = wp_thread_cpu_ns(t->tid);
+		if (cpu < 0) {
+			wp_threads_gone(t);
+			continue;
+		}
+		int64_t ran = t->poll_cpu_ns < 0 ? 0 : cpu - t->poll_cpu_ns;
+		t->poll_cpu_ns = cpu;
+		if (ran <= 0)
+			continue; /* asleep since the last look: a cpu profile gives it nothing */
+		t->credit_ns += (uint64_t)ran;
+		if (t->credit_ns < interval_ns || backed_off(t, now))
+			continue;
+		/* One sample pays out whole intervals of CPU time it stands for, but keeps one in
+		 * hand when it could pay two or more: tick jitter (+-1/8 interval) would otherwise
+		 * make a thread that runs one interval per tick earn two at one tick and none at
+		 * the next, and be captured at fewer ticks than it ran through. The bank stays
+		 * below two intervals, so no CPU time goes uncounted for long. */
+		uint64_t whole = t->credit_ns / interval_ns;
+		uint64_t weight = (whole >= 2 ? whole - 1 : whole) * interval_ns;
+		t->credit_ns -= weight;
+		/* It ran during the last tick but may have just blocked: then take it from /proc
+		 * rather than interrupt its call. */
+		if (on_cpu_now(t, cpu) || !sample_blocked(t, cpu, weight, now))
+			sample_signalled(t, weight, now);
+	}
+	flush_jobs(now);
+	cursor = n ? (cursor + polls) % n : 0;
+}
+
+
+void wp_sample_begin(const struct wp_config *c, uint64_t run_start_ns, uint64_t every_ns)
+{
+	cfg = *c;
+	start_ns = run_start_ns;
+	interval_ns = every_ns;
+}
+
+void wp_sample_set_mem_tid(pid_t tid)
+{
+	mem_tid = tid;
+}
+
+void wp_sample_seed(uint64_t seed)
+{
+	rng ^= seed;
+}
+
+uint64_t wp_sample_rand(void)
+{
+	return next_rand();
+}
+
+void wp_sample_tick(uint64_t now)
+{
+	if (cfg.mode == WP_MODE_CPU)
+		tick_cpu(now);
+	else
+		tick_wall(now);
+}
+
+void wp_sample_forget(void)
+{
+	memset(backoffs, 0, sizeof(backoffs));
+	first_look_tokens = FIRST_LOOK_BURST_NS;
+	first_look_refilled = 0;
+}

@@ -1,0 +1,23 @@
+/* Taking samples (sample.c): what the sampler's loop (sampler.c) does at each tick. Sampler
+ * thread only. */
+#ifndef WP_SAMPLE_H
+#define WP_SAMPLE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "config.h"
+
+/* The run's settings, its start and the interval between ticks (both CLOCK_MONOTONIC ns). */
+void wp_sample_begin(const struct wp_config *cfg, uint64_t run_start_ns, uint64_t every_ns);
+/* Whose memory stacks are copied from (the sampler's own tid: the leader may end first). */
+void wp_sample_set_mem_tid(pid_t tid);
+/* The random choices (wall mode's subset, the tick's jitter): seed and draw. */
+void wp_sample_seed(uint64_t seed);
+uint64_t wp_sample_rand(void);
+/* One tick: choose, hold, copy, unwind, count. */
+void wp_sample_tick(uint64_t now);
+/* Forgets per-thread back-offs and the first-look ration (a new profile, a fork child). */
+void wp_sample_forget(void);
+
+#endif

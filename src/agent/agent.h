@@ -1,4 +1,6 @@
-/* The agent's life (agent.c), as the rest of the agent sees it. */
+/* The agent's life (agent.c), as the rest of the agent sees it.
+ * Not async-signal-safe: these stop the sampler (joins, bounded waits) and may write files.
+ * wp_agent_meta is (it returns a static buffer built at start). */
 #ifndef WP_AGENT_H
 #define WP_AGENT_H
 

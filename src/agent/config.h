@@ -1,6 +1,8 @@
 /* The agent's settings, read from the environment once, in the constructor. A bad value
  * disables the agent: one line on stderr names the variable and what it accepts, and the
  * program runs exactly as it would without wallprof. */
+/* Not async-signal-safe (getenv, the constructor's work); wp_config_out_path is (it only
+ * formats into the caller's buffer). */
 #ifndef WP_CONFIG_H
 #define WP_CONFIG_H
 

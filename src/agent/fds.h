@@ -13,6 +13,9 @@
  * Where unshare(CLONE_FILES) is refused (a seccomp policy), the agent falls back to holding
  * its few long-lived descriptors in the program's table on high numbers, close-on-exec, and
  * checks each one is still the file it opened before using it (wp_fds_still_ours). */
+/* Async-signal-safety: wp_fds_identify, wp_fds_still_ours, wp_fds_on_private_table and
+ * wp_fds_private are (fstat and atomics). wp_fds_go_private, wp_fds_hide and the pipe2
+ * interposer are not meant for handlers (sampler set-up, opening descriptors). */
 #ifndef WP_FDS_H
 #define WP_FDS_H
 

@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 /* Once, first thing in the constructor (before the settings are read: their complaints are
- * lines too). Notes the stderr the process starts with, whether the command started it, and
+ * lines too). Not async-signal-safe (it reads the parent's environment from /proc). Notes the stderr the process starts with, whether the command started it, and
  * the command's channel when this process is the one the command ran. */
 void wp_log_init(char *(*getenv_fn)(const char *));
 
@@ -40,6 +40,7 @@ size_t wp_format(char *buf, size_t cap, const char *fmt, ...) __attribute__((for
  * table (-1 when there is none), and the hand-over once it has: the program's copy is closed,
  * so the program never sees it and its children do not inherit it. */
 int wp_log_channel_fd(void);
+/* Not async-signal-safe: the constructor's, once. */
 void wp_log_channel_handover(int private_table);
 /* Sends one line (progress) to the command; on the sampler thread only. Non-blocking. */
 void wp_log_channel_write(const char *line, size_t n);

@@ -1,5 +1,6 @@
 /* Taking samples (sample.c): what the sampler's loop (sampler.c) does at each tick. Sampler
- * thread only. */
+ * thread only, under its tick lock; not async-signal-safe (a tick allocates, reads /proc and
+ * unwinds, all outside the windows in which a thread is held; handshake.c is the window). */
 #ifndef WP_SAMPLE_H
 #define WP_SAMPLE_H
 

@@ -2,6 +2,8 @@
  * sample.c's), does the work other threads hand it (profile writes, on its own descriptor
  * table), keeps fork from catching it mid-tick, notices when the program's last thread has
  * ended and has the process end as glibc would, and stops. */
+/* Async-signal-safety: only wp_sampler_stop_async and wp_sampler_leader_leaving are (futex
+ * waits and atomics); everything else takes the tick lock, joins or allocates. */
 #ifndef WP_SAMPLER_H
 #define WP_SAMPLER_H
 

@@ -1273,8 +1273,8 @@ CALL_ROWS = {
               "sharing its table: unprofiled the program has one thread, under the agent the "
               "parked wallprof-exit thread shares the table"),
     "write_shared": ("the same, with an idle second thread of the program's own",
-                     "the control: both ways the table is shared, so the ratio is the "
-                     "interposer's own cost"),
+                     "the control: both ways the table is shared, so the ratio is "
+                     "mostly the interposer's own cost"),
     "thread": ("pthread_create + pthread_join, empty thread",
                "the interposed pthread_create (its trampoline publishes the child's mask, "
                "threadstart.c), and the sampler finding the new thread"),

@@ -144,7 +144,8 @@ struct wp_symbolizer *wp_symbolizer_new(const struct wp_profile *p)
 						    .flags = pm->flags, .order = (uint32_t)i,
 						    .obj = o, .base = sym_basename(o->path) };
 	}
-	qsort(s->mods, s->nmods, sizeof(*s->mods), cmp_mod);
+	if (s->nmods) /* qsort's array must not be NULL, even empty (a profile without modules) */
+		qsort(s->mods, s->nmods, sizeof(*s->mods), cmp_mod);
 	wp_ranges_index(s->mods, s->nmods, sizeof(*s->mods));
 	return s;
 fail:

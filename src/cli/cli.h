@@ -97,8 +97,10 @@ int wp_report_after_run(const struct wp_opts *opts, const char *path);
 /* Loads a profile, builds its model with the options' filter, then writes the report in
  * opts->format to `out`. Returns the process exit code (0, or 1 with a message printed). */
 int wp_report_file(const struct wp_opts *opts, const char *path, FILE *out);
-/* The same for a model already built (with wp_opts_filter(opts)). */
-int wp_report(const struct wp_opts *opts, const struct wp_resolved *r, FILE *out);
+/* The same for a model already built (with wp_opts_filter(opts)); `run`: the processes of
+ * its run (model/run.h), for the text header, or NULL. */
+int wp_report(const struct wp_opts *opts, const struct wp_resolved *r, const struct wp_run *run,
+	      FILE *out);
 
 /* The reports: each formats the model `r` (filtered already) and the figures `s` computed
  * from it, and computes nothing of its own. Each returns 0 or -1 (write error). */

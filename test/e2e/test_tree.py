@@ -3,6 +3,7 @@ child (which forks a grandchild) and a child that execs; each process appends it
 parent and CPU time to the truth file, and the profiles are compared with it."""
 
 import os
+import re
 
 import wplib as wp
 
@@ -65,6 +66,47 @@ def check_meta(t, name, truth, profs, main_file, same_run_roles):
             t.eq(by_pid[pid].meta.get("run"), run, "%s: the %s shares the root's run" % (name, role))
 
 
+def run_rows(text):
+    """The header's table of the run's processes: {pid: (ppid, file)}."""
+    rows = {}
+    for line in text.splitlines():
+        m = re.match(r"^\[RUN\]\s+(\d+)\s+(\d+)\s+\S+.*\s(\S+\.prof)( \(this\))?:", line)
+        if m:
+            rows.setdefault(int(m.group(1)), []).append((int(m.group(2)), m.group(3)))
+    return rows
+
+
+def check_listing(t, d, main_file, truth):
+    """The main file's text report lists every process of the run; a damaged file named like
+    a sibling gets one line on stderr and the rest is still listed."""
+    r = wp.wallprof(["--report", main_file])
+    rows = run_rows(r.stdout)
+    t.eq(r.returncode, 0, "listing: the report of the main file succeeds", r.stderr[-500:])
+    for pid, (ppid, _cpu, role) in truth.items():
+        got = rows.get(pid, [])
+        t.check(any(pp == ppid for pp, _f in got),
+                "listing: the header lists the %s (pid %d, parent %d)" % (role, pid, ppid),
+                r.stdout[:2000])
+    t.check(("%d profiles in this run" % len(truth)) in r.stdout,
+            "listing: the header counts the run's profiles", r.stdout[:1500])
+    bad = os.path.join(d, "tree.99999.prof")
+    with open(bad, "wb") as f:
+        f.write(b"WALLPROF\x01\x00\x00\x00garbage")
+    foreign = os.path.join(d, "tree.99998.prof")
+    with open(foreign, "w") as f:
+        f.write("not a profile at all\n")
+    r = wp.wallprof(["--report", main_file])
+    lines = [l for l in r.stderr.splitlines() if "tree.9999" in l]
+    t.eq(r.returncode, 0, "damaged siblings: the report still succeeds", r.stderr[-500:])
+    t.eq(len(lines), 2, "damaged siblings: one line each on stderr", r.stderr[-800:])
+    t.eq(sorted(run_rows(r.stdout)), sorted(truth),
+         "damaged siblings: every readable process is still listed", r.stdout[:1500])
+    t.check("2 files of this run could not be read" in r.stdout,
+            "damaged siblings: the header says how many were left out", r.stdout[:1500])
+    os.unlink(bad)
+    os.unlink(foreign)
+
+
 def main(t):
     # Under the command every process of the tree, exec'd ones included, has the same run.
     d, main_file, truth, profs = run_tree("tree-cmd")
@@ -73,6 +115,7 @@ def main(t):
     check_meta(t, "cmd", truth, profs, main_file, {"root", "child", "grandchild", "exec-child"})
     runs = {p.meta.get("run") for p in profs.values()}
     t.eq(len(runs), 1, "cmd: one run id over all %d files" % len(profs), str(runs))
+    check_listing(t, d, main_file, truth)
 
     # Bare LD_PRELOAD: no environment is changed, so fork children share the root's run (the
     # agent's memory), and an exec'd program starts a run of its own.

@@ -27,7 +27,8 @@ static report_fn *const reports[] = {
 	[WP_FMT_SPEEDSCOPE] = wp_report_speedscope,
 };
 
-int wp_report(const struct wp_opts *o, const struct wp_resolved *r, FILE *out)
+int wp_report(const struct wp_opts *o, const struct wp_resolved *r, const struct wp_run *run,
+	      FILE *out)
 {
 	if (r->filter.thread && !r->nthreads) {
 		fprintf(stderr, "wallprof: no thread named or numbered '%s' in this profile; "
@@ -36,6 +37,7 @@ int wp_report(const struct wp_opts *o, const struct wp_resolved *r, FILE *out)
 	}
 	struct wp_summary s;
 	wp_summarize(r->p, r, &s);
+	s.run = run && (run->n > 1 || run->skipped) ? run : NULL;
 	int rc = -1;
 	if ((size_t)o->format < sizeof(reports) / sizeof(reports[0]) && reports[o->format])
 		rc = reports[o->format](o, r, &s, out);
@@ -55,14 +57,22 @@ int wp_report_file(const struct wp_opts *o, const char *path, FILE *out)
 		fprintf(stderr, "wallprof: %s: %s\n", path, err);
 		return 1;
 	}
-	struct wp_filter f = wp_opts_filter(o);
-	struct wp_resolved *r = wp_resolve(p, &f);
-	if (!r) {
+	/* the other processes of its run, for the header (their samples are in their files) */
+	struct wp_run run;
+	if (wp_run_find(path, p, stderr, &run) != 0) {
 		wp_profile_free(p);
 		return 1;
 	}
-	int rc = wp_report(o, r, out);
+	struct wp_filter f = wp_opts_filter(o);
+	struct wp_resolved *r = wp_resolve(p, &f);
+	if (!r) {
+		wp_run_free(&run);
+		wp_profile_free(p);
+		return 1;
+	}
+	int rc = wp_report(o, r, &run, out);
 	wp_resolved_free(r);
+	wp_run_free(&run);
 	wp_profile_free(p);
 	return rc;
 }

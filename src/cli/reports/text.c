@@ -203,6 +203,50 @@ static void exit_line(struct text *t, char *buf, size_t cap)
 	}
 }
 
+/* The other processes of the run (a fork child, an exec'd image, a program it started):
+ * listed, so that their time is not missed; their samples are in their own files. */
+static void processes(struct text *t)
+{
+	const struct wp_run *run = t->s->run;
+	if (!run)
+		return;
+	const char *self = "";
+	for (size_t i = 0; i < run->n; i++)
+		if (run->procs[i].is_main)
+			self = run->procs[i].file;
+	fprintf(t->out, "[RUN]     %zu profiles in this run (each process, each image before an "
+			"exec); this report is\n          of %s only: `wallprof --report FILE` "
+			"reports another\n", run->n, self);
+	fprintf(t->out, "[RUN]     %7s %7s %-10s %9s %9s %8s  %s\n", "pid", "parent", "ended",
+		"wall", "CPU", "samples", "file: command");
+	for (size_t i = 0; i < run->n; i++) {
+		const struct wp_run_proc *rp = &run->procs[i];
+		char pid[24], ppid[24], line[WIDTH * 2 + 1], b[WIDTH * 2];
+		snprintf(pid, sizeof(pid), "%ld", rp->pid);
+		snprintf(ppid, sizeof(ppid), "%ld", rp->ppid);
+		if (rp->pid < 0)
+			strcpy(pid, "?");
+		if (rp->ppid < 0)
+			strcpy(ppid, "?");
+		/* the program's name without its directory: the arguments tell processes apart */
+		const char *cmd = rp->command, *sp = strchr(cmd, ' '), *sl = strrchr(cmd, '/');
+		if (sl && (!sp || sl < sp))
+			cmd = sl + 1;
+		else if (sp && cmd[0] == '/')
+			for (const char *c = cmd; c < sp; c++)
+				if (*c == '/')
+					cmd = c + 1;
+		snprintf(line, sizeof(line), "%s%s: %s", rp->file, rp->is_main ? " (this)" : "",
+			 *cmd ? cmd : "(command unknown)");
+		fprintf(t->out, "[RUN]     %7s %7s %-10s %9s %9s %8s  %s\n", pid, ppid, rp->end,
+			wp_dur(rp->wall_ns), wp_dur(rp->cpu_ns), wp_num(rp->samples),
+			fit_head(line, WIDTH - 68, b, sizeof(b)));
+	}
+	if (run->skipped)
+		fprintf(t->out, "[WARNING] %zu file%s of this run could not be read (said on standard "
+				"error)\n", run->skipped, run->skipped == 1 ? "" : "s");
+}
+
 static void header(struct text *t)
 {
 	const struct wp_profile *p = t->p;
@@ -228,6 +272,7 @@ static void header(struct text *t)
 			wp_dur(user + sys), wp_dur(user), wp_dur(sys));
 		fprintf(t->out, ": %.2f cores busy\n", (double)(user + sys) / (double)duration);
 	}
+	processes(t);
 	if (!mode || !strcmp(mode, "wall")) {
 		long long per = wp_profile_meta_ll(p, "threads_per_tick", -1);
 		if (per > 0)

@@ -46,15 +46,18 @@ static uint64_t meta_u(const struct wp_profile *p, const char *key)
 }
 
 /* What the header says of one process, from its META. */
-static int describe(const struct wp_profile *p, const char *file, int is_main,
+static int describe(const struct wp_profile *p, const char *path, int is_main,
 		    struct wp_run_proc *rp)
 {
 	memset(rp, 0, sizeof(*rp));
 	const char *cmd = wp_profile_meta(p, "command");
-	rp->file = strdup(file);
+	const char *slash = strrchr(path, '/');
+	rp->file = strdup(slash ? slash + 1 : path);
+	rp->path = strdup(path);
 	rp->command = strdup(cmd ? cmd : "");
-	if (!rp->file || !rp->command) {
+	if (!rp->file || !rp->path || !rp->command) {
 		free(rp->file);
+		free(rp->path);
 		free(rp->command);
 		return -1;
 	}
@@ -124,7 +127,7 @@ static int scan(const char *dir, const char *stem, const char *ext, const char *
 		}
 		const char *rid = wp_profile_meta(p, "run");
 		if (rid && !strcmp(rid, id)) {
-			if (add(run, cap) || describe(p, e->d_name, 0, &run->procs[run->n]))
+			if (add(run, cap) || describe(p, path, 0, &run->procs[run->n]))
 				rc = -1;
 			else
 				run->n++;
@@ -142,7 +145,7 @@ int wp_run_find(const char *main_path, const struct wp_profile *main, FILE *warn
 	size_t cap = 0;
 	const char *slash = strrchr(main_path, '/');
 	const char *base = slash ? slash + 1 : main_path;
-	if (add(run, &cap) || describe(main, base, 1, &run->procs[0]))
+	if (add(run, &cap) || describe(main, main_path, 1, &run->procs[0]))
 		goto oom;
 	run->n = 1;
 	const char *id = wp_profile_meta(main, "run");
@@ -166,10 +169,30 @@ oom:
 	return -1;
 }
 
+int wp_run_of(const struct wp_profile *const *ps, const char *const *paths, size_t n,
+	      size_t skipped, struct wp_run *run)
+{
+	memset(run, 0, sizeof(*run));
+	run->procs = calloc(n ? n : 1, sizeof(*run->procs));
+	if (!run->procs)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (describe(ps[i], paths[i], 0, &run->procs[i])) {
+			wp_run_free(run);
+			return -1;
+		}
+		run->n++;
+	}
+	run->skipped = skipped;
+	run->merged = 1;
+	return 0;
+}
+
 void wp_run_free(struct wp_run *run)
 {
 	for (size_t i = 0; i < run->n; i++) {
 		free(run->procs[i].file);
+		free(run->procs[i].path);
 		free(run->procs[i].command);
 	}
 	free(run->procs);

@@ -18,6 +18,7 @@
 
 struct wp_run_proc {
 	char *file;          /* the file's name, without its directory */
+	char *path;          /* the file as found (directory and name) */
 	long pid, ppid;      /* -1 when unknown */
 	char *command;       /* "" when unknown */
 	char end[32];        /* "exec'd", "signal 11" (died of it), "checkpoint" (the last one
@@ -30,12 +31,18 @@ struct wp_run {
 	struct wp_run_proc *procs; /* the main file's process too; by start time, then pid */
 	size_t n;
 	size_t skipped;      /* sibling files that could not be read */
+	int merged;          /* the report's samples are of every process listed (wp_run_of) */
 };
 
 /* Fills `run` with the processes of the run `main` (read from main_path) belongs to. Returns
  * 0 (run->n is 1 when the file has no siblings), or -1 when out of memory. */
 int wp_run_find(const char *main_path, const struct wp_profile *main, FILE *warn,
 		struct wp_run *run);
+/* Fills `run` with the processes of the profiles ps[0..n) read from paths[0..n), in that
+ * order, for a report over all of them (merged); `skipped`: files that could not be read.
+ * Returns 0, or -1 when out of memory. */
+int wp_run_of(const struct wp_profile *const *ps, const char *const *paths, size_t n,
+	      size_t skipped, struct wp_run *run);
 void wp_run_free(struct wp_run *run);
 
 #endif

@@ -37,7 +37,8 @@ def run_tree(name, preloaded=False):
         env["WP_TRUTH"] = truth_path
         r = wp.run([wp.target("tree_burn")], env=env)
     else:
-        r = wp.record([wp.target("tree_burn")], main_file, mode="cpu",
+        # 1000 Hz and twice the work: enough samples for a 2-point comparison
+        r = wp.record([wp.target("tree_burn"), "2"], main_file, mode="cpu", hz=1000,
                       env={"WP_TRUTH": truth_path}, fmt="text")
     wp.check(r.returncode == 0, "%s: the tree ran" % name, r.stderr[-800:])
     truth = read_tree_truth(truth_path)
@@ -107,6 +108,103 @@ def check_listing(t, d, main_file, truth):
     os.unlink(foreign)
 
 
+def folded_roots(text):
+    """Folded output with --per-process: {pid: samples} and the set of (pid, thread root)."""
+    per, threads = {}, set()
+    for line in text.splitlines():
+        stack, _, n = line.rpartition(" ")
+        frames = stack.split(";")
+        m = re.match(r"^\[(.*) pid=(\d+)\]$", frames[0])
+        if not m:
+            return None, None
+        pid = int(m.group(2))
+        per[pid] = per.get(pid, 0) + int(n)
+        if len(frames) > 1 and re.match(r"^\[.* tid=\d+\]$", frames[1]):
+            threads.add((pid, frames[1]))
+    return per, threads
+
+
+def stats_samples(text):
+    m = re.search(r"\[STATS\]\s+samples: ([\d,]+) from", text)
+    return int(m.group(1).replace(",", "")) if m else -1
+
+
+def check_merged(t, d, main_file, truth, profs):
+    """--report over every process of the run: one model, each sample once, shares as the
+    processes' own CPU shares."""
+    file_total = sum(p.samples() for p in profs.values())
+    r = wp.wallprof(["--report", main_file, "--whole-run"])
+    t.eq(r.returncode, 0, "merged: --whole-run reports", r.stderr[-500:])
+    t.eq(stats_samples(r.stdout), file_total,
+         "merged: the samples of every file, each once (sum over files == merged total)")
+    t.check("all in this report" in r.stdout and "PROCESSES" in r.stdout and
+            re.search(r"function .* process\n", r.stdout),
+            "merged: header table, process column and PROCESSES section", r.stdout[:3000])
+    r2 = wp.wallprof(["--report", d])
+    t.eq(stats_samples(r2.stdout), file_total, "merged: a directory gives the same total",
+         r2.stderr[-500:])
+    r3 = wp.wallprof(["--report"] + sorted(profs) + [main_file])
+    t.eq(stats_samples(r3.stdout), file_total,
+         "merged: several files, one given twice, count each sample once", r3.stderr[-500:])
+
+    r = wp.wallprof(["--report", main_file, "--whole-run", "-f", "folded", "--per-process"])
+    per, _ = folded_roots(r.stdout)
+    t.check(per is not None, "folded --per-process: every line has a [program pid=N] root",
+            r.stdout[:1000])
+    per = per or {}
+    # the images of one pid are one process: the truth's pids are the processes
+    got_total = sum(per.values())
+    cpu_total = sum(v[1] for v in truth.values())
+    for pid, (_ppid, cpu, role) in sorted(truth.items()):
+        share = 100.0 * per.get(pid, 0) / got_total if got_total else 0
+        want = 100.0 * cpu / cpu_total
+        t.near(share, want, 2.0, "cpu mode: the %s's share of the merged profile (%.1f%%) is "
+               "its own CPU share (%.1f%%) within 2 points" % (role, share, want))
+    by_pid = {}
+    for p in profs.values():
+        pid = int(p.meta["pid"])
+        by_pid[pid] = by_pid.get(pid, 0) + p.samples()
+    t.eq(per, {k: v for k, v in by_pid.items() if v},
+         "folded --per-process: each pid's samples are its files' samples")
+    r = wp.wallprof(["--report", main_file, "--whole-run", "-f", "folded", "--per-process",
+                     "--per-thread"])
+    _, threads = folded_roots(r.stdout)
+    t.check(threads and {pid for pid, _ in threads} == set(per),
+            "folded --per-process --per-thread: thread roots under each process root",
+            r.stdout[:1000])
+
+    for pid, (_ppid, _cpu, role) in truth.items():
+        fn = {"root": "burn_root", "child": "burn_child", "grandchild": "burn_grandchild",
+              "exec-child": "burn_exec_child"}[role]
+        r = wp.wallprof(["--report", main_file, "--whole-run", "-f", "folded",
+                         "--process=%d" % pid])
+        stacks = wp.parse_folded(r.stdout)
+        total = sum(stacks.values())
+        mine = sum(n for k, n in stacks.items() if fn in k)
+        t.eq(total, by_pid.get(pid, 0), "--process=%d: only the %s's samples" % (pid, role),
+             r.stderr[-300:])
+        t.check(total and mine >= 0.8 * total,
+                "--process=%d: its samples are in %s (%d of %d)" % (pid, fn, mine, total))
+    r = wp.wallprof(["--report", main_file, "--whole-run", "--process=nosuchprogram"])
+    t.check(r.returncode != 0 and "nosuchprogram" in r.stderr,
+            "--process with no such process says so", r.stderr[-300:])
+
+    # a damaged sibling: one line, the rest merged
+    bad = os.path.join(d, "tree.99999.prof")
+    with open(bad, "wb") as f:
+        f.write(b"WALLPROF\x01\x00\x00\x00\x10\x00\x00\x00garbage")
+    r = wp.wallprof(["--report", main_file, "--whole-run"])
+    os.unlink(bad)
+    lines = [l for l in r.stderr.splitlines() if "tree.99999" in l]
+    t.eq((r.returncode, len(lines)), (0, 1), "merged, damaged sibling: one line, a report",
+         r.stderr[-500:])
+    t.eq(stats_samples(r.stdout), file_total, "merged, damaged sibling: the rest is all there")
+
+    r = wp.wallprof(["--report", main_file, "--whole-run", "-f", "pprof", "-o",
+                     os.path.join(d, "x.pb.gz")])
+    t.check(r.returncode != 0, "pprof of several processes: refused for now, not wrong")
+
+
 def main(t):
     # Under the command every process of the tree, exec'd ones included, has the same run.
     d, main_file, truth, profs = run_tree("tree-cmd")
@@ -116,6 +214,7 @@ def main(t):
     runs = {p.meta.get("run") for p in profs.values()}
     t.eq(len(runs), 1, "cmd: one run id over all %d files" % len(profs), str(runs))
     check_listing(t, d, main_file, truth)
+    check_merged(t, d, main_file, truth, profs)
 
     # Bare LD_PRELOAD: no environment is changed, so fork children share the root's run (the
     # agent's memory), and an exec'd program starts a run of its own.

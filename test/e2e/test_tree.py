@@ -4,6 +4,7 @@ parent and CPU time to the truth file, and the profiles are compared with it."""
 
 import os
 import re
+import shutil
 
 import wplib as wp
 
@@ -200,9 +201,31 @@ def check_merged(t, d, main_file, truth, profs):
          r.stderr[-500:])
     t.eq(stats_samples(r.stdout), file_total, "merged, damaged sibling: the rest is all there")
 
-    r = wp.wallprof(["--report", main_file, "--whole-run", "-f", "pprof", "-o",
-                     os.path.join(d, "x.pb.gz")])
-    t.check(r.returncode != 0, "pprof of several processes: refused for now, not wrong")
+    # pprof: pid and process labels, each pid with its own samples (go tool pprof -tags)
+    pb = os.path.join(d, "merged.pb.gz")
+    r = wp.wallprof(["--report", main_file, "--whole-run", "-f", "pprof",
+                     "--report-output=" + pb])
+    t.eq(r.returncode, 0, "pprof of the run is written", r.stderr[-300:])
+    go = shutil.which("go")
+    if not go:
+        wp.note("go not found: pprof labels not checked")
+        return
+    r = wp.run([go, "tool", "pprof", "-tags", "-sample_index=samples", pb], timeout=120)
+    tags, key = {}, None
+    for line in r.stdout.splitlines():
+        m = re.match(r"^\s*(\w+): Total", line)
+        if m:
+            key = m.group(1)
+            tags[key] = {}
+            continue
+        m = re.match(r"^\s*([\d.]+) \(.*\): (.*)$", line)
+        if m and key:
+            tags[key][m.group(2).strip()] = float(m.group(1))
+    t.eq({int(k): int(v) for k, v in tags.get("pid", {}).items()},
+         {k: v for k, v in by_pid.items() if v},
+         "pprof -tags: pid = each process with its samples", r.stdout[-1500:])
+    t.eq(set(tags.get("process", {})), {"tree_burn"}, "pprof -tags: process = the program",
+         r.stdout[-1500:])
 
 
 def main(t):

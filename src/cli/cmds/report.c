@@ -34,10 +34,9 @@ static report_fn *const reports[] = {
 int wp_report(const struct wp_opts *o, const struct wp_resolved *r, const struct wp_run *run,
 	      FILE *out)
 {
-	if (r->nprocs > 1 && o->format != WP_FMT_TEXT && o->format != WP_FMT_FOLDED &&
-	    o->format != WP_FMT_CSV) {
+	if (r->nprocs > 1 && (o->format == WP_FMT_SVG || o->format == WP_FMT_SPEEDSCOPE)) {
 		fprintf(stderr, "wallprof: this format does not take several processes yet: use "
-				"text, folded or csv, or report one file\n");
+				"text, folded, csv or pprof, or report one file\n");
 		return 1;
 	}
 	if (r->filter.process && !r->nthreads) {

@@ -46,6 +46,7 @@ def run_tree(name, preloaded=False):
     if preloaded:
         root = [pid for pid, v in truth.items() if v[2] == "root"][0]
         main_file = os.path.join(d, "tree.%d.prof" % root)
+    run_tree.report = r.stdout
     return d, main_file, truth, profiles_in(d)
 
 
@@ -236,6 +237,11 @@ def main(t):
     check_meta(t, "cmd", truth, profs, main_file, {"root", "child", "grandchild", "exec-child"})
     runs = {p.meta.get("run") for p in profs.values()}
     t.eq(len(runs), 1, "cmd: one run id over all %d files" % len(profs), str(runs))
+    t.eq(stats_samples(run_tree.report), sum(p.samples() for p in profs.values()),
+         "wallprof -- CMD: the report covers every process of the tree")
+    t.check("all in this report" in run_tree.report and "exited with status 0" in
+            run_tree.report, "wallprof -- CMD: the header lists the tree, and the root's status",
+            run_tree.report[:1500])
     check_listing(t, d, main_file, truth)
     check_merged(t, d, main_file, truth, profs)
 

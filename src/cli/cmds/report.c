@@ -275,6 +275,8 @@ int wp_report_files(const struct wp_opts *o, FILE *out)
 			fprintf(stderr, "wallprof: out of memory\n");
 		else if (!(n = load_all(&f, l, &skipped)))
 			fprintf(stderr, "wallprof: no profile could be read\n");
+		else if (n == 1 && !skipped && o->whole_run)
+			rc = wp_report_file(o, l[0].path, out); /* a run of one: the usual report */
 		else
 			rc = report_loaded(o, l, n, skipped, out);
 	}
@@ -332,9 +334,18 @@ int wp_report_after_run(const struct wp_opts *o, const char *path)
 		if (out) {
 			if (o->format != WP_FMT_TEXT)
 				wp_record_print_messages(stderr); /* the text report shows them */
-			/* A report that could not be written is said; the exit status stays the
-			 * program's, as the shell would see it without wallprof. */
-			wp_close_report(o, out, wp_report_file(o, path, out));
+			/* The whole tree the command started (every file of its run), in the
+			 * formats that take several processes. A report that could not be written
+			 * is said; the exit status stays the program's, as the shell would see it
+			 * without wallprof. */
+			struct wp_opts all = *o;
+			all.report_file = path;
+			all.report_more = NULL;
+			all.nreport_more = 0;
+			all.whole_run = 1;
+			int tree = o->format != WP_FMT_SVG && o->format != WP_FMT_SPEEDSCOPE;
+			wp_close_report(o, out, tree ? wp_report_files(&all, out)
+						     : wp_report_file(o, path, out));
 			if (!o->quiet)
 				fprintf(stderr, "wallprof: profile saved to %s (wallprof --report %s)\n",
 					path, path);

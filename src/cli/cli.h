@@ -53,6 +53,8 @@ struct wp_opts {
 	/* recorded by `record`, for the report header */
 	int exit_status;         /* as from waitpid */
 	int have_exit_status;
+	long root_pid;           /* the process it ran (0: none): its tree's files are found by it
+				  * when the main file is missing */
 };
 
 /* options.c. Reads the command line into `opts` (defaults first). Returns 0, or 2 with the

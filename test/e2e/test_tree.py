@@ -245,6 +245,20 @@ def main(t):
     check_listing(t, d, main_file, truth)
     check_merged(t, d, main_file, truth, profs)
 
+    # The root ends by _exit (as dash does) and leaves no file: the command still reports the
+    # rest of the tree, found by the run id it gave it.
+    d = wp.tmp_path("tree-orphans")
+    os.makedirs(d, exist_ok=True)
+    truth_path = os.path.join(d, "truth.txt")
+    r = wp.record([wp.target("tree_burn")], os.path.join(d, "tree.prof"), mode="cpu",
+                  env={"WP_TRUTH": truth_path, "TREE_BURN_ROOT_EXIT": "1"}, fmt="text")
+    profs = profiles_in(d)
+    t.eq(len(profs), 3, "orphans: the root left no file, the three others did", str(profs))
+    t.check("other 3 profiles of the run follow" in r.stderr, "orphans: the command says so",
+            r.stderr[-600:])
+    t.eq(stats_samples(r.stdout), sum(p.samples() for p in profs.values()),
+         "orphans: the report covers the rest of the tree")
+
     # Bare LD_PRELOAD: no environment is changed, so fork children share the root's run (the
     # agent's memory), and an exec'd program starts a run of its own.
     d, main_file, truth, profs = run_tree("tree-bare", preloaded=True)

@@ -267,6 +267,7 @@ int wp_record(struct wp_opts *o, char *profile_path, size_t cap)
 	sigaction(SIGHUP, &old_hup, NULL);
 	o->exit_status = status;
 	o->have_exit_status = 1;
+	o->root_pid = child; /* its run id starts "<pid>-" (wp_exec_under_agent) */
 	return 0;
 }
 

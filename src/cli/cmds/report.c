@@ -324,11 +324,40 @@ static void say_no_profile(const struct wp_opts *o, const char *path)
 				"first checkpoint)\n", path);
 }
 
+/* The main file is missing but the tree's other processes left theirs: report those. */
+static void report_orphans(const struct wp_opts *o, const char *path)
+{
+	struct wp_run run;
+	if (!o->root_pid || o->format == WP_FMT_SVG || o->format == WP_FMT_SPEEDSCOPE ||
+	    wp_run_find_orphans(path, o->root_pid, stderr, &run) != 0)
+		return;
+	const char **more = run.n > 1 ? calloc(run.n - 1, sizeof(*more)) : NULL;
+	if (run.n && (run.n == 1 || more)) {
+		FILE *out = wp_open_report(o);
+		if (out) {
+			fprintf(stderr, "wallprof: the other %zu profile%s of the run follow%s\n",
+				run.n, run.n == 1 ? "" : "s", run.n == 1 ? "s" : "");
+			struct wp_opts some = *o;
+			some.report_file = run.procs[0].path;
+			for (size_t i = 1; i < run.n; i++)
+				more[i - 1] = run.procs[i].path;
+			some.report_more = more;
+			some.nreport_more = (int)run.n - 1;
+			some.whole_run = 0;
+			some.have_exit_status = 0; /* the root's, and the root is not in it */
+			wp_close_report(o, out, wp_report_files(&some, out));
+		}
+	}
+	free(more);
+	wp_run_free(&run);
+}
+
 int wp_report_after_run(const struct wp_opts *o, const char *path)
 {
 	if (access(path, R_OK) != 0) {
 		say_no_profile(o, path);
 		wp_record_print_messages(stderr);
+		report_orphans(o, path);
 	} else {
 		FILE *out = wp_open_report(o);
 		if (out) {

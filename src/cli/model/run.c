@@ -104,9 +104,10 @@ static int by_start(const void *a, const void *b)
 	return strcmp(x->file, y->file);
 }
 
-/* The siblings in `dir` of the main file STEM.EXT, of run `id`. */
-static int scan(const char *dir, const char *stem, const char *ext, const char *id, FILE *warn,
-		struct wp_run *run, size_t *cap)
+/* The siblings in `dir` of the main file STEM.EXT, of run `id` (or, `prefix` set, of any run
+ * whose id starts with it). */
+static int scan(const char *dir, const char *stem, const char *ext, const char *id, int prefix,
+		FILE *warn, struct wp_run *run, size_t *cap)
 {
 	DIR *d = opendir(dir);
 	if (!d)
@@ -126,7 +127,7 @@ static int scan(const char *dir, const char *stem, const char *ext, const char *
 			continue;
 		}
 		const char *rid = wp_profile_meta(p, "run");
-		if (rid && !strcmp(rid, id)) {
+		if (rid && (prefix ? !strncmp(rid, id, strlen(id)) : !strcmp(rid, id))) {
 			if (add(run, cap) || describe(p, path, 0, &run->procs[run->n]))
 				rc = -1;
 			else
@@ -138,17 +139,12 @@ static int scan(const char *dir, const char *stem, const char *ext, const char *
 	return rc;
 }
 
-int wp_run_find(const char *main_path, const struct wp_profile *main, FILE *warn,
-		struct wp_run *run)
+/* The files beside main_path of run `id` (a prefix of it with `prefix`) into run. */
+static int siblings(const char *main_path, const char *id, int prefix, FILE *warn,
+		    struct wp_run *run, size_t *cap)
 {
-	memset(run, 0, sizeof(*run));
-	size_t cap = 0;
 	const char *slash = strrchr(main_path, '/');
 	const char *base = slash ? slash + 1 : main_path;
-	if (add(run, &cap) || describe(main, main_path, 1, &run->procs[0]))
-		goto oom;
-	run->n = 1;
-	const char *id = wp_profile_meta(main, "run");
 	if (!id || !*id || !*base)
 		return 0;
 	char *dir = slash ? strndup(main_path, (size_t)(slash - main_path + (slash == main_path)))
@@ -156,17 +152,43 @@ int wp_run_find(const char *main_path, const struct wp_profile *main, FILE *warn
 	const char *dot = strrchr(base, '.');
 	char *stem = dot && dot != base ? strndup(base, (size_t)(dot - base)) : strdup(base);
 	const char *ext = dot && dot != base ? dot : "";
-	int rc = dir && stem ? scan(dir, stem, ext, id, warn, run, &cap) : -1;
+	int rc = dir && stem ? scan(dir, stem, ext, id, prefix, warn, run, cap) : -1;
 	free(dir);
 	free(stem);
-	if (rc)
+	if (!rc)
+		qsort(run->procs, run->n, sizeof(*run->procs), by_start);
+	return rc;
+}
+
+int wp_run_find(const char *main_path, const struct wp_profile *main, FILE *warn,
+		struct wp_run *run)
+{
+	memset(run, 0, sizeof(*run));
+	size_t cap = 0;
+	if (add(run, &cap) || describe(main, main_path, 1, &run->procs[0]))
 		goto oom;
-	qsort(run->procs, run->n, sizeof(*run->procs), by_start);
+	run->n = 1;
+	if (siblings(main_path, wp_profile_meta(main, "run"), 0, warn, run, &cap))
+		goto oom;
 	return 0;
 oom:
 	fprintf(stderr, "wallprof: out of memory\n");
 	wp_run_free(run);
 	return -1;
+}
+
+int wp_run_find_orphans(const char *main_path, long root_pid, FILE *warn, struct wp_run *run)
+{
+	memset(run, 0, sizeof(*run));
+	size_t cap = 0;
+	char id[32];
+	snprintf(id, sizeof(id), "%ld-", root_pid);
+	if (siblings(main_path, id, 1, warn, run, &cap)) {
+		fprintf(stderr, "wallprof: out of memory\n");
+		wp_run_free(run);
+		return -1;
+	}
+	return 0;
 }
 
 int wp_run_of(const struct wp_profile *const *ps, const char *const *paths, size_t n,

@@ -38,6 +38,11 @@ struct wp_run {
  * 0 (run->n is 1 when the file has no siblings), or -1 when out of memory. */
 int wp_run_find(const char *main_path, const struct wp_profile *main, FILE *warn,
 		struct wp_run *run);
+/* The other files of a run whose main file is missing (its root process ended by _exit, or
+ * was killed before its first checkpoint): those beside main_path whose run id is the one the
+ * command gave the tree of root_pid ("<root_pid>-..."). Returns 0 (run->n may be 0) or -1. */
+int wp_run_find_orphans(const char *main_path, long root_pid, FILE *warn, struct wp_run *run);
+
 /* Fills `run` with the processes of the profiles ps[0..n) read from paths[0..n), in that
  * order, for a report over all of them (merged); `skipped`: files that could not be read.
  * Returns 0, or -1 when out of memory. */

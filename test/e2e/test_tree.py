@@ -2,6 +2,7 @@
 child (which forks a grandchild) and a child that execs; each process appends its own pid,
 parent and CPU time to the truth file, and the profiles are compared with it."""
 
+import json
 import os
 import re
 import shutil
@@ -201,6 +202,16 @@ def check_merged(t, d, main_file, truth, profs):
     t.eq((r.returncode, len(lines)), (0, 1), "merged, damaged sibling: one line, a report",
          r.stderr[-500:])
     t.eq(stats_samples(r.stdout), file_total, "merged, damaged sibling: the rest is all there")
+
+    # speedscope: a profile per thread of each process, named "program pid / thread (tid N)"
+    r = wp.wallprof(["--report", main_file, "--whole-run", "-f", "speedscope"])
+    try:
+        names = [p["name"] for p in json.loads(r.stdout)["profiles"]]
+    except ValueError:
+        names = []
+    for pid in by_pid:
+        t.check(any(n.startswith("tree_burn %d / " % pid) and "(tid " in n for n in names),
+                "speedscope: a profile named 'tree_burn %d / thread (tid N)'" % pid, str(names))
 
     # pprof: pid and process labels, each pid with its own samples (go tool pprof -tags)
     pb = os.path.join(d, "merged.pb.gz")

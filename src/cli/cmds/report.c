@@ -34,9 +34,9 @@ static report_fn *const reports[] = {
 int wp_report(const struct wp_opts *o, const struct wp_resolved *r, const struct wp_run *run,
 	      FILE *out)
 {
-	if (r->nprocs > 1 && (o->format == WP_FMT_SVG || o->format == WP_FMT_SPEEDSCOPE)) {
-		fprintf(stderr, "wallprof: this format does not take several processes yet: use "
-				"text, folded, csv or pprof, or report one file\n");
+	if (r->nprocs > 1 && o->format == WP_FMT_SVG) {
+		fprintf(stderr, "wallprof: the SVG does not take several processes yet: use text, "
+				"folded, csv, pprof or speedscope, or report one file\n");
 		return 1;
 	}
 	if (r->filter.process && !r->nthreads) {
@@ -328,7 +328,7 @@ static void say_no_profile(const struct wp_opts *o, const char *path)
 static void report_orphans(const struct wp_opts *o, const char *path)
 {
 	struct wp_run run;
-	if (!o->root_pid || o->format == WP_FMT_SVG || o->format == WP_FMT_SPEEDSCOPE ||
+	if (!o->root_pid || o->format == WP_FMT_SVG ||
 	    wp_run_find_orphans(path, o->root_pid, stderr, &run) != 0)
 		return;
 	const char **more = run.n > 1 ? calloc(run.n - 1, sizeof(*more)) : NULL;
@@ -372,7 +372,7 @@ int wp_report_after_run(const struct wp_opts *o, const char *path)
 			all.report_more = NULL;
 			all.nreport_more = 0;
 			all.whole_run = 1;
-			int tree = o->format != WP_FMT_SVG && o->format != WP_FMT_SPEEDSCOPE;
+			int tree = o->format != WP_FMT_SVG;
 			wp_close_report(o, out, tree ? wp_report_files(&all, out)
 						     : wp_report_file(o, path, out));
 			if (!o->quiet)

@@ -51,8 +51,10 @@ struct priv {
 	size_t caplocs;
 	uint64_t modsig;    /* the module map the symbolizer and the locations are for */
 	struct line_count *lines;
-	uint32_t *stack_at; /* per stack index of procs[0]: its kept stack's index + 1, 0 if none */
+	uint32_t *stack_at; /* per stack index (process k's from stack_base[k]): its kept stack's
+			     * index + 1, 0 if none */
 	size_t nstack_at;
+	size_t *stack_base; /* per process */
 	struct wp_symbolizer **syms; /* per process; syms[0] is r->sym */
 };
 
@@ -574,9 +576,7 @@ static void build_proc(struct wp_resolved *r, uint32_t proc, struct last *last)
 		if (!keep)
 			continue;
 		keep_stack(r, rs, proc, s, l, nl);
-		++r->nstacks;
-		if (proc == 0)
-			pv->stack_at[i] = (uint32_t)r->nstacks;
+		pv->stack_at[pv->stack_base[proc] + i] = (uint32_t)++r->nstacks;
 	}
 }
 
@@ -599,10 +599,14 @@ static void build(struct wp_resolved *r, struct last *last)
 	r->threads = malloc((nthreads ? nthreads : 1) * sizeof(*r->threads));
 	r->thread_procs = malloc((nthreads ? nthreads : 1) * sizeof(*r->thread_procs));
 	r->stacks = calloc(nstacks ? nstacks : 1, sizeof(*r->stacks));
-	pv->stack_at = calloc(p->nstacks ? p->nstacks : 1, sizeof(*pv->stack_at));
-	if (!r->threads || !r->thread_procs || !r->stacks || !pv->stack_at)
+	pv->stack_at = calloc(nstacks ? nstacks : 1, sizeof(*pv->stack_at));
+	free(pv->stack_base);
+	pv->stack_base = calloc(r->nprocs, sizeof(*pv->stack_base));
+	if (!r->threads || !r->thread_procs || !r->stacks || !pv->stack_at || !pv->stack_base)
 		oom();
-	pv->nstack_at = p->nstacks;
+	pv->nstack_at = nstacks;
+	for (size_t k = 1; k < r->nprocs; k++)
+		pv->stack_base[k] = pv->stack_base[k - 1] + r->procs[k - 1]->nstacks;
 	for (size_t k = 0; k < r->nprocs; k++)
 		build_proc(r, (uint32_t)k, k == 0 ? last : NULL);
 	count_lines(r);
@@ -700,6 +704,7 @@ void wp_resolved_free(struct wp_resolved *r)
 		free(r->threads);
 		free(r->thread_procs);
 		free(pv->stack_at);
+		free(pv->stack_base);
 		free(pv->use);
 		for (size_t k = 0; pv->syms && k < r->nprocs; k++)
 			if (pv->syms[k])
@@ -719,14 +724,22 @@ void wp_resolved_free(struct wp_resolved *r)
 	free(r);
 }
 
-const struct wp_rstack *wp_resolved_stack(const struct wp_resolved *r, uint32_t stack_id)
+const struct wp_rstack *wp_resolved_stack_of(const struct wp_resolved *r, uint32_t proc,
+					     uint32_t stack_id)
 {
 	const struct priv *pv = r->priv;
-	const struct wp_stack *s = wp_profile_stack(r->p, stack_id);
+	if (proc >= r->nprocs)
+		return NULL;
+	const struct wp_stack *s = wp_profile_stack(r->procs[proc], stack_id);
 	if (!s)
 		return NULL;
-	size_t i = (size_t)(s - r->p->stacks);
+	size_t i = pv->stack_base[proc] + (size_t)(s - r->procs[proc]->stacks);
 	return i < pv->nstack_at && pv->stack_at[i] ? &r->stacks[pv->stack_at[i] - 1] : NULL;
+}
+
+const struct wp_rstack *wp_resolved_stack(const struct wp_resolved *r, uint32_t stack_id)
+{
+	return wp_resolved_stack_of(r, 0, stack_id);
 }
 
 const struct wp_thread *wp_resolved_thread(const struct wp_resolved *r, uint32_t tid)

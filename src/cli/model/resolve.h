@@ -105,8 +105,8 @@ struct wp_resolved *wp_resolve(const struct wp_profile *p, const struct wp_filte
 /* The same over the profiles of several processes (a run's tree; ps[0] first, as r->p).
  * Each process's addresses are symbolized with its own module map; functions are interned by
  * (name, module) over all of them, so the same function of the same binary is one function
- * whichever process ran it. Every kept stack and thread carries its process. The timeline
- * (wp_resolved_stack) and wp_resolve_update are of ps[0] only. */
+ * whichever process ran it. Every kept stack and thread carries its process.
+ * wp_resolve_update is of a model of one process only. */
 struct wp_resolved *wp_resolve_many(const struct wp_profile *const *ps, size_t n,
 				    const struct wp_filter *f);
 
@@ -121,8 +121,11 @@ int wp_resolve_update(struct wp_resolved *r, const struct wp_profile *p);
 
 void wp_resolved_free(struct wp_resolved *r);
 
-/* The kept stack that the profile's stack `stack_id` became, or NULL (filtered out, unknown). */
+/* The kept stack that the profile's stack `stack_id` became, or NULL (filtered out, unknown):
+ * of the first process; wp_resolved_stack_of: of process `proc` (its timeline's ids). */
 const struct wp_rstack *wp_resolved_stack(const struct wp_resolved *r, uint32_t stack_id);
+const struct wp_rstack *wp_resolved_stack_of(const struct wp_resolved *r, uint32_t proc,
+					     uint32_t stack_id);
 
 /* A thread's last THREAD record (its latest name and flags), or NULL: of the first process;
  * wp_resolved_thread_of: of process `proc` (a stack's proc). */

@@ -35,7 +35,8 @@ struct wp_opts {
 	int format_set;
 	int per_thread;
 	const char *thread;      /* --thread=NAME|TID */
-	const char *process;     /* --process=PID|NAME */
+	const char *process;     /* --process=PID|NAME, --process-tree=PID|NAME */
+	int process_tree;        /* --process-tree: with its descendants */
 	int per_process;         /* --per-process */
 	int whole_run;           /* --whole-run */
 	int top;                 /* --top=N, default 20 */

@@ -50,6 +50,7 @@ static const char usage_text[] =
 "  --per-thread         per-thread roots ([name tid=N]) in folded and svg output\n"
 "  --thread=NAME|TID    only this thread's samples\n"
 "  --process=PID|NAME   only this process's samples (every image it ran; not its children)\n"
+"  --process-tree=PID|NAME  the same with every process it started, at any depth\n"
 "  --per-process        per-process roots ([program pid=N]) in folded output\n"
 "  --whole-run          --report MAIN.prof: every process of its run (the files beside it)\n"
 "  --top=N              rows in the flat profile (default 20)\n"
@@ -120,6 +121,7 @@ enum {
 	OPT_PROCESS,
 	OPT_PER_PROCESS,
 	OPT_WHOLE_RUN,
+	OPT_PROCESS_TREE,
 };
 
 /* "+": stop at the first non-option (the command). ":": a missing value is reported as ':',
@@ -147,6 +149,7 @@ static const struct option long_opts[] = {
 	{ "process", required_argument, NULL, OPT_PROCESS },
 	{ "per-process", no_argument, NULL, OPT_PER_PROCESS },
 	{ "whole-run", no_argument, NULL, OPT_WHOLE_RUN },
+	{ "process-tree", required_argument, NULL, OPT_PROCESS_TREE },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -250,6 +253,12 @@ static int take(struct wp_opts *o, int c, const char *v, const char *next, int *
 		if (!v || !*v)
 			return wp_usage_error("--process takes a pid or a program name", NULL);
 		o->process = v;
+		break;
+	case OPT_PROCESS_TREE:
+		if (!v || !*v)
+			return wp_usage_error("--process-tree takes a pid or a program name", NULL);
+		o->process = v;
+		o->process_tree = 1;
 		break;
 	case OPT_PER_PROCESS:
 		o->per_process = 1;

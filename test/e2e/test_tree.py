@@ -188,6 +188,15 @@ def check_merged(t, d, main_file, truth, profs):
              r.stderr[-300:])
         t.check(total and mine >= 0.8 * total,
                 "--process=%d: its samples are in %s (%d of %d)" % (pid, fn, mine, total))
+    # --process-tree: the child and the grandchild it forked, not the rest
+    child = [pid for pid, v in truth.items() if v[2] == "child"][0]
+    grand = [pid for pid, v in truth.items() if v[2] == "grandchild"][0]
+    r = wp.wallprof(["--report", main_file, "--whole-run", "-f", "folded", "--per-process",
+                     "--process-tree=%d" % child])
+    got, _ = folded_roots(r.stdout)
+    t.eq(got, {k: v for k, v in by_pid.items() if k in (child, grand) and v},
+         "--process-tree=%d: the child and its grandchild, each with all its samples" % child,
+         r.stderr[-300:])
     r = wp.wallprof(["--report", main_file, "--whole-run", "--process=nosuchprogram"])
     t.check(r.returncode != 0 and "nosuchprogram" in r.stderr,
             "--process with no such process says so", r.stderr[-300:])

@@ -16,7 +16,8 @@
 
 struct wp_filter wp_opts_filter(const struct wp_opts *o)
 {
-	return (struct wp_filter){ .thread = o->thread, .process = o->process };
+	return (struct wp_filter){ .thread = o->thread, .process = o->process,
+				   .descendants = o->process_tree };
 }
 
 typedef int report_fn(const struct wp_opts *, const struct wp_resolved *,

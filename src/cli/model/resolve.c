@@ -55,6 +55,7 @@ struct priv {
 			     * index + 1, 0 if none */
 	size_t nstack_at;
 	size_t *stack_base; /* per process */
+	char *tree_keep;    /* --process-tree: per process, whether it is kept (else NULL) */
 	struct wp_symbolizer **syms; /* per process; syms[0] is r->sym */
 };
 
@@ -109,7 +110,8 @@ int wp_filter_keeps_thread(const struct wp_profile *p, const struct wp_filter *f
 {
 	if (!f)
 		return 1;
-	if (f->process && !process_matches(p, f->process))
+	/* with descendants, the model decided per process (tree_keep) before asking */
+	if (f->process && !f->descendants && !process_matches(p, f->process))
 		return 0;
 	if (f->thread && !thread_matches(p, tid, f->thread))
 		return 0;
@@ -546,7 +548,8 @@ static void build_proc(struct wp_resolved *r, uint32_t proc, struct last *last)
 {
 	struct priv *pv = r->priv;
 	const struct wp_profile *p = r->procs[proc];
-	for (size_t i = 0; i < p->nthreads; i++)
+	int out = pv->tree_keep && !pv->tree_keep[proc];
+	for (size_t i = 0; i < p->nthreads && !out; i++)
 		if (wp_filter_keeps_thread(p, &r->filter, p->threads[i].tid)) {
 			r->thread_procs[r->nthreads] = proc;
 			r->threads[r->nthreads++] = &p->threads[i];
@@ -555,7 +558,7 @@ static void build_proc(struct wp_resolved *r, uint32_t proc, struct last *last)
 	uint32_t locs[WP_MAX_FRAMES];
 	for (size_t i = 0; i < p->nstacks; i++) {
 		const struct wp_stack *s = &p->stacks[i];
-		int keep = wp_filter_keeps_stack(p, &r->filter, s);
+		int keep = !out && wp_filter_keeps_stack(p, &r->filter, s);
 		struct wp_rstack *rs = &r->stacks[r->nstacks];
 		struct wp_rstack *old = keep ? same_as_last(last, s) : NULL;
 		const uint32_t *l = locs;
@@ -577,6 +580,30 @@ static void build_proc(struct wp_resolved *r, uint32_t proc, struct last *last)
 			continue;
 		keep_stack(r, rs, proc, s, l, nl);
 		pv->stack_at[pv->stack_base[proc] + i] = (uint32_t)++r->nstacks;
+	}
+}
+
+/* --process-tree: the processes that match, then those whose parent is kept, until no more. */
+static void keep_tree(struct wp_resolved *r)
+{
+	struct priv *pv = r->priv;
+	free(pv->tree_keep);
+	pv->tree_keep = NULL;
+	if (!r->filter.process || !r->filter.descendants)
+		return;
+	if (!(pv->tree_keep = calloc(r->nprocs, 1)))
+		oom();
+	for (size_t k = 0; k < r->nprocs; k++)
+		pv->tree_keep[k] = (char)process_matches(r->procs[k], r->filter.process);
+	for (int more = 1; more;) {
+		more = 0;
+		for (size_t k = 0; k < r->nprocs; k++) {
+			long long ppid = wp_profile_meta_ll(r->procs[k], "ppid", -1);
+			for (size_t j = 0; !pv->tree_keep[k] && j < r->nprocs; j++)
+				if (pv->tree_keep[j] && ppid > 0 &&
+				    wp_profile_meta_ll(r->procs[j], "pid", -2) == ppid)
+					pv->tree_keep[k] = more = 1;
+		}
 	}
 }
 
@@ -607,6 +634,7 @@ static void build(struct wp_resolved *r, struct last *last)
 	pv->nstack_at = nstacks;
 	for (size_t k = 1; k < r->nprocs; k++)
 		pv->stack_base[k] = pv->stack_base[k - 1] + r->procs[k - 1]->nstacks;
+	keep_tree(r);
 	for (size_t k = 0; k < r->nprocs; k++)
 		build_proc(r, (uint32_t)k, k == 0 ? last : NULL);
 	count_lines(r);
@@ -705,6 +733,7 @@ void wp_resolved_free(struct wp_resolved *r)
 		free(r->thread_procs);
 		free(pv->stack_at);
 		free(pv->stack_base);
+		free(pv->tree_keep);
 		free(pv->use);
 		for (size_t k = 0; pv->syms && k < r->nprocs; k++)
 			if (pv->syms[k])

@@ -37,6 +37,8 @@ struct wp_filter {
 	const char *thread; /* --thread=NAME|TID: a tid or a thread name; NULL: every thread */
 	const char *process; /* --process=PID|NAME: a pid (every image it ran), or a program's
 			      * name (the command's first word without its directory) */
+	int descendants;     /* --process-tree: and every process they started, at any depth
+			      * (by META ppid among the model's processes) */
 };
 
 struct wp_func {

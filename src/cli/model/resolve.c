@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <uthash.h>
 
 #define NO_LOC UINT32_MAX /* an address of the agent's own code: in no stack */
@@ -57,6 +58,7 @@ struct priv {
 	size_t *stack_base; /* per process */
 	char *tree_keep;    /* --process-tree: per process, whether it is kept (else NULL) */
 	struct wp_symbolizer **syms; /* per process; syms[0] is r->sym */
+	char *sym_shared;   /* per process: its symbolizer is an earlier process's (not freed) */
 };
 
 static void oom(void)
@@ -642,6 +644,28 @@ static void build(struct wp_resolved *r, struct last *last)
 	pick_lines(r);
 }
 
+/* Whether process k of ps can use an earlier process's symbolizer: the same module map (a
+ * fork child of an earlier process, before any exec or dlopen), and no JIT map of either pid
+ * (the symbolizer reads /tmp/perf-PID.map by the profile's pid). Returns that process, or k.
+ * Symbolizing a library once rather than once per process is what keeps a fork-heavy tree
+ * fast. */
+static size_t shares_symbolizer(const struct wp_profile *const *ps, const uint64_t *sigs,
+				size_t k)
+{
+	char jit[64];
+	snprintf(jit, sizeof(jit), "/tmp/perf-%lld.map", wp_profile_meta_ll(ps[k], "pid", 0));
+	if (access(jit, F_OK) == 0)
+		return k;
+	for (size_t j = 0; j < k; j++) {
+		if (sigs[j] != sigs[k])
+			continue;
+		snprintf(jit, sizeof(jit), "/tmp/perf-%lld.map", wp_profile_meta_ll(ps[j], "pid", 0));
+		if (access(jit, F_OK) != 0)
+			return j;
+	}
+	return k;
+}
+
 struct wp_resolved *wp_resolve_many(const struct wp_profile *const *ps, size_t n,
 				    const struct wp_filter *f)
 {
@@ -664,14 +688,31 @@ struct wp_resolved *wp_resolve_many(const struct wp_profile *const *ps, size_t n
 		return NULL;
 	}
 	r->nprocs = n;
+	pv->sym_shared = calloc(n, 1);
+	uint64_t *sigs = calloc(n, sizeof(*sigs));
+	if (!pv->sym_shared || !sigs) {
+		free(sigs);
+		fprintf(stderr, "wallprof: out of memory while symbolizing\n");
+		wp_resolved_free(r);
+		return NULL;
+	}
 	for (size_t k = 0; k < n; k++) {
 		r->procs[k] = ps[k];
+		sigs[k] = modules_sig(ps[k]);
+		size_t j = shares_symbolizer(ps, sigs, k);
+		if (j < k) {
+			pv->syms[k] = pv->syms[j];
+			pv->sym_shared[k] = 1;
+			continue;
+		}
 		if (!(pv->syms[k] = wp_symbolizer_new(ps[k]))) {
+			free(sigs);
 			fprintf(stderr, "wallprof: out of memory while symbolizing\n");
 			wp_resolved_free(r);
 			return NULL;
 		}
 	}
+	free(sigs);
 	r->sym = pv->syms[0];
 	pv->modsig = modules_sig(ps[0]);
 	build(r, NULL);
@@ -736,9 +777,10 @@ void wp_resolved_free(struct wp_resolved *r)
 		free(pv->tree_keep);
 		free(pv->use);
 		for (size_t k = 0; pv->syms && k < r->nprocs; k++)
-			if (pv->syms[k])
+			if (pv->syms[k] && !(pv->sym_shared && pv->sym_shared[k]))
 				wp_symbolizer_free(pv->syms[k]);
 		free(pv->syms);
+		free(pv->sym_shared);
 		r->sym = NULL; /* syms[0] */
 		struct func_key *fk, *t1;
 		HASH_ITER(hh, pv->by_key, fk, t1) {

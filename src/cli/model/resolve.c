@@ -59,6 +59,7 @@ struct priv {
 	char *tree_keep;    /* --process-tree: per process, whether it is kept (else NULL) */
 	struct wp_symbolizer **syms; /* per process; syms[0] is r->sym */
 	char *sym_shared;   /* per process: its symbolizer is an earlier process's (not freed) */
+	struct wp_symcache *symcache; /* several processes: the module files they share */
 };
 
 static void oom(void)
@@ -690,7 +691,9 @@ struct wp_resolved *wp_resolve_many(const struct wp_profile *const *ps, size_t n
 	r->nprocs = n;
 	pv->sym_shared = calloc(n, 1);
 	uint64_t *sigs = calloc(n, sizeof(*sigs));
-	if (!pv->sym_shared || !sigs) {
+	if (n > 1)
+		pv->symcache = wp_symcache_new();
+	if (!pv->sym_shared || !sigs || (n > 1 && !pv->symcache)) {
 		free(sigs);
 		fprintf(stderr, "wallprof: out of memory while symbolizing\n");
 		wp_resolved_free(r);
@@ -705,7 +708,9 @@ struct wp_resolved *wp_resolve_many(const struct wp_profile *const *ps, size_t n
 			pv->sym_shared[k] = 1;
 			continue;
 		}
-		if (!(pv->syms[k] = wp_symbolizer_new(ps[k]))) {
+		pv->syms[k] = pv->symcache ? wp_symbolizer_new_shared(ps[k], pv->symcache)
+					   : wp_symbolizer_new(ps[k]);
+		if (!pv->syms[k]) {
 			free(sigs);
 			fprintf(stderr, "wallprof: out of memory while symbolizing\n");
 			wp_resolved_free(r);
@@ -781,6 +786,7 @@ void wp_resolved_free(struct wp_resolved *r)
 				wp_symbolizer_free(pv->syms[k]);
 		free(pv->syms);
 		free(pv->sym_shared);
+		wp_symcache_free(pv->symcache); /* after the symbolizers that used it */
 		r->sym = NULL; /* syms[0] */
 		struct func_key *fk, *t1;
 		HASH_ITER(hh, pv->by_key, fk, t1) {

@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "interpose.h"
+
 #include "sigwaits.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -41,30 +43,14 @@ __thread unsigned wp_program_signals __attribute__((tls_model("initial-exec")));
 	X(accept, int, (int, struct sockaddr *, socklen_t *))                                    \
 	X(accept4, int, (int, struct sockaddr *, socklen_t *, int))
 
-#define DECLARE(name, ret, args) static ret(*real_##name) args;
-REALS(DECLARE)
-
-static void *resolve(const char *name)
-{
-	return dlsym(RTLD_NEXT, name);
-}
+REALS(WP_DECLARE_REAL)
 
 void wp_eintr_init(void)
 {
-#define RESOLVE(name, ret, args) real_##name = (ret(*) args)resolve(#name);
-	REALS(RESOLVE)
+	REALS(WP_RESOLVE_REAL)
 }
 
-/* Before our constructor ran (another library's constructor calling us), resolve on demand. */
-#define REAL(name)                                                       \
-	do {                                                             \
-		if (__builtin_expect(!real_##name, 0))                   \
-			real_##name = (__typeof__(real_##name))resolve(#name); \
-		if (!real_##name) {                                      \
-			errno = ENOSYS;                                  \
-			return -1;                                       \
-		}                                                        \
-	} while (0)
+#define REAL(name) WP_REAL(name)
 
 static int no_retry;
 
@@ -128,8 +114,11 @@ EXPORT int nanosleep(const struct timespec *req, struct timespec *rem)
 EXPORT int clock_nanosleep(clockid_t clk, int flags, const struct timespec *req,
 			   struct timespec *rem)
 {
-	if (!real_clock_nanosleep && !(real_clock_nanosleep = resolve("clock_nanosleep")))
-		return ENOSYS;
+	if (!real_clock_nanosleep)
+		real_clock_nanosleep = (__typeof__(real_clock_nanosleep))dlsym(RTLD_NEXT,
+									      "clock_nanosleep");
+	if (!real_clock_nanosleep)
+		return ENOSYS; /* it returns the error number, so WP_REAL's -1 would be wrong */
 	struct timespec ask = *req, left;
 	for (;;) {
 		unsigned long long before = SNAP();

@@ -5,6 +5,8 @@
 
 #include "transfers.h"
 
+#include "interpose.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -38,29 +40,14 @@ __thread int wp_transfer_finishing __attribute__((tls_model("initial-exec")));
 	X(recvmsg, ssize_t, (int, struct msghdr *, int))                                         \
 	X(poll, int, (struct pollfd *, nfds_t, int))
 
-#define DECLARE(name, ret, args) static ret(*real_##name) args;
-REALS(DECLARE)
-
-static void *resolve(const char *name)
-{
-	return dlsym(RTLD_NEXT, name);
-}
+REALS(WP_DECLARE_REAL)
 
 void wp_transfers_init(void)
 {
-#define RESOLVE(name, ret, args) real_##name = (ret(*) args)resolve(#name);
-	REALS(RESOLVE)
+	REALS(WP_RESOLVE_REAL)
 }
 
-#define REAL(name)                                                       \
-	do {                                                             \
-		if (__builtin_expect(!real_##name, 0))                   \
-			real_##name = (__typeof__(real_##name))resolve(#name); \
-		if (!real_##name) {                                      \
-			errno = ENOSYS;                                  \
-			return -1;                                       \
-		}                                                        \
-	} while (0)
+#define REAL(name) WP_REAL(name)
 
 /* ---- one transfer, described once for the slow path ---- */
 

@@ -25,6 +25,7 @@
 #include "sample.h"
 #include "sigmask.h"
 #include "stacks.h"
+#include "waits.h"
 #include "stats.h"
 #include "threadmask.h"
 #include "threads.h"
@@ -294,6 +295,7 @@ static void *run(void *arg)
 {
 	sampler_tid = (int)syscall(SYS_gettid);
 	wp_sample_set_mem_tid(sampler_tid);
+	wp_waits_set_mem_tid(sampler_tid);
 	/* On the program's descriptor table, so before leaving it. Without it (it could not be
 	 * started; WALLPROF_TEST=exit-on-sampler) the sampler would have to end the process
 	 * itself, and must stay on the program's table for that. */
@@ -469,6 +471,7 @@ void wp_sampler_forget(void)
 	memset(&wp_stats, 0, sizeof(wp_stats));
 	wp_sample_forget();
 	wp_stacks_reset();
+	wp_waits_reset();
 	wp_threads_reset();
 	wp_handshake_reset();
 }

@@ -34,6 +34,7 @@ struct wp_opts {
 	enum wp_format format;
 	int format_set;
 	int per_thread;
+	int waits;               /* --waits: folded stacks end with what they waited in */
 	const char *thread;      /* --thread=NAME|TID */
 	int top;                 /* --top=N, default 20 */
 	const char *report_out;  /* where the report goes (stdout when NULL) */

@@ -552,6 +552,125 @@ static void build(struct wp_resolved *r, const struct wp_profile *p, struct last
 	pick_lines(r);
 }
 
+static void drop_waits(struct wp_resolved *r)
+{
+	for (size_t i = 0; i < r->nwaits; i++)
+		free((char *)r->waits[i].object);
+	free(r->waits);
+	r->waits = NULL;
+	r->nwaits = 0;
+}
+
+/* The symbol naming data address `a`, looked up once per address (a linear scan of symbol
+ * tables each time would cost a profile with many waits). */
+struct data_name {
+	UT_hash_handle hh;
+	uint64_t addr;
+	const char *name;
+};
+
+static const char *data_name(struct wp_resolved *r, struct data_name **memo, uint64_t a)
+{
+	struct data_name *d;
+	HASH_FIND(hh, *memo, &a, sizeof(a), d);
+	if (d)
+		return d->name;
+	const char *name = wp_symbolize_data(r->sym, a);
+	if ((d = malloc(sizeof(*d)))) {
+		d->addr = a;
+		d->name = name;
+		HASH_ADD(hh, *memo, addr, sizeof(d->addr), d);
+	}
+	return name;
+}
+
+/* Kind, object and holder of one WAIT record of kept stack `rs`, into `out`. */
+static void describe_wait(struct wp_resolved *r, struct data_name **memo, const struct wp_wait *w,
+			  const struct wp_rstack *rs, struct wp_rwait *out)
+{
+	const char *funcs[64], *waiter = NULL;
+	size_t nf = 0;
+	for (uint32_t j = rs->n; j-- > 0;) {
+		const struct wp_func *f = &r->funcs[rs->frames[j].func];
+		if (nf < 64)
+			funcs[nf++] = f->name;
+		if (!waiter && f->kind == WP_KIND_PROGRAM)
+			waiter = f->name;
+	}
+	enum wp_wait_kind k = wp_wait_classify(w->nr, funcs, nf);
+	const char *dn = NULL, *joined = NULL;
+	if (k == WP_WAIT_LOCK || k == WP_WAIT_RWLOCK || k == WP_WAIT_CONDITION ||
+	    k == WP_WAIT_SEMAPHORE || k == WP_WAIT_FUTEX)
+		dn = data_name(r, memo, w->a0);
+	if (k == WP_WAIT_JOIN) {
+		const struct wp_thread *t = w->a2 <= UINT32_MAX ?
+			wp_profile_thread(r->p, (uint32_t)w->a2) : NULL;
+		joined = t ? t->name : NULL;
+	}
+	char buf[1024];
+	wp_wait_describe(w, k, dn, waiter, joined, buf, sizeof(buf));
+	out->kind = k;
+	out->object = strdup(buf);
+	if (!out->object)
+		oom();
+	out->holder = 0;
+	if (k == WP_WAIT_LOCK && w->aux && w->aux <= UINT32_MAX &&
+	    wp_profile_thread(r->p, (uint32_t)w->aux))
+		out->holder = (uint32_t)w->aux;
+	out->count = w->count;
+	out->weight_ns = w->weight_ns;
+}
+
+/* Attaches the profile's WAIT records to the kept waiting stacks they describe. */
+static void attach_waits(struct wp_resolved *r, const struct wp_profile *p)
+{
+	drop_waits(r);
+	for (size_t i = 0; i < r->nstacks; i++) {
+		r->stacks[i].waits = NULL;
+		r->stacks[i].nwaits = 0;
+	}
+	if (!p->nwaits)
+		return;
+	/* per kept stack, how many: then each stack's range of r->waits */
+	uint32_t *at = calloc(r->nstacks + 1, sizeof(*at));
+	if (!at)
+		oom();
+	size_t n = 0;
+	for (size_t i = 0; i < p->nwaits; i++) {
+		const struct wp_rstack *rs = wp_resolved_stack(r, p->waits[i].stack_id);
+		if (rs && (rs->flags & WP_STACK_WAITING)) {
+			at[rs - r->stacks + 1]++;
+			n++;
+		}
+	}
+	if (!n) {
+		free(at);
+		return;
+	}
+	for (size_t i = 0; i < r->nstacks; i++)
+		at[i + 1] += at[i];
+	r->waits = calloc(n, sizeof(*r->waits));
+	if (!r->waits)
+		oom();
+	struct data_name *memo = NULL, *d, *tmp;
+	for (size_t i = 0; i < p->nwaits; i++) {
+		const struct wp_rstack *rs = wp_resolved_stack(r, p->waits[i].stack_id);
+		if (!rs || !(rs->flags & WP_STACK_WAITING))
+			continue;
+		struct wp_rstack *ms = &r->stacks[rs - r->stacks];
+		struct wp_rwait *w = &r->waits[at[rs - r->stacks] + ms->nwaits];
+		describe_wait(r, &memo, &p->waits[i], rs, w);
+		ms->waits = &r->waits[at[rs - r->stacks]];
+		ms->nwaits++;
+	}
+	r->nwaits = n;
+	HASH_ITER(hh, memo, d, tmp) {
+		HASH_DEL(memo, d);
+		free(d);
+	}
+	free(at);
+}
+
 struct wp_resolved *wp_resolve(const struct wp_profile *p, const struct wp_filter *f)
 {
 	struct wp_resolved *r = calloc(1, sizeof(*r));
@@ -573,6 +692,7 @@ struct wp_resolved *wp_resolve(const struct wp_profile *p, const struct wp_filte
 	}
 	pv->modsig = modules_sig(p);
 	build(r, p, NULL);
+	attach_waits(r, p);
 	return r;
 }
 
@@ -605,6 +725,7 @@ int wp_resolve_update(struct wp_resolved *r, const struct wp_profile *p)
 	build(r, p, &last);
 	free_stacks(last.stacks, nlast);
 	free(last.stack_at);
+	attach_waits(r, p);
 	return 0;
 }
 
@@ -617,6 +738,7 @@ void wp_resolved_free(struct wp_resolved *r)
 		drop_lines(r);
 		drop_locations(r);
 		free_stacks(r->stacks, r->nstacks);
+		drop_waits(r);
 		free(r->threads);
 		free(pv->stack_at);
 		free(pv->use);

@@ -100,3 +100,22 @@ struct sym *sym_find(struct obj *o, uint64_t addr)
 {
 	return wp_ranges_find(o->syms, o->nsyms, sizeof(*o->syms), addr);
 }
+
+const char *sym_find_object(struct obj *o, uint64_t va, uint64_t *off)
+{
+	int n = dwfl_module_getsymtab(o->mod);
+	for (int i = 1; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		GElf_Word shndx;
+		Elf *elf = NULL;
+		const char *name = dwfl_module_getsym_info(o->mod, i, &sym, &addr, &shndx, &elf, NULL);
+		if (!name || !*name || GELF_ST_TYPE(sym.st_info) != STT_OBJECT || shndx == SHN_UNDEF)
+			continue;
+		if (va >= addr && va - addr < (sym.st_size ? sym.st_size : 1)) {
+			*off = va - addr;
+			return name;
+		}
+	}
+	return NULL;
+}

@@ -139,6 +139,10 @@ void sym_compute_bias(struct wp_symbolizer *s, struct mod *m);
 /* sym_elf.c */
 void sym_load_symbols(struct obj *o);
 struct sym *sym_find(struct obj *o, uint64_t addr);
+/* The data object (a global or static variable) covering ELF address `va`, its raw name and
+ * *off the offset in it; NULL when none. A linear scan: for the few addresses a profile's
+ * waits name. */
+const char *sym_find_object(struct obj *o, uint64_t va, uint64_t *off);
 
 /* sym_dwarf.c */
 void sym_load_dwarf(struct obj *o);

@@ -4,7 +4,9 @@ waiting sample of theirs read from /proc names what it waits in.
 test/targets/waits.c: holder computes in compute_holding_lock() holding the global mutex
 big_lock, three lockers are blocked in pthread_mutex_lock(&big_lock), a reader in read() on a
 pipe, a sleeper in nanosleep(10 ms), a joiner in pthread_join(joinee), a condwaiter in
-pthread_cond_wait(&big_cond). It reports its threads' tids and the pipe's inode.
+pthread_cond_wait(&big_cond), a sockreader in recv() on a loopback TCP connection, a
+childwaiter in waitpid() for a child process. It reports its threads' tids, the pipe's and
+the socket's inodes and the child's pid.
 
 Wall mode, `--format=folded --per-thread --waits`: of each thread's waiting samples (its
 THREAD record), >= 90% end with the right [wait KIND OBJECT] frame; of the lockers' lock
@@ -65,6 +67,8 @@ def main(t):
         "sleeper": "[wait sleep 10ms]",
         "joiner": "[wait join joinee]",
         "condwaiter": "[wait condition big_cond]",
+        "sockreader": "[wait io %s]" % truth["sock"],
+        "childwaiter": "[wait child pid %d]" % truth["child"],
     }
     for name in ("locker-1", "locker-2", "locker-3"):
         expect[name] = "[wait lock big_lock]"

@@ -7,13 +7,20 @@
  *   sleeper     nanosleep(10 ms) in a loop
  *   joiner      pthread_join(joinee); joinee sleeps (nanosleep 50 ms) until the end
  *   condwaiter  pthread_cond_wait(&big_cond, &cond_lock) until main signals it at the end
+ *   sockreader  recv() on a TCP connection over loopback, written to at the end
+ *   childwaiter waitpid() for a child process that sleeps until the end
  *
- * Usage: waits [SECONDS] (default 2). WP_TRUTH=FILE receives "tid.NAME N" per thread and
- * "pipe pipe:[INODE]", the read end's target as /proc names it. */
+ * Usage: waits [SECONDS] (default 2). WP_TRUTH=FILE receives "tid.NAME N" per thread,
+ * "pipe pipe:[INODE]" and "sock socket:[INODE]", the read ends' targets as /proc names them,
+ * and "child PID". */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -24,6 +31,8 @@ pthread_cond_t big_cond = PTHREAD_COND_INITIALIZER;
 static pthread_mutex_t cond_lock = PTHREAD_MUTEX_INITIALIZER;
 static int cond_go;
 static int pipefd[2];
+static int sock_r, sock_w; /* the two ends of one loopback TCP connection */
+static pid_t child;
 static uint64_t deadline;
 static pthread_barrier_t locked; /* the holder has big_lock: the lockers may start */
 static volatile uint64_t sink;
@@ -78,6 +87,23 @@ static void *reader_fn(void *arg)
 	return NULL;
 }
 
+static void *sockreader_fn(void *arg)
+{
+	set_me(arg);
+	char c;
+	while (recv(sock_r, &c, 1, 0) < 0)
+		;
+	return NULL;
+}
+
+static void *childwaiter_fn(void *arg)
+{
+	set_me(arg);
+	while (waitpid(child, NULL, 0) < 0)
+		;
+	return NULL;
+}
+
 static void *sleeper_fn(void *arg)
 {
 	set_me(arg);
@@ -99,7 +125,8 @@ static struct thr thrs[] = {
 	{ "locker-2", locker_fn, 0, 0 },   { "locker-3", locker_fn, 0, 0 },
 	{ "reader", reader_fn, 0, 0 },	   { "sleeper", sleeper_fn, 0, 0 },
 	{ "joinee", joinee_fn, 0, 0 },	   { "joiner", NULL, 0, 0 },
-	{ "condwaiter", NULL, 0, 0 },
+	{ "condwaiter", NULL, 0, 0 },	   { "sockreader", sockreader_fn, 0, 0 },
+	{ "childwaiter", childwaiter_fn, 0, 0 },
 };
 #define NTHR (sizeof(thrs) / sizeof(thrs[0]))
 
@@ -120,6 +147,23 @@ static void *condwaiter_fn(void *arg)
 	return NULL;
 }
 
+/* sock_r and sock_w: a TCP connection to ourselves on 127.0.0.1. */
+static int tcp_pair(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(l, 1) != 0 ||
+	    getsockname(l, (struct sockaddr *)&a, &len) != 0)
+		return -1;
+	sock_w = socket(AF_INET, SOCK_STREAM, 0);
+	if (sock_w < 0 || connect(sock_w, (struct sockaddr *)&a, sizeof(a)) != 0)
+		return -1;
+	sock_r = accept(l, NULL, NULL);
+	close(l);
+	return sock_r < 0 ? -1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	double secs = run_seconds(argc, argv, 2.0);
@@ -130,13 +174,23 @@ int main(int argc, char **argv)
 	struct stat st;
 	fstat(pipefd[0], &st);
 	truth("pipe pipe:[%lu]", (unsigned long)st.st_ino);
+	if (tcp_pair() != 0)
+		return 3;
+	fstat(sock_r, &st);
+	truth("sock socket:[%lu]", (unsigned long)st.st_ino);
+	child = fork();
+	if (child == 0) {
+		sleep_ns((uint64_t)(secs * 1e9));
+		_exit(0);
+	}
+	truth("child %d", (int)child);
 	pthread_barrier_init(&locked, NULL, 4);
 	thrs[7].fn = joiner_fn;
 	thrs[8].fn = condwaiter_fn;
 	for (size_t i = 0; i < NTHR; i++)
 		pthread_create(&thrs[i].handle, NULL, thrs[i].fn, &thrs[i]);
 	sleep_ns((uint64_t)(secs * 1e9));
-	if (write(pipefd[1], "x", 1) != 1)
+	if (write(pipefd[1], "x", 1) != 1 || send(sock_w, "x", 1, 0) != 1)
 		return 3;
 	pthread_mutex_lock(&cond_lock);
 	cond_go = 1;

@@ -93,8 +93,9 @@ def main(t):
     text = wp.wallprof(["--report", prof])
     section = text.stdout.partition("WAITS")[2].partition("CALL GRAPH")[0]
     t.check("big_lock" in section and ("holder tid=%d" % tid["holder"]) in section
-            and truth["pipe"] in section,
-            "the text report's WAITS section names big_lock, its holder and the pipe", section)
+            and truth["pipe"] in section and "in: locker_fn" in section,
+            "the text report's WAITS section names big_lock, its holder, the lockers' function "
+            "and the pipe", section)
 
 
 wp.main(main)

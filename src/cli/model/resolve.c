@@ -610,6 +610,7 @@ static void describe_wait(struct wp_resolved *r, struct data_name **memo, const 
 	char buf[1024];
 	wp_wait_describe(w, k, dn, waiter, joined, buf, sizeof(buf));
 	out->kind = k;
+	out->waiter = waiter;
 	out->object = strdup(buf);
 	if (!out->object)
 		oom();

@@ -59,6 +59,8 @@ struct wp_rwait {
 	enum wp_wait_kind kind;
 	const char *object; /* owned by the model */
 	uint32_t holder;    /* lock: the holder's tid when it is a thread of the profile, else 0 */
+	const char *waiter; /* the program's function nearest the leaf (the caller of libc's
+			     * waiting code), NULL when the stack has none */
 	uint64_t count, weight_ns;
 };
 

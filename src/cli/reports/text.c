@@ -440,6 +440,9 @@ struct wait_obj {
 	uint64_t count, weight_ns;
 	uint32_t tids[WAIT_NAMES], holders[WAIT_NAMES];
 	uint64_t tid_n[WAIT_NAMES], holder_n[WAIT_NAMES];
+	const char *funcs[WAIT_NAMES];
+	uint64_t func_n[WAIT_NAMES];
+	int more_funcs;
 	uint64_t holder_known;
 	int more_tids, more_holders;
 	char key[]; /* kind byte, then the object */
@@ -455,6 +458,20 @@ static void tally_tid(uint32_t *tids, uint64_t *tn, int *more, uint32_t tid, uin
 			return;
 		}
 	*more = 1;
+}
+
+/* The same for the waiting function `f` (names are interned: the pointer is the name). */
+static void tally_func(struct wait_obj *w, const char *f, uint64_t n)
+{
+	if (!f)
+		return;
+	for (int i = 0; i < WAIT_NAMES; i++)
+		if (w->funcs[i] == f || !w->funcs[i]) {
+			w->funcs[i] = f;
+			w->func_n[i] += n;
+			return;
+		}
+	w->more_funcs = 1;
 }
 
 static int by_wait_count(struct wait_obj *a, struct wait_obj *b)
@@ -505,6 +522,7 @@ static void waits(struct text *t)
 			w->count += rw->count;
 			w->weight_ns += rw->weight_ns;
 			tally_tid(w->tids, w->tid_n, &w->more_tids, s->tid, rw->count);
+			tally_func(w, rw->waiter, rw->count);
 			if (rw->holder) {
 				w->holder_known += rw->count;
 				tally_tid(w->holders, w->holder_n, &w->more_holders, rw->holder,
@@ -533,6 +551,16 @@ static void waits(struct text *t)
 				wp_dur(w->weight_ns), wp_wait_kind_name(w->kind), w->object);
 			put_tids(t, w->tids, w->tid_n, w->more_tids, w->count, b1, sizeof(b1));
 			fprintf(t->out, "  %30s  waiting: %s\n", "", b1);
+			size_t at = 0;
+			b2[0] = 0;
+			for (int i = 0; i < WAIT_NAMES && w->funcs[i] && at < sizeof(b2); i++)
+				at += (size_t)snprintf(b2 + at, sizeof(b2) - at, "%s%s %.0f%%",
+						       i ? ", " : "", w->funcs[i],
+						       wp_pct(w->func_n[i], w->count));
+			if (w->more_funcs && at < sizeof(b2))
+				snprintf(b2 + at, sizeof(b2) - at, ", ...");
+			if (*b2)
+				fprintf(t->out, "  %30s  in: %s\n", "", b2);
 			if (w->holder_known) {
 				put_tids(t, w->holders, w->holder_n, w->more_holders, w->count, b2,
 					 sizeof(b2));

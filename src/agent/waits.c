@@ -58,6 +58,17 @@ static uint64_t timespec_ns_at(uint64_t addr)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Whether a futex wait looks like a contended glibc mutex: FUTEX_WAIT or FUTEX_WAIT_BITSET
+ * (private or not) expecting the value 2, which is what __lll_lock_wait (and the robust and
+ * elided paths) wait for: "locked, with waiters". Conditions, joins (the tid), semaphores and
+ * most other futexes expect something else, and then the owner is not read at all: one
+ * process_vm_readv less per sample of each of a program's idle threads. */
+static int looks_like_mutex(uint64_t op, uint64_t val)
+{
+	uint64_t cmd = op & 0x7f; /* without FUTEX_PRIVATE_FLAG and FUTEX_CLOCK_REALTIME */
+	return (cmd == 0 /* FUTEX_WAIT */ || cmd == 9 /* FUTEX_WAIT_BITSET */) && val == 2;
+}
+
 static uint64_t futex_owner(uint64_t addr)
 {
 	int32_t owner;
@@ -153,7 +164,7 @@ struct wp_wait_entry *wp_waits_add(struct wp_athread *t, uint32_t stack_id, long
 		k.a0 = args[0];
 		k.a1 = args[1];
 		k.a2 = args[2];
-		k.aux = futex_owner(args[0]);
+		k.aux = looks_like_mutex(k.a1, k.a2) ? futex_owner(args[0]) : 0;
 	} else if (nr == SYS_nanosleep) {
 		k.aux = timespec_ns_at(args[0]);
 	} else if (nr == SYS_clock_nanosleep) {
@@ -185,8 +196,12 @@ void wp_waits_again(struct wp_athread *t, uint32_t units, uint64_t weight_ns)
 	if (!last)
 		return;
 	struct wp_wait_key k = last->key;
-	if (k.nr == SYS_futex)
-		k.aux = futex_owner(k.a0);
+	if (k.nr != SYS_futex || !looks_like_mutex(k.a1, k.a2)) {
+		last->count += units; /* nothing read again: the same entry, no lookup */
+		last->weight_ns += weight_ns;
+		return;
+	}
+	k.aux = futex_owner(k.a0);
 	/* out of memory: the sample keeps its stack, without its wait */
 	count(t, &k, last->target, last->target_len, units, weight_ns);
 }

@@ -93,7 +93,8 @@ _Static_assert(sizeof(struct wp_rec_timeline) == 16, "TIMELINE's fixed fields ar
  * agent (`aux`). Followed by target_len bytes: a descriptor's target (readlink of
  * /proc/self/fd/N), or nothing. Per call:
  *   futex (202):         a0 address, a1 op, a2 value expected; aux the int at a0+8 (a glibc
- *                        mutex's owner TID when the futex is a mutex's lock word; else noise)
+ *                        mutex's owner TID) when the wait looks like a contended mutex's
+ *                        (FUTEX_WAIT or FUTEX_WAIT_BITSET expecting 2), else 0
  *   nanosleep (35):      aux the requested duration in ns
  *   clock_nanosleep(230): a0 clock, a1 flags (1: absolute); aux the requested time in ns
  *   wait4 (61), waitid (247): a0, a1 as passed (wait4: the pid)

@@ -2,7 +2,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -16,9 +15,10 @@
  * __owner at 8 (the holder's TID). Whether a futex IS a mutex is for the command to say (from
  * the waiting function); the agent just reads the int at +8. */
 #define MUTEX_OWNER_OFFSET 8
-/* A descriptor's target is looked up again (one stat of /proc/self/task/TID/fd/N) at most
- * this often; the readlink only when its inode changed. A descriptor closed and reused
- * meanwhile gives the old name at worst. */
+/* A descriptor's target is looked up again (one readlink of /proc/self/task/TID/fd/N) at
+ * most this often. A descriptor closed and reused meanwhile gives the old name at worst.
+ * readlink, not stat: readlink only prints the path the kernel holds, where stat would ask
+ * the file's filesystem (a hung NFS server would hang the sampler). */
 #define FD_RECHECK_NS (200 * 1000000ull)
 #define FD_CACHE 256
 #define TARGET_MAX 200
@@ -29,8 +29,7 @@ static pid_t mem_tid;
 
 struct fd_look {
 	int fd; /* -1: empty */
-	dev_t dev;
-	ino_t ino;
+	uint64_t id; /* the inode of "pipe:[N]", "socket:[N]"...; else a hash of the path */
 	uint64_t checked_ns;
 	uint32_t len;
 	char target[TARGET_MAX];
@@ -92,8 +91,28 @@ static int waits_on_fd(long nr)
 	}
 }
 
-/* The cached look at descriptor `fd` (of thread `tid`'s table): its inode in *ino, its target
- * in the returned slot, or NULL when unknown (not allowed to look, or unreadable). */
+/* What tells two targets apart in a WAIT key: the inode printed in "pipe:[N]" and the like,
+ * else an FNV-1a hash of the path. */
+static uint64_t target_id(const char *s, uint32_t len)
+{
+	if (len > 3 && s[len - 1] == ']') {
+		const char *open = memchr(s, '[', len);
+		uint64_t v = 0;
+		int digits = 0;
+		for (const char *p = open ? open + 1 : s + len; p < s + len - 1 && *p >= '0' && *p <= '9';
+		     p++, digits++)
+			v = v * 10 + (uint64_t)(*p - '0');
+		if (open && digits && open + 1 + digits == s + len - 1)
+			return v;
+	}
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (uint32_t i = 0; i < len; i++)
+		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* The cached look at descriptor `fd` (of thread `tid`'s table): its target and id in the
+ * returned slot, or NULL when unknown (not allowed to look, or unreadable). */
 static const struct fd_look *look_fd(pid_t tid, int fd, int may_look, uint64_t *looked_ns)
 {
 	if (!fd_cache_ready) {
@@ -109,19 +128,17 @@ static const struct fd_look *look_fd(pid_t tid, int fd, int may_look, uint64_t *
 		return c->fd == fd ? c : NULL;
 	uint64_t c0 = wp_self_cpu_ns();
 	char path[64];
-	struct stat st;
 	const struct fd_look *res = NULL;
 	wp_format(path, sizeof(path), "/proc/self/task/%d/fd/%d", (int)tid, fd);
-	if (stat(path, &st) == 0) {
-		if (c->fd != fd || c->dev != st.st_dev || c->ino != st.st_ino) {
-			ssize_t n = readlink(path, c->target, sizeof(c->target));
-			c->len = n > 0 ? (uint32_t)n : 0;
-			c->dev = st.st_dev;
-			c->ino = st.st_ino;
-		}
+	ssize_t n = readlink(path, c->target, sizeof(c->target));
+	if (n > 0) {
+		c->len = (uint32_t)n;
+		c->id = target_id(c->target, c->len);
 		c->fd = fd;
 		c->checked_ns = now;
 		res = c;
+	} else if (c->fd == fd) {
+		c->fd = -1; /* closed meanwhile */
 	}
 	*looked_ns += wp_self_cpu_ns() - c0;
 	return res;
@@ -181,7 +198,7 @@ struct wp_wait_entry *wp_waits_add(struct wp_athread *t, uint32_t stack_id, long
 		if (args[0] < (1u << 30)) {
 			const struct fd_look *c = look_fd(t->tid, (int)args[0], may_look, looked_ns);
 			if (c) {
-				k.aux = (uint64_t)c->ino;
+				k.aux = c->id;
 				target = c->target;
 				target_len = c->len;
 			}

@@ -100,7 +100,8 @@ _Static_assert(sizeof(struct wp_rec_timeline) == 16, "TIMELINE's fixed fields ar
  *   wait4 (61), waitid (247): a0, a1 as passed (wait4: the pid)
  *   poll, ppoll, select, pselect6: a1 the number of descriptors
  *   descriptor calls (read, write, recv*, send*, accept, connect, epoll_wait, ...): a0 the
- *                        descriptor; aux its inode (0: not looked up)
+ *                        descriptor; aux the inode in a "pipe:[N]"-like target, else a hash
+ *                        of the target's path (0: not looked up)
  *   anything else:       only nr.
  * A stack's WAIT records' counts add up to at most its count (samples taken otherwise, e.g.
  * signalled inside a call, carry none). */

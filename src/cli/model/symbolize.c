@@ -160,6 +160,7 @@ void wp_symbolizer_free(struct wp_symbolizer *s)
 		struct obj *o = s->objs[i];
 		sym_free_dwarf(o);
 		free(o->syms);
+		free(o->data);
 		sym_obj_close(o);
 		free(o->path);
 		free(o);

@@ -18,6 +18,9 @@ medians of ratios to the baseline of the same round, never a single absolute tim
   4. scale      bench/idle_threads with 10..10,000 idle threads in wall mode at 100 Hz:
                 sampler CPU per tick, sampler share of a core, the busy thread's slowdown;
                 the agent's memory after a long run; `wallprof --report` on 10M samples
+  5. calls      what the agent's interposers cost the program's own calls (bench/calls:
+                pthread_sigmask pairs, 64-byte writes, pthread_create+join) and a trivial
+                process's start-to-exit, unprofiled and under the agent
 
 Standard library only. Progress lines go to stderr; the markdown report to stdout and to
 docs/bench.md (--out, --no-write).
@@ -71,6 +74,9 @@ class Plan:
             self.steady_ms = 6000
             self.memory_s = 10
             self.report_runs = 2
+            self.calls_rounds = 5
+            self.calls_n = (100000, 200000, 1000)  # sigmask pairs, writes, threads
+            self.calls_spawns = 10          # trivial processes each way per round
         else:
             self.overhead_rounds = 5
             self.overhead_ms = 1000
@@ -87,6 +93,9 @@ class Plan:
             self.steady_ms = 75000          # long enough for a first look at 10,000 threads
             self.memory_s = 60
             self.report_runs = 3
+            self.calls_rounds = 11
+            self.calls_n = (200000, 500000, 2000)
+            self.calls_spawns = 20
         self.report_samples = 10_000_000
 
 
@@ -1132,6 +1141,83 @@ def report_speed(ctx, mem):
 
 
 # ------------------------------------------------------------------------------------------
+# 5. Calls
+
+
+CALL_KEYS = ("sigmask", "write", "write_shared", "thread", "process")
+
+
+def spawn_wall(argv, env, root=False):
+    """Wall time from fork to reaping of a program whose output goes to /dev/null: a lighter
+    launcher than run(), so that a trivial process's start-to-exit is not buried. With root,
+    the child is the profiled process, as under `wallprof` (WALLPROF_ROOT_PID is its own pid,
+    so the agent writes its profile even with no samples)."""
+    t0 = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            fd = os.open(os.devnull, os.O_RDWR)
+            for i in (0, 1, 2):
+                os.dup2(fd, i)
+            if root:
+                env = dict(env, WALLPROF_ROOT_PID=str(os.getpid()))
+            os.execve(argv[0], argv, env)
+        finally:
+            os._exit(127)
+    _, status = os.waitpid(pid, 0)
+    wall = time.monotonic() - t0
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError("%s exited %s" % (" ".join(argv), status))
+    return wall
+
+
+def calls(ctx):
+    """The program's own calls that the agent interposes on, timed by bench/calls unprofiled
+    and under the agent (wall mode, 1000 Hz, every thread each tick), alternating round by
+    round; and a trivial process (bench/calls with no work) from spawn to exit both ways."""
+    plan = ctx.plan
+    prof = Profiler("wp", 1000, mode="wall")
+    out = ctx.path("calls.prof")
+    work = [ctx.exe("calls")] + [str(n) for n in plan.calls_n]
+    rounds = []
+    for rnd in range(plan.calls_rounds):
+        log("calls: round %d of %d" % (rnd + 1, plan.calls_rounds))
+        r = {}
+        for kind in (("base", "wp") if rnd % 2 == 0 else ("wp", "base")):
+            if kind == "wp":
+                cmd, env = prof.wrap(ctx, work, out, extra_env={"WALLPROF_THREADS": "0"})
+            else:
+                cmd, env = work, clean_env()
+            kv = parse_kv(run(cmd, env=env).check().out, "calls:")
+            r[kind] = {k: kv[k + "_ps"] / 1000 for k in CALL_KEYS[:4]}
+            if kind == "wp":
+                if not meta_int(read_wp(out), "samples"):
+                    raise RuntimeError("calls: the agent took no samples")
+                os.unlink(out)
+        walls = collections.defaultdict(list)
+        for i in range(plan.calls_spawns):
+            for kind in (("base", "wp") if i % 2 == 0 else ("wp", "base")):
+                if kind == "wp":
+                    cmd, env = prof.wrap(ctx, [ctx.exe("calls")], out,
+                                         extra_env={"WALLPROF_THREADS": "0"})
+                else:
+                    cmd, env = [ctx.exe("calls")], clean_env()
+                walls[kind].append(spawn_wall(cmd, env, root=kind == "wp") * 1e9)
+        os.unlink(out)
+        for kind in walls:
+            r[kind]["process"] = min(walls[kind])
+        rounds.append(r)
+    res = dict(rounds=plan.calls_rounds, n=plan.calls_n, spawns=plan.calls_spawns,
+               load=sh("cut -d' ' -f1-3 /proc/loadavg"))
+    for k in CALL_KEYS:
+        ratios = [r["wp"][k] / r["base"][k] for r in rounds]
+        res[k] = dict(base=median([r["base"][k] for r in rounds]),
+                      wp=median([r["wp"][k] for r in rounds]),
+                      ratio=median(ratios), ratio_iqr=iqr_half(ratios))
+    return res
+
+
+# ------------------------------------------------------------------------------------------
 # The report
 
 
@@ -1150,6 +1236,53 @@ def us(ns):
 
 def fmt_rate(x):
     return "n/a" if x is None else "%.0f" % x
+
+
+def ns_or_us(ns):
+    if ns >= 1e6:
+        return "%.2f ms" % (ns / 1e6)
+    return "%.1f ns" % ns if ns < 10000 else "%.1f µs" % (ns / 1000)
+
+
+CALLS_TEXT = (
+    "`bench/calls` times, on its main thread, %d pthread_sigmask block+unblock pairs, %d "
+    "64-byte writes to /dev/null and %d pthread_create+join of an empty thread, then the "
+    "writes again after starting an idle thread, each loop in "
+    "50 chunks of 1-2 ms, and prints the fastest chunk's time per call (a chunk in which the "
+    "program waited for a CPU on this shared machine does not count); it runs unprofiled and "
+    "under "
+    "the agent (LD_PRELOAD, wall mode, WALLPROF_HZ=1000, WALLPROF_THREADS=0) alternately, %d "
+    "rounds. Each figure is the median over rounds; *ratio* is the median of the rounds' "
+    "ratios (under wallprof / unprofiled, ± half the interquartile range). Under the agent "
+    "the main thread is also sampled 1000 times a second while it works, 1-2 times a chunk; "
+    "the fastest chunk is also one the sampler interrupted least, so these rows are the "
+    "calls' own cost, not the sampling's (section 1). *process*: bench/calls with no "
+    "arguments (it returns at once), fork to reaping, from this driver (python3's fork "
+    "included, the same both ways); under the agent it is the profiled process "
+    "(WALLPROF_ROOT_PID, as `wallprof` sets it, so it writes its profile); the fastest of %d "
+    "runs each way per round (alternating). Load average (1, 5, 15 min) when the section "
+    "ended: %s.")
+
+CALL_ROWS = {
+    "sigmask": ("pthread_sigmask block+unblock pair",
+                "the interposed pthread_sigmask: each call also publishes the thread's new "
+                "mask for the sampler (sigmask.c)"),
+    "write": ("write, 64 bytes to /dev/null",
+              "the transfer interposer (transfers.c) on a call no signal interrupted, and "
+              "the kernel's slower way to a descriptor in a process with more than one thread "
+              "sharing its table: unprofiled the program has one thread, under the agent the "
+              "parked wallprof-exit thread shares the table"),
+    "write_shared": ("the same, with an idle second thread of the program's own",
+                     "the control: both ways the table is shared, so the ratio is "
+                     "mostly the interposer's own cost"),
+    "thread": ("pthread_create + pthread_join, empty thread",
+               "the interposed pthread_create (its trampoline publishes the child's mask, "
+               "threadstart.c), and the sampler finding the new thread"),
+    "process": ("a trivial process, start to exit",
+                "the agent's start-up (loading, its sampler thread, which unshares its "
+                "descriptor table, and the parked wallprof-exit thread) and its end (writing "
+                "the profile)"),
+}
 
 
 def render(ctx, info, res, elapsed, load0, load1):
@@ -1451,6 +1584,22 @@ def render(ctx, info, res, elapsed, load0, load1):
               "{:,}".format(rep["small_samples"]), rep["small_time"]))
         a("")
 
+    # 5 ---------------------------------------------------------------------------------
+    ca = res.get("calls")
+    if ca:
+        a("## 5. The program's own calls")
+        a("")
+        a(CALLS_TEXT % (ca["n"] + (ca["rounds"], ca["spawns"], ca["load"])))
+        a("")
+        a("| call | unprofiled | under wallprof | ratio | what it measures |")
+        a("| --- | ---: | ---: | ---: | --- |")
+        for k in CALL_KEYS:
+            v = ca[k]
+            a("| %s | %s | %s | %.2f× ±%.2f | %s |" % (
+                CALL_ROWS[k][0], ns_or_us(v["base"]), ns_or_us(v["wp"]), v["ratio"],
+                v["ratio_iqr"] or 0, CALL_ROWS[k][1]))
+        a("")
+
     # targets ---------------------------------------------------------------------------
     a("## Targets")
     a("")
@@ -1651,7 +1800,7 @@ def main():
     ap.add_argument("--no-write", action="store_true", help="print only")
     ap.add_argument("--only", default="",
                     help="comma-separated sections: overhead,accuracy,rate,real,window,scale,"
-                         "memory,report (default: all)")
+                         "memory,report,calls (default: all)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
     ap.add_argument("--merge", action="store_true",
                     help="with --only: start from the results saved by the last run "
@@ -1693,6 +1842,9 @@ def main():
     res = {}
     prev = None
     if args.merge:
+        if not os.path.exists(saved):
+            sys.exit("bench: --merge: no saved results (%s): run the full benchmark first" %
+                     saved)
         with open(saved, "rb") as f:
             prev = pickle.load(f)
         if prev["quick"] != plan.quick:
@@ -1713,6 +1865,8 @@ def main():
         if want("scale"):
             res["scale"] = scale(ctx)
             res["scale_steady"] = scale_steady(ctx)
+        if want("calls"):
+            res["calls"] = calls(ctx)
         if want("memory") or want("report"):
             res["memory"] = memory(ctx)
         if want("report"):

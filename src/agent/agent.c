@@ -48,6 +48,24 @@ static _Atomic int running;
 static pid_t owner_pid;
 static int is_fork_child;
 static char meta_text[8192];
+/* The run this process belongs to: WALLPROF_RUN when the command set it; else inherited in
+ * memory by a fork child; else this process starts a run of its own ("<pid>-<start ns>"). */
+static char run_id[64];
+
+/* Before the sampler starts, on the starting thread: a fork child that follows at once must
+ * find the id already in the memory it copies. */
+static void choose_run_id(void)
+{
+	if (cfg.run[0]) {
+		wp_format(run_id, sizeof(run_id), "%s", cfg.run);
+	} else if (!run_id[0]) {
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		wp_format(run_id, sizeof(run_id), "%d-%llu", (int)getpid(),
+			  (unsigned long long)now.tv_sec * 1000000000ull +
+				  (unsigned long long)now.tv_nsec);
+	}
+}
 static char out_path[PATH_MAX];
 
 WALLPROF_API const char *wallprof_version(void)
@@ -83,15 +101,17 @@ static void read_command(char *out, size_t cap)
 	out[n] = 0;
 }
 
+/* On the sampler thread at its start. */
 static void build_meta(void)
 {
 	char cmd[2048];
 	read_command(cmd, sizeof(cmd));
 	wp_format(meta_text, sizeof(meta_text),
-		  "wallprof_version=%s\nmode=%s\nhz=%d\nthreads_per_tick=%d\npid=%d\ncommand=%s\n"
-		  "signal=%d\nncpus=%ld\n",
+		  "wallprof_version=%s\nmode=%s\nhz=%d\nthreads_per_tick=%d\npid=%d\nppid=%d\n"
+		  "run=%s\ncommand=%s\nsignal=%d\nncpus=%ld\n",
 		  WALLPROF_VERSION, cfg.mode == WP_MODE_CPU ? "cpu" : "wall", cfg.hz, cfg.threads,
-		  (int)getpid(), cmd, wp_handshake_signal(), sysconf(_SC_NPROCESSORS_ONLN));
+		  (int)getpid(), (int)getppid(), run_id, cmd, wp_handshake_signal(),
+		  sysconf(_SC_NPROCESSORS_ONLN));
 }
 
 /* Names can change over a thread's life; take the latest for those still here. */
@@ -285,6 +305,7 @@ static int start(void)
 		return -ENAMETOOLONG;
 	}
 	check_out_path();
+	choose_run_id();
 	if ((e = wp_sampler_start(&cfg, on_sampler_start)) != 0) {
 		wp_log("cannot start the sampler thread (%s); profiling is off", strerror(-e));
 		return e;

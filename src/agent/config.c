@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,16 @@
 static int parse_int(const char *s, long lo, long hi, int *out)
 {
 	return wp_parse_int(s, lo, hi, out);
+}
+
+/* A run id as the command writes it ("<pid>-<ns>"): short, and safe in a META line. */
+static int run_id_ok(const char *s)
+{
+	size_t n = 0;
+	for (; s[n]; n++)
+		if (n >= 63 || !(isalnum((unsigned char)s[n]) || strchr("._-", s[n])))
+			return 0;
+	return n > 0;
 }
 
 static int bad(const char *var, const char *value, const char *accepts)
@@ -68,6 +79,8 @@ int wp_config_load(struct wp_config *cfg, char *(*getenv_fn)(const char *))
 			   "use whole seconds between checkpoints from 0 (none) to 86400");
 	if ((v = getenv_fn("WALLPROF_ROOT_PID")) && parse_int(v, 1, 1 << 30, &cfg->root_pid))
 		cfg->root_pid = 0;
+	if ((v = getenv_fn("WALLPROF_RUN")) && run_id_ok(v))
+		strcpy(cfg->run, v); /* else ignored like a bad WALLPROF_ROOT_PID: not a user setting */
 	if ((v = getenv_fn("WALLPROF_AUTOSTART"))) {
 		if (!strcmp(v, "1"))
 			cfg->autostart = 1;

@@ -24,6 +24,8 @@ struct wp_config {
 	int signal;           /* WALLPROF_SIGNAL; 0 = choose (SIGPROF unless taken) */
 	int checkpoint_s;     /* WALLPROF_CHECKPOINT: seconds between checkpoints, 0 = none */
 	int root_pid;         /* WALLPROF_ROOT_PID (set by the CLI): whose file WALLPROF_OUT is */
+	char run[64];         /* WALLPROF_RUN (set by the CLI): the run every process of the tree
+			       * belongs to; "" when absent or not [A-Za-z0-9._-]{1,63} */
 	int autostart;        /* WALLPROF_AUTOSTART: 1/0; -1 = when preloaded, not when linked */
 	/* Test hooks (WALLPROF_TEST=signal-all,no-retry,tight-ration,no-unshare,exit-on-sampler):
 	 * make the sampler signal every chosen thread, make the EINTR interposers pass EINTR

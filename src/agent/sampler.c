@@ -201,12 +201,17 @@ static void exiter_mask(sigset_t *mask)
 				sigaddset(mask, sig);
 }
 
-/* The thread that calls exit(0) for the program. It has to exist from the start: the sampler
- * runs on a descriptor table of its own (fds.h), and once the program's last thread has
+/* The thread that calls exit(0) for the program. It must share the program's descriptor
+ * table: the sampler runs on one of its own (fds.h), and once the program's last thread has
  * ended, no thread of the program's table would be left to run its exit handlers (stdio's
  * flush to fd 1, say), nor to keep that table, and so the program's files, open meanwhile.
- * So the sampler starts this one before it leaves the program's table; it sleeps, every
- * signal blocked, until told. Not a program thread: never listed, sampled or counted. */
+ * So it is started by the leader as it leaves (pthread_exit, or its start routine returning
+ * in a fork child: threadmask.c's exit hook), the one moment it can be needed from: no
+ * process can lose its last program thread while the leader lives. Not earlier: a second
+ * thread on the program's table makes every descriptor call of a single-threaded program
+ * slower (the kernel's fdget takes a reference once the table is shared: +50-65 ns a write
+ * on the benchmark VM). It sleeps, every signal blocked, until told. Not a program thread:
+ * never listed, sampled or counted. */
 static pthread_t exit_thread;
 static _Atomic pid_t exit_tid;
 static _Atomic uint32_t exit_word; /* 1: end the process now */
@@ -228,12 +233,19 @@ static void *exit_main(void *arg)
 	exit(0);
 }
 
-/* On the sampler thread, before it takes its own descriptor table. */
-static void start_exit_thread(void)
+static _Atomic int exit_thread_asked;
+
+/* On the leader, as it leaves (a program thread: the program's descriptor table). */
+void wp_sampler_prepare_exit_thread(void)
 {
+	if (!started || cfg.test_exit_on_sampler || atomic_exchange(&exit_thread_asked, 1))
+		return;
 	pthread_attr_t attr;
 	if (pthread_attr_init(&attr) != 0)
 		return;
+	sigset_t all;
+	sigfillset(&all);
+	pthread_attr_setsigmask_np(&attr, &all); /* never takes a signal of the program's */
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	if (pthread_create(&exit_thread, &attr, exit_main, NULL) == 0) {
 		for (int i = 0; i < 1000 && !atomic_load(&exit_tid); i++) {
@@ -262,10 +274,12 @@ static void end_process(void)
 			NULL, 0);
 		return; /* sampling goes on (the exit handlers are the program's work) */
 	}
-	/* No exit thread (it could not be started): end it from here, every signal blocked; the
-	 * sampler then stayed on the program's descriptor table (run), which this thread keeps
-	 * open. wp_sampler_stop knows not to wait for this thread; tick_lock is free, so a flush
-	 * or fork from an exit handler goes ahead. */
+	/* No exit thread (the test hook, or it could not be started): end it from here, every
+	 * signal blocked. Under the hook the sampler stayed on the program's descriptor table;
+	 * otherwise the program's files are closed by now (its last thread took its table with
+	 * it), so its exit handlers find no descriptors: the price of a thread that could not be
+	 * created. wp_sampler_stop knows not to wait for this thread; tick_lock is free, so a
+	 * flush or fork from an exit handler goes ahead. */
 	exit(0);
 }
 
@@ -296,12 +310,9 @@ static void *run(void *arg)
 	sampler_tid = (int)syscall(SYS_gettid);
 	wp_sample_set_mem_tid(sampler_tid);
 	wp_waits_set_mem_tid(sampler_tid);
-	/* On the program's descriptor table, so before leaving it. Without it (it could not be
-	 * started; WALLPROF_TEST=exit-on-sampler) the sampler would have to end the process
-	 * itself, and must stay on the program's table for that. */
-	if (!atomic_load(&exit_tid) && !cfg.test_exit_on_sampler)
-		start_exit_thread();
-	int own_table = !cfg.test_no_unshare && atomic_load(&exit_tid);
+	/* WALLPROF_TEST=exit-on-sampler: no exit thread, the sampler ends the process itself and
+	 * so stays on the program's descriptor table for that. */
+	int own_table = !cfg.test_no_unshare && !cfg.test_exit_on_sampler;
 	/* Before anything is opened: a descriptor table of our own (fds.h), keeping the stderr
 	 * the process started with and the command's channel. */
 	int keep[2] = { 2, wp_log_channel_fd() };
@@ -466,8 +477,9 @@ void wp_sampler_forget(void)
 	atomic_store(&job_busy, 0);
 	atomic_store(&last_fn, NULL);
 	atomic_store(&private_word, 0);
-	atomic_store(&exit_tid, 0); /* a fork child has no exit thread: its sampler starts one */
+	atomic_store(&exit_tid, 0); /* a fork child has no exit thread: its leader starts one */
 	atomic_store(&exit_word, 0);
+	atomic_store(&exit_thread_asked, 0);
 	memset(&wp_stats, 0, sizeof(wp_stats));
 	wp_sample_forget();
 	wp_stacks_reset();
@@ -565,6 +577,7 @@ void wp_sampler_leader_leaving(void)
 		return;
 	pthread_sigmask(SIG_BLOCK, NULL, &leader_mask);
 	atomic_store(&leader_mask_pid, self);
+	wp_sampler_prepare_exit_thread();
 	wp_threads_leader_leaving(self);
 	/* wake the sampler, which then looks at the leader soon whatever the rate */
 	syscall(SYS_futex, (uint32_t *)&stop_word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);

@@ -29,6 +29,9 @@ int wp_sampler_stop_async(uint64_t timeout_ns, void (*last)(void));
 int wp_sampler_call(void (*fn)(void *), void *arg, uint64_t timeout_ns);
 /* The thread that waits to call exit(0) for the program (0 before it is started). */
 pid_t wp_sampler_exit_tid(void);
+/* Called on the leader as it leaves (pthread_exit; its start routine returning in a fork
+ * child): starts that thread, on the program's descriptor table. Not async-signal-safe. */
+void wp_sampler_prepare_exit_thread(void);
 /* Called by the interposed pthread_exit: when the caller is the leader, records its signal
  * mask and has the sampler look soon whether it was the program's last thread.
  * Async-signal-safe (system calls and atomics only). */

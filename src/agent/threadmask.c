@@ -1,5 +1,7 @@
 #include "threadmask.h"
 
+#include "sampler.h"
+
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -136,6 +138,10 @@ static void give_back(void *p)
 {
 	struct wp_tmask *e = p;
 	pid_t me = (pid_t)syscall(SYS_gettid);
+	/* The leader leaving without pthread_exit (a fork child's only thread returning from its
+	 * start routine): the program may be about to lose its last thread. */
+	if (me == (pid_t)syscall(SYS_getpid))
+		wp_sampler_prepare_exit_thread();
 	if (atomic_compare_exchange_strong(&e->tid, &me, GONE) && mine == e)
 		mine = NULL;
 }

@@ -36,10 +36,16 @@ struct wp_opts {
 	int per_thread;
 	int waits;               /* --waits: folded stacks end with what they waited in */
 	const char *thread;      /* --thread=NAME|TID */
+	const char *process;     /* --process=PID|NAME, --process-tree=PID|NAME */
+	int process_tree;        /* --process-tree: with its descendants */
+	int per_process;         /* --per-process */
+	int whole_run;           /* --whole-run */
 	int top;                 /* --top=N, default 20 */
 	const char *report_out;  /* where the report goes (stdout when NULL) */
 	/* subcommands */
 	const char *report_file; /* --report FILE */
+	const char **report_more; /* more files after it (--report A B...), malloc'ed */
+	int nreport_more;
 	const char *compare[2];  /* --compare A B */
 	int flame_graph;         /* --flame-graph */
 	int overhead_test;
@@ -49,6 +55,8 @@ struct wp_opts {
 	/* recorded by `record`, for the report header */
 	int exit_status;         /* as from waitpid */
 	int have_exit_status;
+	long root_pid;           /* the process it ran (0: none): its tree's files are found by it
+				  * when the main file is missing */
 };
 
 /* options.c. Reads the command line into `opts` (defaults first). Returns 0, or 2 with the
@@ -98,8 +106,14 @@ int wp_report_after_run(const struct wp_opts *opts, const char *path);
 /* Loads a profile, builds its model with the options' filter, then writes the report in
  * opts->format to `out`. Returns the process exit code (0, or 1 with a message printed). */
 int wp_report_file(const struct wp_opts *opts, const char *path, FILE *out);
-/* The same for a model already built (with wp_opts_filter(opts)). */
-int wp_report(const struct wp_opts *opts, const struct wp_resolved *r, FILE *out);
+/* --report: one file as wp_report_file; several files, a directory's *.prof, or with
+ * --whole-run the main file's run: one model over all their processes (a file that cannot be
+ * read gets one line on standard error and is left out). */
+int wp_report_files(const struct wp_opts *opts, FILE *out);
+/* The same for a model already built (with wp_opts_filter(opts)); `run`: the processes of
+ * its run (model/run.h), for the text header, or NULL. */
+int wp_report(const struct wp_opts *opts, const struct wp_resolved *r, const struct wp_run *run,
+	      FILE *out);
 
 /* The reports: each formats the model `r` (filtered already) and the figures `s` computed
  * from it, and computes nothing of its own. Each returns 0 or -1 (write error). */

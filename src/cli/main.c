@@ -65,7 +65,7 @@ int main(int argc, char **argv)
 		if (o.flame_graph && !o.format_set)
 			o.format = WP_FMT_SVG;
 		FILE *out = wp_open_report(&o);
-		return out ? wp_close_report(&o, out, wp_report_file(&o, o.report_file, out)) : 1;
+		return out ? wp_close_report(&o, out, wp_report_files(&o, out)) : 1;
 	}
 	if (!o.cmd) {
 		wp_usage(stderr);

@@ -18,7 +18,7 @@ static const char usage_text[] =
 "  wallprof [RECORD OPTIONS] [REPORT OPTIONS] -- COMMAND [ARGS...]\n"
 "  wallprof --flame-graph [RECORD OPTIONS] -- COMMAND [ARGS...] > profile.svg\n"
 "  wallprof --live [RECORD OPTIONS] -- COMMAND [ARGS...]\n"
-"  wallprof --report FILE [REPORT OPTIONS]\n"
+"  wallprof --report FILE [FILE|DIR...] [REPORT OPTIONS]\n"
 "  wallprof --compare BEFORE.prof AFTER.prof [--flame-graph]\n"
 "  wallprof --overhead-test [-- COMMAND [ARGS...]]\n"
 "\n"
@@ -51,6 +51,10 @@ static const char usage_text[] =
 "  --waits              folded output: a waiting sample's stack ends with what it waited\n"
 "                       in, [wait KIND OBJECT], and for a lock [held by NAME tid=N]\n"
 "  --thread=NAME|TID    only this thread's samples\n"
+"  --process=PID|NAME   only this process's samples (every image it ran; not its children)\n"
+"  --process-tree=PID|NAME  the same with every process it started, at any depth\n"
+"  --per-process        per-process roots ([program pid=N]) in folded output\n"
+"  --whole-run          --report MAIN.prof: every process of its run (the files beside it)\n"
 "  --top=N              rows in the flat profile (default 20)\n"
 "  --report-output=FILE write the report there instead of standard output\n"
 "\n"
@@ -117,6 +121,10 @@ enum {
 	OPT_OVERHEAD_TEST,
 	OPT_SELF_PROFILE,
 	OPT_LIVE,
+	OPT_PROCESS,
+	OPT_PER_PROCESS,
+	OPT_WHOLE_RUN,
+	OPT_PROCESS_TREE,
 };
 
 /* "+": stop at the first non-option (the command). ":": a missing value is reported as ':',
@@ -142,6 +150,10 @@ static const struct option long_opts[] = {
 	{ "overhead-test", no_argument, NULL, OPT_OVERHEAD_TEST },
 	{ "self-profile", no_argument, NULL, OPT_SELF_PROFILE },
 	{ "live", no_argument, NULL, OPT_LIVE },
+	{ "process", required_argument, NULL, OPT_PROCESS },
+	{ "per-process", no_argument, NULL, OPT_PER_PROCESS },
+	{ "whole-run", no_argument, NULL, OPT_WHOLE_RUN },
+	{ "process-tree", required_argument, NULL, OPT_PROCESS_TREE },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -244,7 +256,34 @@ static int take(struct wp_opts *o, int c, const char *v, const char *next, int *
 	case OPT_LIVE:
 		o->live = 1;
 		break;
+	case OPT_PROCESS:
+		if (!v || !*v)
+			return wp_usage_error("--process takes a pid or a program name", NULL);
+		o->process = v;
+		break;
+	case OPT_PROCESS_TREE:
+		if (!v || !*v)
+			return wp_usage_error("--process-tree takes a pid or a program name", NULL);
+		o->process = v;
+		o->process_tree = 1;
+		break;
+	case OPT_PER_PROCESS:
+		o->per_process = 1;
+		break;
+	case OPT_WHOLE_RUN:
+		o->whole_run = 1;
+		break;
 	}
+	return 0;
+}
+
+static int add_report_file(struct wp_opts *o, const char *f)
+{
+	const char **n = realloc(o->report_more, (size_t)(o->nreport_more + 1) * sizeof(*n));
+	if (!n)
+		return -1;
+	n[o->nreport_more++] = f;
+	o->report_more = n;
 	return 0;
 }
 
@@ -262,6 +301,13 @@ int wp_parse_options(int argc, char **argv, struct wp_opts *o)
 			if (at < argc && !strcmp(argv[at], "--") && optind == at + 1) {
 				o->cmd = &argv[optind];
 				return argv[optind] ? 0 : wp_usage_error("no command after --", NULL);
+			}
+			if (o->report_file && optind < argc && argv[optind][0] != '-') {
+				/* --report A B C...: more profiles; options may follow them */
+				if (add_report_file(o, argv[optind]))
+					return wp_usage_error("out of memory", NULL);
+				optind++;
+				continue;
 			}
 			if (optind < argc) /* a lone "-", or a command without "--" before it */
 				return wp_usage_error(argv[optind][0] == '-' ? "unknown option" :

@@ -99,7 +99,8 @@ def main_exit(t, mode, plain):
     workers = {tid: n for (name, tid), n in prof.through("burn_in_worker").threads().items()}
     t.eq(len(workers), 3, "%s: the three workers are in the profile" % what, prof.sample_lines())
     burnt = prof.through("burn_in_worker")
-    t.check(burnt.total() > 500, "%s: with their work (%d samples)" % (what, burnt.total()))
+    t.check(burnt.total() > least(mode), "%s: with their work (%d samples)"
+            % (what, burnt.total()))
     # stacks are copied from the sampler's own memory view: the ended leader has none
     whole = burnt.through("worker").total()
     t.check(whole >= 0.9 * burnt.total(), "%s: whole stacks after main ended (%d of %d reach "
@@ -125,7 +126,7 @@ def exit_on_sampler(t, mode, plain):
     written_once(t, r, what)
     t.check("did not stop" not in r.stderr, "%s: the sampler is not waited for" % what,
             r.stderr)
-    t.check(wp.load(out).through("burn_in_worker").total() > 500,
+    t.check(wp.load(out).through("burn_in_worker").total() > least(mode),
             "%s: the workers' work is in the profile" % what)
 
 
@@ -230,6 +231,13 @@ def fork_early(t):
             break
     t.eq(r.returncode, 0, "fork-early: 100 children forked at start use the loader (%d run)"
          % (i + 1), r.describe())
+
+
+def least(mode):
+    """Samples that show the workers' work was kept: wall mode counts wall time (3 workers,
+    >= 1.5 s each at 1000 Hz: thousands); cpu mode counts the CPU they got, which a loaded
+    machine cuts to a few hundred (357 seen at load 8 on 2 CPUs)."""
+    return 500 if mode == "wall" else 100
 
 
 def api(t):

@@ -110,6 +110,14 @@ void wp_exec_under_agent(const struct wp_opts *o, const char *agent, const char 
 	/* This process keeps the pid through exec: it owns profile_path; any process it
 	 * starts writes <name>.<pid>.prof beside it instead of over it. */
 	setenv_int("WALLPROF_ROOT_PID", (long)getpid());
+	/* Every process of the tree inherits this and writes it as META run=, so the files of
+	 * one run find each other: the root's pid and the time it started. */
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	char run[64];
+	snprintf(run, sizeof(run), "%ld-%lld", (long)getpid(),
+		 (long long)now.tv_sec * 1000000000ll + now.tv_nsec);
+	setenv("WALLPROF_RUN", run, 1);
 	setenv("WALLPROF_QUIET", "1", 1);
 	int wfd = high_fd();
 	if (progress_fd >= 0 && dup2(progress_fd, wfd) == wfd)
@@ -259,6 +267,7 @@ int wp_record(struct wp_opts *o, char *profile_path, size_t cap)
 	sigaction(SIGHUP, &old_hup, NULL);
 	o->exit_status = status;
 	o->have_exit_status = 1;
+	o->root_pid = child; /* its run id starts "<pid>-" (wp_exec_under_agent) */
 	return 0;
 }
 

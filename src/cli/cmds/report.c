@@ -1,10 +1,14 @@
 /* Loading a profile, building its one model (symbolized and filtered, model/resolve.h) and
  * its figures (model/summary.h), and handing both to the report the user asked for; where
  * the report goes; the report at the end of a recorded run. */
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,7 +16,8 @@
 
 struct wp_filter wp_opts_filter(const struct wp_opts *o)
 {
-	return (struct wp_filter){ .thread = o->thread };
+	return (struct wp_filter){ .thread = o->thread, .process = o->process,
+				   .descendants = o->process_tree };
 }
 
 typedef int report_fn(const struct wp_opts *, const struct wp_resolved *,
@@ -27,8 +32,19 @@ static report_fn *const reports[] = {
 	[WP_FMT_SPEEDSCOPE] = wp_report_speedscope,
 };
 
-int wp_report(const struct wp_opts *o, const struct wp_resolved *r, FILE *out)
+int wp_report(const struct wp_opts *o, const struct wp_resolved *r, const struct wp_run *run,
+	      FILE *out)
 {
+	if (r->nprocs > 1 && o->format == WP_FMT_SVG) {
+		fprintf(stderr, "wallprof: the SVG does not take several processes yet: use text, "
+				"folded, csv, pprof or speedscope, or report one file\n");
+		return 1;
+	}
+	if (r->filter.process && !r->nthreads) {
+		fprintf(stderr, "wallprof: no process numbered or named '%s' among these profiles\n",
+			r->filter.process);
+		return 1;
+	}
 	if (r->filter.thread && !r->nthreads) {
 		fprintf(stderr, "wallprof: no thread named or numbered '%s' in this profile; "
 				"`--per-thread` lists them\n", r->filter.thread);
@@ -36,6 +52,7 @@ int wp_report(const struct wp_opts *o, const struct wp_resolved *r, FILE *out)
 	}
 	struct wp_summary s;
 	wp_summarize(r->p, r, &s);
+	s.run = run && (run->n > 1 || run->skipped) ? run : NULL;
 	int rc = -1;
 	if ((size_t)o->format < sizeof(reports) / sizeof(reports[0]) && reports[o->format])
 		rc = reports[o->format](o, r, &s, out);
@@ -55,15 +72,221 @@ int wp_report_file(const struct wp_opts *o, const char *path, FILE *out)
 		fprintf(stderr, "wallprof: %s: %s\n", path, err);
 		return 1;
 	}
-	struct wp_filter f = wp_opts_filter(o);
-	struct wp_resolved *r = wp_resolve(p, &f);
-	if (!r) {
+	/* the other processes of its run, for the header (their samples are in their files) */
+	struct wp_run run;
+	if (wp_run_find(path, p, stderr, &run) != 0) {
 		wp_profile_free(p);
 		return 1;
 	}
-	int rc = wp_report(o, r, out);
+	struct wp_filter f = wp_opts_filter(o);
+	struct wp_resolved *r = wp_resolve(p, &f);
+	if (!r) {
+		wp_run_free(&run);
+		wp_profile_free(p);
+		return 1;
+	}
+	int rc = wp_report(o, r, &run, out);
 	wp_resolved_free(r);
+	wp_run_free(&run);
 	wp_profile_free(p);
+	return rc;
+}
+
+/* ---- several files: one model over their processes ---- */
+
+struct files {
+	char **paths;
+	size_t n, cap;
+};
+
+static int add_path(struct files *f, const char *path)
+{
+	if (f->n == f->cap) {
+		size_t c = f->cap ? f->cap * 2 : 16;
+		char **np = realloc(f->paths, c * sizeof(*np));
+		if (!np)
+			return -1;
+		f->paths = np;
+		f->cap = c;
+	}
+	return (f->paths[f->n] = strdup(path)) ? (int)(f->n++, 0) : -1;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every *.prof of directory `dir`, by name. */
+static int add_dir(struct files *f, const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d) {
+		fprintf(stderr, "wallprof: %s: %s\n", dir, strerror(errno));
+		return -1;
+	}
+	size_t first = f->n;
+	struct dirent *e;
+	int rc = 0;
+	while (!rc && (e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+		char path[PATH_MAX];
+		if (l < 6 || strcmp(e->d_name + l - 5, ".prof") ||
+		    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path))
+			continue;
+		rc = add_path(f, path);
+	}
+	closedir(d);
+	qsort(f->paths + first, f->n - first, sizeof(*f->paths), by_name);
+	return rc;
+}
+
+/* A loaded profile and where from. */
+struct loaded {
+	struct wp_profile *p;
+	const char *path;
+	dev_t dev;
+	ino_t ino;
+};
+
+static int by_start(const void *a, const void *b)
+{
+	const struct loaded *x = a, *y = b;
+	long long sx = wp_profile_meta_ll(x->p, "start_unix_ns", 0);
+	long long sy = wp_profile_meta_ll(y->p, "start_unix_ns", 0);
+	if (sx != sy)
+		return sx < sy ? -1 : 1;
+	long long px = wp_profile_meta_ll(x->p, "pid", 0), py = wp_profile_meta_ll(y->p, "pid", 0);
+	if (px != py)
+		return px < py ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
+/* The files the options name: each FILE, each DIR's *.prof, or with --whole-run the main
+ * file's run. Returns 0 or -1 (said). */
+static int gather(const struct wp_opts *o, struct files *f, size_t *skipped)
+{
+	const char *one = o->report_file;
+	struct stat st;
+	if (o->whole_run && !o->nreport_more && stat(one, &st) == 0 && !S_ISDIR(st.st_mode)) {
+		char err[256];
+		struct wp_profile *p;
+		if (wp_profile_read(one, &p, err, sizeof(err)) != 0) {
+			fprintf(stderr, "wallprof: %s: %s\n", one, err);
+			return -1;
+		}
+		struct wp_run run;
+		int rc = wp_run_find(one, p, stderr, &run);
+		wp_profile_free(p);
+		if (rc)
+			return -1;
+		*skipped += run.skipped;
+		for (size_t i = 0; !rc && i < run.n; i++)
+			rc = add_path(f, run.procs[i].path);
+		wp_run_free(&run);
+		return rc;
+	}
+	for (int i = -1; i < o->nreport_more; i++) {
+		const char *path = i < 0 ? one : o->report_more[i];
+		int rc = stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? add_dir(f, path)
+								     : add_path(f, path);
+		if (rc)
+			return -1;
+	}
+	return 0;
+}
+
+/* Reads every file; one that cannot be read gets a line and is left out, as is a file given
+ * twice (its samples would count twice). Returns the number loaded. */
+static size_t load_all(const struct files *f, struct loaded *l, size_t *skipped)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < f->n; i++) {
+		char err[256];
+		struct stat st;
+		if (stat(f->paths[i], &st) != 0) {
+			fprintf(stderr, "wallprof: %s: %s; left out\n", f->paths[i], strerror(errno));
+			++*skipped;
+			continue;
+		}
+		size_t j = 0;
+		while (j < n && (l[j].dev != st.st_dev || l[j].ino != st.st_ino))
+			j++;
+		if (j < n)
+			continue; /* the same file again */
+		if (wp_profile_read(f->paths[i], &l[n].p, err, sizeof(err)) != 0) {
+			fprintf(stderr, "wallprof: %s: %s; left out\n", f->paths[i], err);
+			++*skipped;
+			continue;
+		}
+		l[n].path = f->paths[i];
+		l[n].dev = st.st_dev;
+		l[n].ino = st.st_ino;
+		n++;
+	}
+	return n;
+}
+
+static int report_loaded(const struct wp_opts *o, struct loaded *l, size_t n, size_t skipped,
+			 FILE *out)
+{
+	qsort(l, n, sizeof(*l), by_start);
+	const struct wp_profile **ps = calloc(n, sizeof(*ps));
+	const char **paths = calloc(n, sizeof(*paths));
+	int rc = 1;
+	struct wp_run run = { 0 };
+	if (!ps || !paths) {
+		fprintf(stderr, "wallprof: out of memory\n");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		ps[i] = l[i].p;
+		paths[i] = l[i].path;
+	}
+	if (wp_run_of(ps, paths, n, skipped, &run) != 0) {
+		fprintf(stderr, "wallprof: out of memory\n");
+		goto out;
+	}
+	struct wp_filter flt = wp_opts_filter(o);
+	struct wp_resolved *r = wp_resolve_many(ps, n, &flt);
+	if (r) {
+		rc = wp_report(o, r, &run, out);
+		wp_resolved_free(r);
+	}
+out:
+	wp_run_free(&run);
+	free(ps);
+	free(paths);
+	return rc;
+}
+
+int wp_report_files(const struct wp_opts *o, FILE *out)
+{
+	struct stat st;
+	if (!o->nreport_more && !o->whole_run &&
+	    !(stat(o->report_file, &st) == 0 && S_ISDIR(st.st_mode)))
+		return wp_report_file(o, o->report_file, out); /* one file: as it always was */
+	struct files f = { 0 };
+	size_t skipped = 0, n = 0;
+	struct loaded *l = NULL;
+	int rc = 1;
+	if (gather(o, &f, &skipped) == 0) {
+		l = calloc(f.n ? f.n : 1, sizeof(*l));
+		if (!l)
+			fprintf(stderr, "wallprof: out of memory\n");
+		else if (!(n = load_all(&f, l, &skipped)))
+			fprintf(stderr, "wallprof: no profile could be read\n");
+		else if (n == 1 && !skipped && o->whole_run)
+			rc = wp_report_file(o, l[0].path, out); /* a run of one: the usual report */
+		else
+			rc = report_loaded(o, l, n, skipped, out);
+	}
+	for (size_t i = 0; i < n; i++)
+		wp_profile_free(l[i].p);
+	free(l);
+	for (size_t i = 0; i < f.n; i++)
+		free(f.paths[i]);
+	free(f.paths);
 	return rc;
 }
 
@@ -102,19 +325,57 @@ static void say_no_profile(const struct wp_opts *o, const char *path)
 				"first checkpoint)\n", path);
 }
 
+/* The main file is missing but the tree's other processes left theirs: report those. */
+static void report_orphans(const struct wp_opts *o, const char *path)
+{
+	struct wp_run run;
+	if (!o->root_pid || o->format == WP_FMT_SVG ||
+	    wp_run_find_orphans(path, o->root_pid, stderr, &run) != 0)
+		return;
+	const char **more = run.n > 1 ? calloc(run.n - 1, sizeof(*more)) : NULL;
+	if (run.n && (run.n == 1 || more)) {
+		FILE *out = wp_open_report(o);
+		if (out) {
+			fprintf(stderr, "wallprof: the other %zu profile%s of the run follow%s\n",
+				run.n, run.n == 1 ? "" : "s", run.n == 1 ? "s" : "");
+			struct wp_opts some = *o;
+			some.report_file = run.procs[0].path;
+			for (size_t i = 1; i < run.n; i++)
+				more[i - 1] = run.procs[i].path;
+			some.report_more = more;
+			some.nreport_more = (int)run.n - 1;
+			some.whole_run = 0;
+			some.have_exit_status = 0; /* the root's, and the root is not in it */
+			wp_close_report(o, out, wp_report_files(&some, out));
+		}
+	}
+	free(more);
+	wp_run_free(&run);
+}
+
 int wp_report_after_run(const struct wp_opts *o, const char *path)
 {
 	if (access(path, R_OK) != 0) {
 		say_no_profile(o, path);
 		wp_record_print_messages(stderr);
+		report_orphans(o, path);
 	} else {
 		FILE *out = wp_open_report(o);
 		if (out) {
 			if (o->format != WP_FMT_TEXT)
 				wp_record_print_messages(stderr); /* the text report shows them */
-			/* A report that could not be written is said; the exit status stays the
-			 * program's, as the shell would see it without wallprof. */
-			wp_close_report(o, out, wp_report_file(o, path, out));
+			/* The whole tree the command started (every file of its run), in the
+			 * formats that take several processes. A report that could not be written
+			 * is said; the exit status stays the program's, as the shell would see it
+			 * without wallprof. */
+			struct wp_opts all = *o;
+			all.report_file = path;
+			all.report_more = NULL;
+			all.nreport_more = 0;
+			all.whole_run = 1;
+			int tree = o->format != WP_FMT_SVG;
+			wp_close_report(o, out, tree ? wp_report_files(&all, out)
+						     : wp_report_file(o, path, out));
 			if (!o->quiet)
 				fprintf(stderr, "wallprof: profile saved to %s (wallprof --report %s)\n",
 					path, path);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <uthash.h>
 
 #define NO_LOC UINT32_MAX /* an address of the agent's own code: in no stack */
@@ -31,6 +32,7 @@ struct loc_key {
 	struct {
 		uint64_t pc;
 		uint64_t leaf; /* 1: looked up as a leaf, 0: as a return address */
+		uint64_t proc; /* whose address space */
 	} k;
 	uint32_t idx; /* in r->locs, or NO_LOC */
 };
@@ -50,8 +52,14 @@ struct priv {
 	size_t caplocs;
 	uint64_t modsig;    /* the module map the symbolizer and the locations are for */
 	struct line_count *lines;
-	uint32_t *stack_at; /* per profile stack index: its kept stack's index + 1, 0 if none */
+	uint32_t *stack_at; /* per stack index (process k's from stack_base[k]): its kept stack's
+			     * index + 1, 0 if none */
 	size_t nstack_at;
+	size_t *stack_base; /* per process */
+	char *tree_keep;    /* --process-tree: per process, whether it is kept (else NULL) */
+	struct wp_symbolizer **syms; /* per process; syms[0] is r->sym */
+	char *sym_shared;   /* per process: its symbolizer is an earlier process's (not freed) */
+	struct wp_symcache *symcache; /* several processes: the module files they share */
 };
 
 static void oom(void)
@@ -73,10 +81,41 @@ static int thread_matches(const struct wp_profile *p, uint32_t tid, const char *
 	return t && t->name && !strcmp(t->name, sel);
 }
 
+/* The program's name in a command line: its first word without the directory. */
+static const char *program_name(const char *cmd, char *buf, size_t cap)
+{
+	if (!cmd || !*cmd)
+		return "?";
+	size_t n = strcspn(cmd, " ");
+	const char *w = cmd;
+	for (size_t i = 0; i < n; i++)
+		if (cmd[i] == '/')
+			w = cmd + i + 1;
+	size_t l = (size_t)(cmd + n - w);
+	if (l >= cap)
+		l = cap - 1;
+	memcpy(buf, w, l);
+	buf[l] = 0;
+	return buf;
+}
+
+/* A pid ("4242") or a program's name, against p's META. */
+static int process_matches(const struct wp_profile *p, const char *sel)
+{
+	char *end, buf[256];
+	unsigned long v = strtoul(sel, &end, 10);
+	if (*sel && !*end)
+		return wp_profile_meta_ll(p, "pid", -1) == (long long)v;
+	return !strcmp(program_name(wp_profile_meta(p, "command"), buf, sizeof(buf)), sel);
+}
+
 int wp_filter_keeps_thread(const struct wp_profile *p, const struct wp_filter *f, uint32_t tid)
 {
 	if (!f)
 		return 1;
+	/* with descendants, the model decided per process (tree_keep) before asking */
+	if (f->process && !f->descendants && !process_matches(p, f->process))
+		return 0;
 	if (f->thread && !thread_matches(p, tid, f->thread))
 		return 0;
 	return 1;
@@ -142,13 +181,15 @@ uint32_t wp_resolved_func(struct wp_resolved *r, const char *name, const char *m
 
 /* The location of `pc` in its role, symbolized on first use; NO_LOC for the agent's own code
  * (the one place where it is left out). */
-static uint32_t location(struct wp_resolved *r, const struct wp_profile *p, uint64_t pc, int leaf)
+static uint32_t location(struct wp_resolved *r, uint32_t proc, uint64_t pc, int leaf)
 {
 	struct priv *pv = r->priv;
+	const struct wp_profile *p = r->procs[proc];
 	struct loc_key probe, *lk;
 	memset(&probe.k, 0, sizeof(probe.k));
 	probe.k.pc = pc;
 	probe.k.leaf = leaf != 0;
+	probe.k.proc = proc;
 	HASH_FIND(hh, pv->memo, &probe.k, sizeof(probe.k), lk);
 	if (lk)
 		return lk->idx;
@@ -159,7 +200,7 @@ static uint32_t location(struct wp_resolved *r, const struct wp_profile *p, uint
 	HASH_ADD(hh, pv->memo, k, sizeof(lk->k), lk);
 
 	struct wp_frame fr[WP_MAX_INLINE];
-	int n = wp_symbolize(r->sym, pc, !leaf, fr, WP_MAX_INLINE);
+	int n = wp_symbolize(pv->syms[proc], pc, !leaf, fr, WP_MAX_INLINE);
 	if (n < 1 || wp_frame_is_agent(&fr[0])) {
 		lk->idx = NO_LOC;
 		return NO_LOC;
@@ -176,6 +217,7 @@ static uint32_t location(struct wp_resolved *r, const struct wp_profile *p, uint
 	const struct wp_module *m = wp_profile_module_at(p, pc);
 	l->pc = pc;
 	l->leaf = leaf != 0;
+	l->proc = proc;
 	l->module = m ? (int32_t)(m - p->modules) : -1;
 	l->n = (uint32_t)n;
 	for (int i = 0; i < n; i++) {
@@ -446,10 +488,11 @@ static void drop_lines(struct wp_resolved *r)
 
 /* Fills in the kept stack `rs` from profile stack `s`: frames (root first, inline chains
  * expanded) and locations (leaf first). A new dimension of a sample is copied from `s` here. */
-static void keep_stack(const struct wp_resolved *r, struct wp_rstack *rs, const struct wp_stack *s,
-		       const uint32_t *locs, uint32_t nlocs)
+static void keep_stack(const struct wp_resolved *r, struct wp_rstack *rs, uint32_t proc,
+		       const struct wp_stack *s, const uint32_t *locs, uint32_t nlocs)
 {
 	rs->src = s;
+	rs->proc = proc;
 	rs->tid = s->tid;
 	rs->flags = s->flags;
 	rs->count = s->count;
@@ -502,29 +545,23 @@ static struct wp_rstack *same_as_last(const struct last *last, const struct wp_s
 	return rs;
 }
 
-/* The model over `p`: its threads and stacks (none at entry: the last build's are `last`'s),
- * their counts and every function's hottest line. */
-static void build(struct wp_resolved *r, const struct wp_profile *p, struct last *last)
+/* The stacks of process `proc` (its threads and stacks appended to the model's); `last` is
+ * the last build of the same process, when there was one. */
+static void build_proc(struct wp_resolved *r, uint32_t proc, struct last *last)
 {
 	struct priv *pv = r->priv;
-	drop_lines(r);
-	free(r->threads);
-	r->nthreads = 0;
-	r->p = p;
-	r->threads = malloc((p->nthreads ? p->nthreads : 1) * sizeof(*r->threads));
-	r->stacks = calloc(p->nstacks ? p->nstacks : 1, sizeof(*r->stacks));
-	pv->stack_at = calloc(p->nstacks ? p->nstacks : 1, sizeof(*pv->stack_at));
-	if (!r->threads || !r->stacks || !pv->stack_at)
-		oom();
-	pv->nstack_at = p->nstacks;
-	for (size_t i = 0; i < p->nthreads; i++)
-		if (wp_filter_keeps_thread(p, &r->filter, p->threads[i].tid))
+	const struct wp_profile *p = r->procs[proc];
+	int out = pv->tree_keep && !pv->tree_keep[proc];
+	for (size_t i = 0; i < p->nthreads && !out; i++)
+		if (wp_filter_keeps_thread(p, &r->filter, p->threads[i].tid)) {
+			r->thread_procs[r->nthreads] = proc;
 			r->threads[r->nthreads++] = &p->threads[i];
+		}
 
 	uint32_t locs[WP_MAX_FRAMES];
 	for (size_t i = 0; i < p->nstacks; i++) {
 		const struct wp_stack *s = &p->stacks[i];
-		int keep = wp_filter_keeps_stack(p, &r->filter, s);
+		int keep = !out && wp_filter_keeps_stack(p, &r->filter, s);
 		struct wp_rstack *rs = &r->stacks[r->nstacks];
 		struct wp_rstack *old = keep ? same_as_last(last, s) : NULL;
 		const uint32_t *l = locs;
@@ -536,7 +573,7 @@ static void build(struct wp_resolved *r, const struct wp_profile *p, struct last
 			nl = rs->nlocs;
 		} else {
 			for (uint32_t j = 0; j < s->nframes && j < WP_MAX_FRAMES; j++) {
-				uint32_t li = location(r, p, s->pcs[j], j == 0);
+				uint32_t li = location(r, proc, s->pcs[j], j == 0);
 				if (li != NO_LOC)
 					locs[nl++] = li;
 			}
@@ -544,12 +581,33 @@ static void build(struct wp_resolved *r, const struct wp_profile *p, struct last
 		use_locations(r, l, nl, s->count);
 		if (!keep)
 			continue;
-		keep_stack(r, rs, s, l, nl);
-		pv->stack_at[i] = (uint32_t)++r->nstacks;
+		keep_stack(r, rs, proc, s, l, nl);
+		pv->stack_at[pv->stack_base[proc] + i] = (uint32_t)++r->nstacks;
 	}
-	count_lines(r);
-	count_funcs(r);
-	pick_lines(r);
+}
+
+/* --process-tree: the processes that match, then those whose parent is kept, until no more. */
+static void keep_tree(struct wp_resolved *r)
+{
+	struct priv *pv = r->priv;
+	free(pv->tree_keep);
+	pv->tree_keep = NULL;
+	if (!r->filter.process || !r->filter.descendants)
+		return;
+	if (!(pv->tree_keep = calloc(r->nprocs, 1)))
+		oom();
+	for (size_t k = 0; k < r->nprocs; k++)
+		pv->tree_keep[k] = (char)process_matches(r->procs[k], r->filter.process);
+	for (int more = 1; more;) {
+		more = 0;
+		for (size_t k = 0; k < r->nprocs; k++) {
+			long long ppid = wp_profile_meta_ll(r->procs[k], "ppid", -1);
+			for (size_t j = 0; !pv->tree_keep[k] && j < r->nprocs; j++)
+				if (pv->tree_keep[j] && ppid > 0 &&
+				    wp_profile_meta_ll(r->procs[j], "pid", -2) == ppid)
+					pv->tree_keep[k] = more = 1;
+		}
+	}
 }
 
 static void drop_waits(struct wp_resolved *r)
@@ -569,13 +627,13 @@ struct data_name {
 	const char *name;
 };
 
-static const char *data_name(struct wp_resolved *r, struct data_name **memo, uint64_t a)
+static const char *data_name(struct wp_symbolizer *sym, struct data_name **memo, uint64_t a)
 {
 	struct data_name *d;
 	HASH_FIND(hh, *memo, &a, sizeof(a), d);
 	if (d)
 		return d->name;
-	const char *name = wp_symbolize_data(r->sym, a);
+	const char *name = wp_symbolize_data(sym, a);
 	if ((d = malloc(sizeof(*d)))) {
 		d->addr = a;
 		d->name = name;
@@ -584,10 +642,13 @@ static const char *data_name(struct wp_resolved *r, struct data_name **memo, uin
 	return name;
 }
 
-/* Kind, object and holder of one WAIT record of kept stack `rs`, into `out`. */
-static void describe_wait(struct wp_resolved *r, struct data_name **memo, const struct wp_wait *w,
-			  const struct wp_rstack *rs, struct wp_rwait *out)
+/* Kind, object and holder of one WAIT record of kept stack `rs` of process `proc`, into
+ * `out`. */
+static void describe_wait(struct wp_resolved *r, uint32_t proc, struct data_name **memo,
+			  const struct wp_wait *w, const struct wp_rstack *rs, struct wp_rwait *out)
 {
+	struct priv *pv = r->priv;
+	const struct wp_profile *p = r->procs[proc];
 	const char *funcs[64], *waiter = NULL;
 	size_t nf = 0;
 	for (uint32_t j = rs->n; j-- > 0;) {
@@ -601,10 +662,10 @@ static void describe_wait(struct wp_resolved *r, struct data_name **memo, const 
 	const char *dn = NULL, *joined = NULL;
 	if (k == WP_WAIT_LOCK || k == WP_WAIT_RWLOCK || k == WP_WAIT_CONDITION ||
 	    k == WP_WAIT_SEMAPHORE || k == WP_WAIT_FUTEX)
-		dn = data_name(r, memo, w->a0);
+		dn = data_name(pv->syms[proc], memo, w->a0);
 	if (k == WP_WAIT_JOIN) {
 		const struct wp_thread *t = w->a2 <= UINT32_MAX ?
-			wp_profile_thread(r->p, (uint32_t)w->a2) : NULL;
+			wp_profile_thread(p, (uint32_t)w->a2) : NULL;
 		joined = t ? t->name : NULL;
 	}
 	char buf[1024];
@@ -616,34 +677,34 @@ static void describe_wait(struct wp_resolved *r, struct data_name **memo, const 
 		oom();
 	out->holder = 0;
 	if (k == WP_WAIT_LOCK && w->aux && w->aux <= UINT32_MAX &&
-	    wp_profile_thread(r->p, (uint32_t)w->aux))
+	    wp_profile_thread(p, (uint32_t)w->aux))
 		out->holder = (uint32_t)w->aux;
 	out->count = w->count;
 	out->weight_ns = w->weight_ns;
 }
 
-/* Attaches the profile's WAIT records to the kept waiting stacks they describe. */
-static void attach_waits(struct wp_resolved *r, const struct wp_profile *p)
+/* Attaches the WAIT records of every process to the kept waiting stacks they describe. */
+static void attach_waits(struct wp_resolved *r)
 {
 	drop_waits(r);
 	for (size_t i = 0; i < r->nstacks; i++) {
 		r->stacks[i].waits = NULL;
 		r->stacks[i].nwaits = 0;
 	}
-	if (!p->nwaits)
-		return;
 	/* per kept stack, how many: then each stack's range of r->waits */
 	uint32_t *at = calloc(r->nstacks + 1, sizeof(*at));
 	if (!at)
 		oom();
 	size_t n = 0;
-	for (size_t i = 0; i < p->nwaits; i++) {
-		const struct wp_rstack *rs = wp_resolved_stack(r, p->waits[i].stack_id);
-		if (rs && (rs->flags & WP_STACK_WAITING)) {
-			at[rs - r->stacks + 1]++;
-			n++;
+	for (uint32_t k = 0; k < r->nprocs; k++)
+		for (size_t i = 0; i < r->procs[k]->nwaits; i++) {
+			const struct wp_rstack *rs =
+				wp_resolved_stack_of(r, k, r->procs[k]->waits[i].stack_id);
+			if (rs && (rs->flags & WP_STACK_WAITING)) {
+				at[rs - r->stacks + 1]++;
+				n++;
+			}
 		}
-	}
 	if (!n) {
 		free(at);
 		return;
@@ -653,30 +714,93 @@ static void attach_waits(struct wp_resolved *r, const struct wp_profile *p)
 	r->waits = calloc(n, sizeof(*r->waits));
 	if (!r->waits)
 		oom();
-	struct data_name *memo = NULL, *d, *tmp;
-	for (size_t i = 0; i < p->nwaits; i++) {
-		const struct wp_rstack *rs = wp_resolved_stack(r, p->waits[i].stack_id);
-		if (!rs || !(rs->flags & WP_STACK_WAITING))
-			continue;
-		struct wp_rstack *ms = &r->stacks[rs - r->stacks];
-		struct wp_rwait *w = &r->waits[at[rs - r->stacks] + ms->nwaits];
-		describe_wait(r, &memo, &p->waits[i], rs, w);
-		ms->waits = &r->waits[at[rs - r->stacks]];
-		ms->nwaits++;
+	for (uint32_t k = 0; k < r->nprocs; k++) {
+		/* addresses are per process: a memo per process */
+		struct data_name *memo = NULL, *d, *tmp;
+		const struct wp_profile *p = r->procs[k];
+		for (size_t i = 0; i < p->nwaits; i++) {
+			const struct wp_rstack *rs = wp_resolved_stack_of(r, k, p->waits[i].stack_id);
+			if (!rs || !(rs->flags & WP_STACK_WAITING))
+				continue;
+			size_t si = (size_t)(rs - r->stacks);
+			struct wp_rstack *ms = &r->stacks[si];
+			describe_wait(r, k, &memo, &p->waits[i], rs, &r->waits[at[si] + ms->nwaits]);
+			ms->waits = &r->waits[at[si]];
+			ms->nwaits++;
+		}
+		HASH_ITER(hh, memo, d, tmp) {
+			HASH_DEL(memo, d);
+			free(d);
+		}
 	}
 	r->nwaits = n;
-	HASH_ITER(hh, memo, d, tmp) {
-		HASH_DEL(memo, d);
-		free(d);
-	}
 	free(at);
 }
 
-struct wp_resolved *wp_resolve(const struct wp_profile *p, const struct wp_filter *f)
+/* The model over r->procs: their threads and stacks (none at entry: the last build's are
+ * `last`'s, of procs[0]), their counts and every function's hottest line. */
+static void build(struct wp_resolved *r, struct last *last)
+{
+	struct priv *pv = r->priv;
+	const struct wp_profile *p = r->procs[0];
+	size_t nthreads = 0, nstacks = 0;
+	for (size_t k = 0; k < r->nprocs; k++) {
+		nthreads += r->procs[k]->nthreads;
+		nstacks += r->procs[k]->nstacks;
+	}
+	drop_lines(r);
+	free(r->threads);
+	free(r->thread_procs);
+	r->nthreads = 0;
+	r->p = p;
+	r->threads = malloc((nthreads ? nthreads : 1) * sizeof(*r->threads));
+	r->thread_procs = malloc((nthreads ? nthreads : 1) * sizeof(*r->thread_procs));
+	r->stacks = calloc(nstacks ? nstacks : 1, sizeof(*r->stacks));
+	pv->stack_at = calloc(nstacks ? nstacks : 1, sizeof(*pv->stack_at));
+	free(pv->stack_base);
+	pv->stack_base = calloc(r->nprocs, sizeof(*pv->stack_base));
+	if (!r->threads || !r->thread_procs || !r->stacks || !pv->stack_at || !pv->stack_base)
+		oom();
+	pv->nstack_at = nstacks;
+	for (size_t k = 1; k < r->nprocs; k++)
+		pv->stack_base[k] = pv->stack_base[k - 1] + r->procs[k - 1]->nstacks;
+	keep_tree(r);
+	for (size_t k = 0; k < r->nprocs; k++)
+		build_proc(r, (uint32_t)k, k == 0 ? last : NULL);
+	count_lines(r);
+	count_funcs(r);
+	pick_lines(r);
+	attach_waits(r);
+}
+
+/* Whether process k of ps can use an earlier process's symbolizer: the same module map (a
+ * fork child of an earlier process, before any exec or dlopen), and no JIT map of either pid
+ * (the symbolizer reads /tmp/perf-PID.map by the profile's pid). Returns that process, or k.
+ * Symbolizing a library once rather than once per process is what keeps a fork-heavy tree
+ * fast. */
+static size_t shares_symbolizer(const struct wp_profile *const *ps, const uint64_t *sigs,
+				size_t k)
+{
+	char jit[64];
+	snprintf(jit, sizeof(jit), "/tmp/perf-%lld.map", wp_profile_meta_ll(ps[k], "pid", 0));
+	if (access(jit, F_OK) == 0)
+		return k;
+	for (size_t j = 0; j < k; j++) {
+		if (sigs[j] != sigs[k])
+			continue;
+		snprintf(jit, sizeof(jit), "/tmp/perf-%lld.map", wp_profile_meta_ll(ps[j], "pid", 0));
+		if (access(jit, F_OK) != 0)
+			return j;
+	}
+	return k;
+}
+
+struct wp_resolved *wp_resolve_many(const struct wp_profile *const *ps, size_t n,
+				    const struct wp_filter *f)
 {
 	struct wp_resolved *r = calloc(1, sizeof(*r));
 	struct priv *pv = calloc(1, sizeof(*pv));
-	if (!r || !pv) {
+	if (!r || !pv || !n) {
 		free(r);
 		free(pv);
 		fprintf(stderr, "wallprof: out of memory while symbolizing\n");
@@ -685,21 +809,61 @@ struct wp_resolved *wp_resolve(const struct wp_profile *p, const struct wp_filte
 	r->priv = pv;
 	if (f)
 		r->filter = *f;
-	r->sym = wp_symbolizer_new(p);
-	if (!r->sym) {
+	r->procs = calloc(n, sizeof(*r->procs));
+	pv->syms = calloc(n, sizeof(*pv->syms));
+	if (!r->procs || !pv->syms) {
 		fprintf(stderr, "wallprof: out of memory while symbolizing\n");
 		wp_resolved_free(r);
 		return NULL;
 	}
-	pv->modsig = modules_sig(p);
-	build(r, p, NULL);
-	attach_waits(r, p);
+	r->nprocs = n;
+	pv->sym_shared = calloc(n, 1);
+	uint64_t *sigs = calloc(n, sizeof(*sigs));
+	if (n > 1)
+		pv->symcache = wp_symcache_new();
+	if (!pv->sym_shared || !sigs || (n > 1 && !pv->symcache)) {
+		free(sigs);
+		fprintf(stderr, "wallprof: out of memory while symbolizing\n");
+		wp_resolved_free(r);
+		return NULL;
+	}
+	for (size_t k = 0; k < n; k++) {
+		r->procs[k] = ps[k];
+		sigs[k] = modules_sig(ps[k]);
+		size_t j = shares_symbolizer(ps, sigs, k);
+		if (j < k) {
+			pv->syms[k] = pv->syms[j];
+			pv->sym_shared[k] = 1;
+			continue;
+		}
+		pv->syms[k] = pv->symcache ? wp_symbolizer_new_shared(ps[k], pv->symcache)
+					   : wp_symbolizer_new(ps[k]);
+		if (!pv->syms[k]) {
+			free(sigs);
+			fprintf(stderr, "wallprof: out of memory while symbolizing\n");
+			wp_resolved_free(r);
+			return NULL;
+		}
+	}
+	free(sigs);
+	r->sym = pv->syms[0];
+	pv->modsig = modules_sig(ps[0]);
+	build(r, NULL);
 	return r;
+}
+
+struct wp_resolved *wp_resolve(const struct wp_profile *p, const struct wp_filter *f)
+{
+	return wp_resolve_many(&p, 1, f);
 }
 
 int wp_resolve_update(struct wp_resolved *r, const struct wp_profile *p)
 {
 	struct priv *pv = r->priv;
+	if (r->nprocs != 1) {
+		fprintf(stderr, "wallprof: internal error: updating a model of several processes\n");
+		return -1;
+	}
 	uint64_t sig = modules_sig(p);
 	struct last last = { r->p, r->stacks, pv->stack_at, pv->nstack_at };
 	size_t nlast = r->nstacks;
@@ -715,7 +879,7 @@ int wp_resolve_update(struct wp_resolved *r, const struct wp_profile *p)
 		drop_lines(r);
 		drop_locations(r);
 		wp_symbolizer_free(r->sym);
-		r->sym = wp_symbolizer_new(p);
+		r->sym = pv->syms[0] = wp_symbolizer_new(p);
 		if (!r->sym) {
 			fprintf(stderr, "wallprof: out of memory while symbolizing\n");
 			free(last.stack_at);
@@ -723,10 +887,10 @@ int wp_resolve_update(struct wp_resolved *r, const struct wp_profile *p)
 		}
 		pv->modsig = sig;
 	}
-	build(r, p, &last);
+	r->procs[0] = p;
+	build(r, &last);
 	free_stacks(last.stacks, nlast);
 	free(last.stack_at);
-	attach_waits(r, p);
 	return 0;
 }
 
@@ -741,8 +905,18 @@ void wp_resolved_free(struct wp_resolved *r)
 		free_stacks(r->stacks, r->nstacks);
 		drop_waits(r);
 		free(r->threads);
+		free(r->thread_procs);
 		free(pv->stack_at);
+		free(pv->stack_base);
+		free(pv->tree_keep);
 		free(pv->use);
+		for (size_t k = 0; pv->syms && k < r->nprocs; k++)
+			if (pv->syms[k] && !(pv->sym_shared && pv->sym_shared[k]))
+				wp_symbolizer_free(pv->syms[k]);
+		free(pv->syms);
+		free(pv->sym_shared);
+		wp_symcache_free(pv->symcache); /* after the symbolizers that used it */
+		r->sym = NULL; /* syms[0] */
 		struct func_key *fk, *t1;
 		HASH_ITER(hh, pv->by_key, fk, t1) {
 			HASH_DEL(pv->by_key, fk);
@@ -752,22 +926,47 @@ void wp_resolved_free(struct wp_resolved *r)
 	}
 	free(r->funcs);
 	free(r->locs);
-	if (r->sym)
-		wp_symbolizer_free(r->sym);
+	free(r->procs);
 	free(r);
+}
+
+const struct wp_rstack *wp_resolved_stack_of(const struct wp_resolved *r, uint32_t proc,
+					     uint32_t stack_id)
+{
+	const struct priv *pv = r->priv;
+	if (proc >= r->nprocs)
+		return NULL;
+	const struct wp_stack *s = wp_profile_stack(r->procs[proc], stack_id);
+	if (!s)
+		return NULL;
+	size_t i = pv->stack_base[proc] + (size_t)(s - r->procs[proc]->stacks);
+	return i < pv->nstack_at && pv->stack_at[i] ? &r->stacks[pv->stack_at[i] - 1] : NULL;
 }
 
 const struct wp_rstack *wp_resolved_stack(const struct wp_resolved *r, uint32_t stack_id)
 {
-	const struct priv *pv = r->priv;
-	const struct wp_stack *s = wp_profile_stack(r->p, stack_id);
-	if (!s)
-		return NULL;
-	size_t i = (size_t)(s - r->p->stacks);
-	return i < pv->nstack_at && pv->stack_at[i] ? &r->stacks[pv->stack_at[i] - 1] : NULL;
+	return wp_resolved_stack_of(r, 0, stack_id);
 }
 
 const struct wp_thread *wp_resolved_thread(const struct wp_resolved *r, uint32_t tid)
 {
 	return wp_profile_thread(r->p, tid);
+}
+
+const struct wp_thread *wp_resolved_thread_of(const struct wp_resolved *r, uint32_t proc,
+					      uint32_t tid)
+{
+	return proc < r->nprocs ? wp_profile_thread(r->procs[proc], tid) : NULL;
+}
+
+long wp_resolved_pid(const struct wp_resolved *r, uint32_t proc)
+{
+	return proc < r->nprocs ? (long)wp_profile_meta_ll(r->procs[proc], "pid", -1) : -1;
+}
+
+const char *wp_resolved_program(const struct wp_resolved *r, uint32_t proc, char *buf,
+				size_t cap)
+{
+	return proc < r->nprocs ? program_name(wp_profile_meta(r->procs[proc], "command"), buf, cap)
+				: "?";
 }

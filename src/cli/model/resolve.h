@@ -1,6 +1,7 @@
 /* The model every report reads: one profile with every address symbolized, filtered once.
  *
- * wp_resolve(profile, filter) builds it in one pass over the profile's stacks:
+ * wp_resolve(profile, filter) builds it in one pass over the profile's stacks (and
+ * wp_resolve_many over the profiles of several processes of one run: see below):
  *  - locations: one per distinct address and role (a stack's leaf is looked up at its pc, a
  *    return address at pc-1), each the inline chain found there. The agent's own frames
  *    (wp_frame_is_agent: its EINTR-retrying wrappers) are left out HERE, and nowhere else:
@@ -35,6 +36,10 @@
 /* What the model keeps. Strings are the caller's and must outlive the model. */
 struct wp_filter {
 	const char *thread; /* --thread=NAME|TID: a tid or a thread name; NULL: every thread */
+	const char *process; /* --process=PID|NAME: a pid (every image it ran), or a program's
+			      * name (the command's first word without its directory) */
+	int descendants;     /* --process-tree: and every process they started, at any depth
+			      * (by META ppid among the model's processes) */
 };
 
 struct wp_func {
@@ -58,13 +63,15 @@ struct wp_rframe {
 struct wp_loc {
 	uint64_t pc;
 	int leaf;            /* looked up as a leaf (pc itself), else as a return address (pc-1) */
-	int32_t module;      /* index in the profile's modules, -1 when outside every module */
+	uint32_t proc;       /* the process (index in the model's procs) the address is of */
+	int32_t module;      /* index in that profile's modules, -1 when outside every module */
 	uint32_t n;          /* frames, >= 1 */
 	struct wp_rframe frames[WP_MAX_INLINE]; /* INNERMOST FIRST, as the symbolizer gives them */
 };
 
 struct wp_rstack {
 	const struct wp_stack *src;
+	uint32_t proc;       /* the process its samples came from: index in the model's procs */
 	uint32_t tid;
 	uint32_t flags;      /* WP_STACK_* */
 	uint64_t count;
@@ -81,7 +88,9 @@ struct wp_rstack {
 };
 
 struct wp_resolved {
-	const struct wp_profile *p;     /* what it was built from */
+	const struct wp_profile *p;     /* what it was built from (the first of procs) */
+	const struct wp_profile **procs; /* the profiles of every process it is over; procs[0] == p */
+	size_t nprocs;
 	struct wp_filter filter;
 	struct wp_func *funcs;
 	size_t nfuncs;
@@ -90,6 +99,7 @@ struct wp_resolved {
 	struct wp_rstack *stacks;       /* the kept stacks, in the profile's order */
 	size_t nstacks;
 	const struct wp_thread **threads; /* the kept THREAD records, in file order */
+	uint32_t *thread_procs;         /* each one's process (index in procs) */
 	size_t nthreads;
 	uint64_t total;                 /* samples in the kept stacks */
 	struct wp_rwait *waits;         /* every kept stack's, grouped by stack */
@@ -102,6 +112,14 @@ struct wp_resolved {
  * when out of memory (message printed). */
 struct wp_resolved *wp_resolve(const struct wp_profile *p, const struct wp_filter *f);
 
+/* The same over the profiles of several processes (a run's tree; ps[0] first, as r->p).
+ * Each process's addresses are symbolized with its own module map; functions are interned by
+ * (name, module) over all of them, so the same function of the same binary is one function
+ * whichever process ran it. Every kept stack and thread carries its process.
+ * wp_resolve_update is of a model of one process only. */
+struct wp_resolved *wp_resolve_many(const struct wp_profile *const *ps, size_t n,
+				    const struct wp_filter *f);
+
 /* Rebuilds the model over `p`, a later profile of the same program (the live view's
  * checkpoints), with the same filter. Function ids stay what they were (new functions get new
  * ids); unless the module map changed (dlopen, exec), the symbolizer and the locations are
@@ -113,18 +131,29 @@ int wp_resolve_update(struct wp_resolved *r, const struct wp_profile *p);
 
 void wp_resolved_free(struct wp_resolved *r);
 
-/* The kept stack that the profile's stack `stack_id` became, or NULL (filtered out, unknown). */
+/* The kept stack that the profile's stack `stack_id` became, or NULL (filtered out, unknown):
+ * of the first process; wp_resolved_stack_of: of process `proc` (its timeline's ids). */
 const struct wp_rstack *wp_resolved_stack(const struct wp_resolved *r, uint32_t stack_id);
+const struct wp_rstack *wp_resolved_stack_of(const struct wp_resolved *r, uint32_t proc,
+					     uint32_t stack_id);
 
-/* A thread's last THREAD record (its latest name and flags), or NULL. */
+/* A thread's last THREAD record (its latest name and flags), or NULL: of the first process;
+ * wp_resolved_thread_of: of process `proc` (a stack's proc). */
 const struct wp_thread *wp_resolved_thread(const struct wp_resolved *r, uint32_t tid);
+const struct wp_thread *wp_resolved_thread_of(const struct wp_resolved *r, uint32_t proc,
+					      uint32_t tid);
+/* The pid of process `proc` (META pid), -1 when unknown; its program's name (the command's
+ * first word without its directory), "?" when unknown. */
+long wp_resolved_pid(const struct wp_resolved *r, uint32_t proc);
+const char *wp_resolved_program(const struct wp_resolved *r, uint32_t proc, char *buf,
+				size_t cap);
 
 /* The id of the function (name, module), added when new: for a view's own pseudo-functions
  * ("(no stack)"), which no stack of the model refers to. */
 uint32_t wp_resolved_func(struct wp_resolved *r, const char *name, const char *module);
 
-/* Whether `f` keeps thread `tid` of `p` (--thread: a tid, or the name of its last THREAD
- * record). Selectors of threads are tested here. */
+/* Whether `f` keeps thread `tid` of `p` (--process: p's pid or program name; --thread: a
+ * tid, or the name of its last THREAD record). Selectors of threads are tested here. */
 int wp_filter_keeps_thread(const struct wp_profile *p, const struct wp_filter *f, uint32_t tid);
 /* Whether `f` keeps stack `s` of `p`: its thread, then any selector of samples. */
 int wp_filter_keeps_stack(const struct wp_profile *p, const struct wp_filter *f,

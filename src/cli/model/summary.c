@@ -38,6 +38,13 @@ static void missed(const struct wp_profile *p, struct wp_summary *s)
 		if (v <= 0 || wp_profile_meta(p, k) != p->meta[i].value)
 			continue;
 		s->missed += (uint64_t)v;
+		int j = 0;
+		while (j < s->nmissed_by && strcmp(s->missed_by[j].cause, k + 7))
+			j++;
+		if (j < s->nmissed_by) { /* the same cause in another process */
+			s->missed_by[j].n += (uint64_t)v;
+			continue;
+		}
 		if (s->nmissed_by < WP_MISSED_CAUSES) {
 			s->missed_by[s->nmissed_by].cause = k + 7;
 			s->missed_by[s->nmissed_by++].n = (uint64_t)v;
@@ -64,20 +71,46 @@ static void kept(const struct wp_resolved *r, struct wp_summary *s)
 	}
 }
 
+/* A META figure over the model's processes (added up), or p's alone. */
+static uint64_t sum_u(const struct wp_profile *p, const struct wp_resolved *r, const char *key)
+{
+	if (!r || r->nprocs < 2)
+		return meta_u(p, key);
+	uint64_t v = 0;
+	for (size_t k = 0; k < r->nprocs; k++)
+		v += meta_u(r->procs[k], key);
+	return v;
+}
+
+/* Several processes: from the first start to the last end. */
+static uint64_t span(const struct wp_resolved *r)
+{
+	uint64_t first = UINT64_MAX, last = 0;
+	for (size_t k = 0; k < r->nprocs; k++) {
+		uint64_t st = meta_u(r->procs[k], "start_unix_ns");
+		uint64_t end = st + meta_u(r->procs[k], "duration_ns");
+		if (st && st < first)
+			first = st;
+		if (end > last)
+			last = end;
+	}
+	return first != UINT64_MAX && last > first ? last - first : meta_u(r->procs[0], "duration_ns");
+}
+
 void wp_summarize(const struct wp_profile *p, const struct wp_resolved *r, struct wp_summary *s)
 {
 	memset(s, 0, sizeof(*s));
 	const char *mode = wp_profile_meta(p, "mode");
 	s->cpu_mode = mode && !strcmp(mode, "cpu");
-	s->duration_ns = meta_u(p, "duration_ns");
-	s->cpu_user_ns = meta_u(p, "cpu_user_ns");
-	s->cpu_sys_ns = meta_u(p, "cpu_sys_ns");
-	s->sampler_cpu_ns = meta_u(p, "sampler_cpu_ns");
+	s->duration_ns = r && r->nprocs > 1 ? span(r) : meta_u(p, "duration_ns");
+	s->cpu_user_ns = sum_u(p, r, "cpu_user_ns");
+	s->cpu_sys_ns = sum_u(p, r, "cpu_sys_ns");
+	s->sampler_cpu_ns = sum_u(p, r, "sampler_cpu_ns");
 	s->hz = meta_u(p, "hz");
 	s->interval_ns = s->hz ? 1000000000ull / s->hz : 0;
-	s->ticks = meta_u(p, "ticks");
-	s->ticks_late = meta_u(p, "ticks_late");
-	s->window_sum_ns = meta_u(p, "window_sum_ns");
+	s->ticks = sum_u(p, r, "ticks");
+	s->ticks_late = sum_u(p, r, "ticks_late");
+	s->window_sum_ns = sum_u(p, r, "window_sum_ns");
 	s->ncpus = (long)wp_profile_meta_ll(p, "ncpus", 0);
 	if (s->ncpus <= 0)
 		s->ncpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -85,19 +118,29 @@ void wp_summarize(const struct wp_profile *p, const struct wp_resolved *r, struc
 		s->ncpus = 1;
 
 	s->samples_all = wp_profile_total_samples(p);
+	for (size_t k = 1; r && k < r->nprocs; k++)
+		s->samples_all += wp_profile_total_samples(r->procs[k]);
 	if (r)
 		kept(r, s);
 	else {
 		s->samples = s->samples_all;
 		s->threads = p->nthreads;
 	}
-	uint64_t taken = meta_u(p, "samples");
+	uint64_t taken = sum_u(p, r, "samples");
 	s->units = taken && s->samples_all > taken ? (double)s->samples_all / (double)taken : 1.0;
-	missed(p, s);
+	for (size_t k = 0; r && k < r->nprocs; k++)
+		missed(r->procs[k], s);
+	if (!r)
+		missed(p, s);
 
 	uint64_t cpu = s->cpu_user_ns + s->cpu_sys_ns;
 	s->program_cpu_ns = cpu > s->sampler_cpu_ns ? cpu - s->sampler_cpu_ns : 0;
-	s->thread_life_ns = thread_life(p, s->duration_ns);
+	if (r && r->nprocs > 1)
+		for (size_t k = 0; k < r->nprocs; k++)
+			s->thread_life_ns += thread_life(r->procs[k],
+							 meta_u(r->procs[k], "duration_ns"));
+	else
+		s->thread_life_ns = thread_life(p, s->duration_ns);
 	uint64_t budget = s->cpu_mode ? s->program_cpu_ns : s->thread_life_ns;
 	if (s->samples_all && budget)
 		s->ns_per_sample = (double)budget / (double)s->samples_all;

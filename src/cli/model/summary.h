@@ -12,12 +12,16 @@
 
 #include "common/profile.h"
 #include "resolve.h"
+#include "run.h"
 #include "textfmt.h" /* wp_pct */
 
 #define WP_MISSED_CAUSES 16
 
 struct wp_summary {
 	int cpu_mode;            /* mode=cpu; else wall */
+	const struct wp_run *run; /* the processes of the profile's run (run.h), when the report
+				  * is of a file and the run has more than this one; else NULL.
+				  * Set by the report command, not by wp_summarize */
 
 	/* what the agent recorded (META), 0 when missing or negative */
 	uint64_t duration_ns, cpu_user_ns, cpu_sys_ns, sampler_cpu_ns;

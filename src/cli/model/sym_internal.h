@@ -101,11 +101,18 @@ struct result {
 	uint32_t n;
 };
 
+/* Module files read once for several symbolizers (the processes of one report). */
+struct wp_symcache {
+	struct obj **objs;
+	size_t nobjs, cap;
+};
+
 struct wp_symbolizer {
 	struct mod *mods; /* sorted by start */
 	size_t nmods;
-	struct obj **objs;
+	struct obj **objs; /* its own (freed with it); shared ones are in `shared` */
 	size_t nobjs;
+	struct wp_symcache *shared; /* NULL: none */
 
 	long long pid;
 	int jit_loaded;

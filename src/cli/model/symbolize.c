@@ -86,7 +86,11 @@ static long long meta_pid(const struct wp_profile *p)
 	return pid;
 }
 
-/* The object for a module record's file: one per distinct path and build-id. */
+static struct wp_symbolizer *wp_symbolizer_fill(struct wp_symbolizer *s,
+						const struct wp_profile *p);
+
+/* The object for a module record's file: one per distinct path and build-id (per symbolizer,
+ * or per shared cache: wp_symbolizer_new_shared). */
 static struct obj *obj_for(struct wp_symbolizer *s, const struct wp_module *pm)
 {
 	char path[WP_MAX_NAME + 1];
@@ -95,11 +99,23 @@ static struct obj *obj_for(struct wp_symbolizer *s, const struct wp_module *pm)
 	if (pl > 10 && !strcmp(path + pl - 10, " (deleted)"))
 		path[pl - 10] = 0;
 	uint32_t bl = pm->build_id_len > WP_MAX_BUILD_ID ? WP_MAX_BUILD_ID : pm->build_id_len;
-	for (size_t j = 0; j < s->nobjs; j++) {
-		struct obj *c = s->objs[j];
-		if (!strcmp(c->path, path) && c->build_id_len == bl &&
-		    !memcmp(c->build_id, pm->build_id, bl))
-			return c;
+	int vdso = (pm->flags & WP_MODULE_VDSO) || !strcmp(path, "[vdso]");
+	struct wp_symcache *c = vdso ? NULL : s->shared; /* a vDSO is read per process */
+	struct obj **in = c ? c->objs : s->objs;
+	size_t nin = c ? c->nobjs : s->nobjs;
+	for (size_t j = 0; j < nin; j++) {
+		struct obj *o = in[j];
+		if (!strcmp(o->path, path) && o->build_id_len == bl &&
+		    !memcmp(o->build_id, pm->build_id, bl))
+			return o;
+	}
+	if (c && c->nobjs == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 64;
+		struct obj **n = realloc(c->objs, cap * sizeof(*n));
+		if (!n)
+			return NULL;
+		c->objs = n;
+		c->cap = cap;
 	}
 	struct obj *o = calloc(1, sizeof(*o));
 	if (!o)
@@ -111,16 +127,57 @@ static struct obj *obj_for(struct wp_symbolizer *s, const struct wp_module *pm)
 	}
 	memcpy(o->build_id, pm->build_id, bl);
 	o->build_id_len = bl;
-	o->is_vdso = (pm->flags & WP_MODULE_VDSO) || !strcmp(path, "[vdso]");
-	s->objs[s->nobjs++] = o;
+	o->is_vdso = vdso;
+	if (c)
+		c->objs[c->nobjs++] = o;
+	else
+		s->objs[s->nobjs++] = o;
 	return o;
+}
+
+static void obj_free(struct obj *o)
+{
+	sym_free_dwarf(o);
+	free(o->syms);
+	free(o->data);
+	sym_obj_close(o);
+	free(o->path);
+	free(o);
+}
+
+struct wp_symcache *wp_symcache_new(void)
+{
+	return calloc(1, sizeof(struct wp_symcache));
+}
+
+void wp_symcache_free(struct wp_symcache *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->nobjs; i++)
+		obj_free(c->objs[i]);
+	free(c->objs);
+	free(c);
+}
+
+struct wp_symbolizer *wp_symbolizer_new_shared(const struct wp_profile *p, struct wp_symcache *c)
+{
+	struct wp_symbolizer *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->shared = c;
+	return wp_symbolizer_fill(s, p);
 }
 
 struct wp_symbolizer *wp_symbolizer_new(const struct wp_profile *p)
 {
 	struct wp_symbolizer *s = calloc(1, sizeof(*s));
-	if (!s)
-		return NULL;
+	return s ? wp_symbolizer_fill(s, p) : NULL;
+}
+
+static struct wp_symbolizer *wp_symbolizer_fill(struct wp_symbolizer *s,
+						const struct wp_profile *p)
+{
 	if (!p)
 		return s;
 	s->pid = meta_pid(p);
@@ -144,7 +201,8 @@ struct wp_symbolizer *wp_symbolizer_new(const struct wp_profile *p)
 						    .flags = pm->flags, .order = (uint32_t)i,
 						    .obj = o, .base = sym_basename(o->path) };
 	}
-	qsort(s->mods, s->nmods, sizeof(*s->mods), cmp_mod);
+	if (s->nmods) /* qsort's array must not be NULL, even empty (a profile without modules) */
+		qsort(s->mods, s->nmods, sizeof(*s->mods), cmp_mod);
 	wp_ranges_index(s->mods, s->nmods, sizeof(*s->mods));
 	return s;
 fail:
@@ -156,15 +214,8 @@ void wp_symbolizer_free(struct wp_symbolizer *s)
 {
 	if (!s)
 		return;
-	for (size_t i = 0; i < s->nobjs; i++) {
-		struct obj *o = s->objs[i];
-		sym_free_dwarf(o);
-		free(o->syms);
-		free(o->data);
-		sym_obj_close(o);
-		free(o->path);
-		free(o);
-	}
+	for (size_t i = 0; i < s->nobjs; i++)
+		obj_free(s->objs[i]);
 	free(s->objs);
 	free(s->mods);
 	free(s->jit);

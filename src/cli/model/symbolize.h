@@ -34,6 +34,16 @@ static inline int wp_frame_is_agent(const struct wp_frame *f)
 struct wp_symbolizer *wp_symbolizer_new(const struct wp_profile *p);
 void wp_symbolizer_free(struct wp_symbolizer *s);
 
+/* Module files read once for several symbolizers (every process of a report): a library or
+ * executable with the same path and build-id is opened, and its symbols and DWARF indexed,
+ * once. A warning about a shared file goes to the symbolizer that first read it. Free the
+ * cache after every symbolizer that used it. */
+struct wp_symcache;
+struct wp_symcache *wp_symcache_new(void);
+void wp_symcache_free(struct wp_symcache *c);
+struct wp_symbolizer *wp_symbolizer_new_shared(const struct wp_profile *p,
+					       struct wp_symcache *c);
+
 /* Symbolizes `pc`. `is_return_address` is nonzero for every frame but a stack's leaf: the
  * symbolizer then looks up pc-1 so a call at the end of a function is not attributed to the
  * next one. Writes at most `max` frames into out (innermost first) and returns how many. Always

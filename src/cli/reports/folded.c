@@ -34,8 +34,17 @@ size_t wp_folded_stack(const struct wp_opts *o, const struct wp_resolved *r,
 		       const struct wp_rstack *s, char *buf, size_t cap)
 {
 	size_t n = 0;
+	if (o->per_process) {
+		char root[64], prog[256];
+		n = put_name(buf, n, cap, "[");
+		n = put_name(buf, n, cap, wp_resolved_program(r, s->proc, prog, sizeof(prog)));
+		snprintf(root, sizeof(root), " pid=%ld]", wp_resolved_pid(r, s->proc));
+		n = put_name(buf, n, cap, root);
+	}
 	if (o->per_thread) {
-		const struct wp_thread *t = wp_resolved_thread(r, s->tid);
+		const struct wp_thread *t = wp_resolved_thread_of(r, s->proc, s->tid);
+		if (n && n + 1 < cap)
+			buf[n++] = ';';
 		char root[64];
 		n = put_name(buf, n, cap, "[");
 		n = put_name(buf, n, cap, t && t->name && *t->name ? t->name : "?");

@@ -132,7 +132,8 @@ struct enc {
 	uint64_t nfuncs;
 	uint64_t *loc_id;     /* per location of the model: its Location id, 0 until written */
 	uint64_t nlocs;
-	uint64_t *mapping_of; /* per module index: mapping id */
+	uint64_t *mapping_of; /* per module of every process (from map_base[proc]): mapping id */
+	size_t *map_base;     /* per process: where its modules start in mapping_of */
 	int oom;
 };
 
@@ -248,7 +249,7 @@ static uint64_t location_id(struct enc *e, uint32_t li)
 	struct buf *m = &e->tmp;
 	b_num(m, 1, id);
 	if (l->module >= 0)
-		b_num(m, 2, e->mapping_of[l->module]);
+		b_num(m, 2, e->mapping_of[e->map_base[l->proc] + (size_t)l->module]);
 	b_num(m, 3, l->pc);
 	struct buf line = { 0 };
 	for (uint32_t i = 0; i < l->n; i++) {
@@ -263,15 +264,15 @@ static uint64_t location_id(struct enc *e, uint32_t li)
 
 /* ---- the profile ---- */
 
-static void mapping(struct enc *e, size_t mi, uint64_t id)
+static void mapping(struct enc *e, uint32_t proc, size_t mi, uint64_t id)
 {
-	const struct wp_module *mod = &e->p->modules[mi];
+	const struct wp_module *mod = &e->r->procs[proc]->modules[mi];
 	struct buf *m = &e->tmp;
 	char hex[2 * WP_MAX_BUILD_ID + 1];
 	for (uint32_t i = 0; i < mod->build_id_len && i < WP_MAX_BUILD_ID; i++)
 		snprintf(hex + 2 * i, 3, "%02x", mod->build_id[i]);
 	hex[2 * (mod->build_id_len < WP_MAX_BUILD_ID ? mod->build_id_len : WP_MAX_BUILD_ID)] = 0;
-	e->mapping_of[mi] = id;
+	e->mapping_of[e->map_base[proc] + mi] = id;
 	b_num(m, 1, id);
 	b_num(m, 2, mod->start);
 	b_num(m, 3, mod->end);
@@ -359,6 +360,7 @@ static void enc_free(struct enc *e)
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
 		free(bufs[i]->p);
 	free(e->mapping_of);
+	free(e->map_base);
 }
 
 int wp_report_pprof(const struct wp_opts *o, const struct wp_resolved *r,
@@ -371,10 +373,17 @@ int wp_report_pprof(const struct wp_opts *o, const struct wp_resolved *r,
 	e.p = p;
 	e.r = r;
 	struct buf head = { 0 };
-	e.mapping_of = calloc(p->nmodules + 1, sizeof(*e.mapping_of));
+	size_t nmods = 0;
+	e.map_base = calloc(r->nprocs + 1, sizeof(*e.map_base));
+	for (size_t k = 0; e.map_base && k < r->nprocs; k++) {
+		e.map_base[k] = nmods;
+		nmods += r->procs[k]->nmodules;
+	}
+	e.mapping_of = calloc(nmods + 1, sizeof(*e.mapping_of));
 	e.loc_id = calloc(r->nlocs + 1, sizeof(*e.loc_id));
-	if (!e.mapping_of || !e.loc_id) {
+	if (!e.mapping_of || !e.loc_id || !e.map_base) {
 		free(e.mapping_of);
+		free(e.map_base);
 		free(e.loc_id);
 		fprintf(stderr, "wallprof: out of memory\n");
 		return -1;
@@ -403,14 +412,21 @@ int wp_report_pprof(const struct wp_opts *o, const struct wp_resolved *r,
 	if (r->filter.thread)
 		comment(&e, &head, "only thread: ", r->filter.thread);
 
-	/* Mappings: the main executable first, then the others in address order. */
+	if (r->filter.process)
+		comment(&e, &head, "only process: ", r->filter.process);
+
+	/* Mappings: the main executable first, then the others in address order; the first
+	 * process's, then each other's (a mapping per process: their address spaces differ). */
 	uint64_t next_map = 0;
-	for (int pass = 0; pass < 2; pass++)
-		for (size_t i = 0; i < p->nmodules; i++) {
-			int is_main = (p->modules[i].flags & WP_MODULE_MAIN) != 0;
-			if (is_main == (pass == 0))
-				mapping(&e, i, ++next_map);
-		}
+	for (uint32_t k = 0; k < r->nprocs; k++) {
+		const struct wp_profile *pk = r->procs[k];
+		for (int pass = 0; pass < 2; pass++)
+			for (size_t i = 0; i < pk->nmodules; i++) {
+				int is_main = (pk->modules[i].flags & WP_MODULE_MAIN) != 0;
+				if (is_main == (pass == 0))
+					mapping(&e, k, i, ++next_map);
+			}
+	}
 
 	uint64_t locids[WP_MAX_FRAMES];
 	for (size_t i = 0; i < r->nstacks && !e.oom; i++) {
@@ -425,11 +441,14 @@ int wp_report_pprof(const struct wp_opts *o, const struct wp_resolved *r,
 		b_packed(&sample, 1, locids, n, &e.tmp);
 		uint64_t vals[2] = { s->count, s->weight_ns };
 		b_packed(&sample, 2, vals, 2, &e.tmp);
-		const struct wp_thread *t = wp_resolved_thread(r, s->tid);
-		char tid[16];
+		const struct wp_thread *t = wp_resolved_thread_of(r, s->proc, s->tid);
+		char tid[16], pid[24], prog[256];
 		snprintf(tid, sizeof(tid), "%u", s->tid);
+		snprintf(pid, sizeof(pid), "%ld", wp_resolved_pid(r, s->proc));
 		label(&e, &sample, "thread", t && t->name && *t->name ? t->name : tid);
 		label(&e, &sample, "thread_id", tid);
+		label(&e, &sample, "pid", pid);
+		label(&e, &sample, "process", wp_resolved_program(r, s->proc, prog, sizeof(prog)));
 		if (!cpu)
 			label(&e, &sample, "state", s->flags & WP_STACK_WAITING ? "waiting" : "running");
 		if (s->flags & WP_STACK_TRUNCATED)

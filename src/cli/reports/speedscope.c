@@ -189,18 +189,21 @@ static int no_timeline(const struct wp_profile *p, const struct tid_ent *te)
 	return te->tl_n == 0 || te->split || wp_profile_meta_ll(p, "timeline_truncated", 0) != 0;
 }
 
-static void timeline_samples(struct emitter *em, const struct wp_profile *p,
+/* `origin`: when process `proc` started, after the first process of the report (its
+ * timeline's times are from its own start). */
+static void timeline_samples(struct emitter *em, uint32_t proc, uint64_t origin,
 			     const struct tid_ent *te, uint64_t interval, int cpu, uint64_t *cursor)
 {
+	const struct wp_profile *p = em->r->procs[proc];
 	const struct wp_tl_entry *tl = p->timeline + te->tl_start;
 	uint64_t at = 0;
 	for (size_t i = 0; i < te->tl_n; i++) {
-		const struct wp_rstack *s = wp_resolved_stack(em->r, tl[i].stack_id);
-		uint64_t t = tl[i].t_us * 1000;
+		const struct wp_rstack *s = wp_resolved_stack_of(em->r, proc, tl[i].stack_id);
+		uint64_t t = tl[i].t_us * 1000 + origin;
 		uint64_t start = t > at ? t : at;
 		if (start > at)
 			emit(em, NULL, start - at);
-		uint64_t next = i + 1 < te->tl_n ? tl[i + 1].t_us * 1000 : 0;
+		uint64_t next = i + 1 < te->tl_n ? tl[i + 1].t_us * 1000 + origin : 0;
 		uint64_t d = duration_of(cpu, start, next, per_sample(s, interval));
 		emit(em, s, d);
 		at = start + d;
@@ -208,14 +211,14 @@ static void timeline_samples(struct emitter *em, const struct wp_profile *p,
 	*cursor = at;
 }
 
-static void stack_samples(struct emitter *em, const struct wp_profile *p, uint32_t tid,
-			  uint64_t interval, uint64_t *cursor)
+static void stack_samples(struct emitter *em, uint32_t proc, uint32_t tid, uint64_t interval,
+			  uint64_t *cursor)
 {
 	const struct wp_resolved *r = em->r;
 	uint64_t at = 0;
 	for (size_t i = 0; i < r->nstacks; i++) {
 		const struct wp_rstack *s = &r->stacks[i];
-		if (s->tid != tid || !s->count)
+		if (s->proc != proc || s->tid != tid || !s->count)
 			continue;
 		uint64_t w = s->weight_ns ? s->weight_ns : s->count * interval;
 		emit(em, s, w);
@@ -229,32 +232,44 @@ int wp_report_speedscope(const struct wp_opts *o, const struct wp_resolved *r,
 {
 	(void)o;
 	const struct wp_profile *p = r->p;
-	struct tid_ent *tids = NULL, *te, *tmp;
+	struct tid_ent *te, *tmp;
+	/* per process: its threads' timeline runs and sample counts */
+	struct tid_ent **tids_of = calloc(r->nprocs, sizeof(*tids_of));
+	uint64_t *origin = calloc(r->nprocs, sizeof(*origin));
 	int rc = -1;
+	if (!tids_of || !origin)
+		goto oom;
 	long long hz = wp_profile_meta_ll(p, "hz", 0);
 	uint64_t interval = sum->interval_ns ? sum->interval_ns : 10000000; /* 100 Hz, the default */
 	uint64_t dur = sum->duration_ns;
 	const char *mode = wp_profile_meta(p, "mode");
 	int cpu = sum->cpu_mode;
 
-	/* Index the timeline by thread (each thread's entries are one run) and count samples. */
-	for (size_t i = 0; i < p->ntimeline;) {
-		size_t j = i;
-		while (j < p->ntimeline && p->timeline[j].tid == p->timeline[i].tid)
-			j++;
-		if (!(te = tid_get(&tids, p->timeline[i].tid)))
-			goto oom;
-		if (!te->tl_n && !te->split) {
-			te->tl_start = i;
-			te->tl_n = j - i;
-		} else {
-			te->split = 1;
-			te->tl_n = 0; /* falls back to its stacks */
+	/* Index each timeline by thread (each thread's entries are one run) and count samples.
+	 * Several processes share one time axis, from the first one's start. */
+	long long t0 = wp_profile_meta_ll(p, "start_unix_ns", 0);
+	for (size_t k = 0; k < r->nprocs; k++) {
+		const struct wp_profile *pk = r->procs[k];
+		long long tk = wp_profile_meta_ll(pk, "start_unix_ns", 0);
+		origin[k] = k && t0 > 0 && tk > t0 ? (uint64_t)(tk - t0) : 0;
+		for (size_t i = 0; i < pk->ntimeline;) {
+			size_t j = i;
+			while (j < pk->ntimeline && pk->timeline[j].tid == pk->timeline[i].tid)
+				j++;
+			if (!(te = tid_get(&tids_of[k], pk->timeline[i].tid)))
+				goto oom;
+			if (!te->tl_n && !te->split) {
+				te->tl_start = i;
+				te->tl_n = j - i;
+			} else {
+				te->split = 1;
+				te->tl_n = 0; /* falls back to its stacks */
+			}
+			i = j;
 		}
-		i = j;
 	}
 	for (size_t i = 0; i < r->nstacks; i++) {
-		if (!(te = tid_get(&tids, r->stacks[i].tid)))
+		if (!(te = tid_get(&tids_of[r->stacks[i].proc], r->stacks[i].tid)))
 			goto oom;
 		te->samples += r->stacks[i].count;
 	}
@@ -264,17 +279,18 @@ int wp_report_speedscope(const struct wp_opts *o, const struct wp_resolved *r,
 	uint64_t best = 0;
 	for (size_t i = 0; i < r->nthreads; i++) {
 		const struct wp_thread *t = r->threads[i];
-		HASH_FIND(hh, tids, &t->tid, sizeof(t->tid), te);
+		uint32_t k = r->thread_procs[i];
+		HASH_FIND(hh, tids_of[k], &t->tid, sizeof(t->tid), te);
 		if (!te || !te->samples || te->done)
 			continue;
 		te->done = 1;
-		const struct wp_thread *last = wp_resolved_thread(r, t->tid);
+		const struct wp_thread *last = wp_resolved_thread_of(r, k, t->tid);
 		if (last->running > best) {
 			best = last->running;
 			active = nprof;
 		}
 		nprof++;
-		if (no_timeline(p, te))
+		if (no_timeline(r->procs[k], te))
 			nfallback++;
 	}
 
@@ -309,19 +325,24 @@ int wp_report_speedscope(const struct wp_opts *o, const struct wp_resolved *r,
 	}
 	fputs("]},\n\"profiles\":[", out);
 
-	HASH_ITER(hh, tids, te, tmp)
-		te->done = 0;
+	for (size_t k = 0; k < r->nprocs; k++)
+		HASH_ITER(hh, tids_of[k], te, tmp)
+			te->done = 0;
 	size_t written = 0;
 	for (size_t i = 0; i < r->nthreads; i++) {
 		const struct wp_thread *t = r->threads[i];
-		HASH_FIND(hh, tids, &t->tid, sizeof(t->tid), te);
+		uint32_t k = r->thread_procs[i];
+		HASH_FIND(hh, tids_of[k], &t->tid, sizeof(t->tid), te);
 		if (!te || !te->samples || te->done)
 			continue;
 		te->done = 1;
-		const struct wp_thread *last = wp_resolved_thread(r, t->tid);
-		int fallback = no_timeline(p, te);
-		char pname[4200];
-		snprintf(pname, sizeof(pname), "%s (tid %u)%s",
+		const struct wp_thread *last = wp_resolved_thread_of(r, k, t->tid);
+		int fallback = no_timeline(r->procs[k], te);
+		char pname[4200], in[300] = "", prog[256];
+		if (r->nprocs > 1) /* "command pid / thread (tid N)" */
+			snprintf(in, sizeof(in), "%s %ld / ",
+				 wp_resolved_program(r, k, prog, sizeof(prog)), wp_resolved_pid(r, k));
+		snprintf(pname, sizeof(pname), "%s%s (tid %u)%s", in,
 			 last->name && *last->name ? last->name : "?", t->tid,
 			 fallback ? " [no timeline: grouped by stack, not in time order]" : "");
 		fputs(written++ ? ",\n{\"type\":\"sampled\",\"name\":" : "\n{\"type\":\"sampled\",\"name\":",
@@ -331,15 +352,15 @@ int wp_report_speedscope(const struct wp_opts *o, const struct wp_resolved *r,
 		struct emitter em = { .out = out, .r = r };
 		uint64_t cursor = 0;
 		if (fallback)
-			stack_samples(&em, p, t->tid, interval, &cursor);
+			stack_samples(&em, k, t->tid, interval, &cursor);
 		else
-			timeline_samples(&em, p, te, interval, cpu, &cursor);
+			timeline_samples(&em, k, origin[k], te, interval, cpu, &cursor);
 		if (!fallback && dur > cursor)
 			emit(&em, NULL, dur - cursor); /* idle to the end of the run */
 		flush_pending(&em);
 		fputs("],\"weights\":[", out);
-		for (size_t k = 0; k < em.nweights; k++)
-			fprintf(out, k ? ",%llu" : "%llu", (unsigned long long)em.weights[k]);
+		for (size_t w = 0; w < em.nweights; w++)
+			fprintf(out, w ? ",%llu" : "%llu", (unsigned long long)em.weights[w]);
 		fprintf(out, "],\"startValue\":0,\"endValue\":%llu}", (unsigned long long)em.total);
 		free(em.weights);
 		if (em.oom)
@@ -354,9 +375,12 @@ int wp_report_speedscope(const struct wp_opts *o, const struct wp_resolved *r,
 oom:
 	fprintf(stderr, "wallprof: out of memory while writing the speedscope profile\n");
 done:
-	HASH_ITER(hh, tids, te, tmp) {
-		HASH_DEL(tids, te);
-		free(te);
-	}
+	for (size_t k = 0; tids_of && k < r->nprocs; k++)
+		HASH_ITER(hh, tids_of[k], te, tmp) {
+			HASH_DEL(tids_of[k], te);
+			free(te);
+		}
+	free(tids_of);
+	free(origin);
 	return rc;
 }

@@ -203,6 +203,54 @@ static void exit_line(struct text *t, char *buf, size_t cap)
 	}
 }
 
+/* The other processes of the run (a fork child, an exec'd image, a program it started):
+ * listed, so that their time is not missed; their samples are in their own files. */
+static void processes(struct text *t)
+{
+	const struct wp_run *run = t->s->run;
+	if (!run)
+		return;
+	const char *self = "";
+	for (size_t i = 0; i < run->n; i++)
+		if (run->procs[i].is_main)
+			self = run->procs[i].file;
+	if (run->merged)
+		fprintf(t->out, "[RUN]     %zu profiles (each process, each image before an exec), "
+				"all in this report:\n", run->n);
+	else
+		fprintf(t->out, "[RUN]     %zu profiles in this run (each process, each image before "
+				"an exec); this report is\n          of %s only: `wallprof --report "
+				"--whole-run %s` reports them all\n", run->n, self, self);
+	fprintf(t->out, "[RUN]     %7s %7s %-10s %9s %9s %8s  %s\n", "pid", "parent", "ended",
+		"wall", "CPU", "samples", "file: command");
+	for (size_t i = 0; i < run->n; i++) {
+		const struct wp_run_proc *rp = &run->procs[i];
+		char pid[24], ppid[24], line[WIDTH * 2 + 1], b[WIDTH * 2];
+		snprintf(pid, sizeof(pid), "%ld", rp->pid);
+		snprintf(ppid, sizeof(ppid), "%ld", rp->ppid);
+		if (rp->pid < 0)
+			strcpy(pid, "?");
+		if (rp->ppid < 0)
+			strcpy(ppid, "?");
+		/* the program's name without its directory: the arguments tell processes apart */
+		const char *cmd = rp->command, *sp = strchr(cmd, ' '), *sl = strrchr(cmd, '/');
+		if (sl && (!sp || sl < sp))
+			cmd = sl + 1;
+		else if (sp && cmd[0] == '/')
+			for (const char *c = cmd; c < sp; c++)
+				if (*c == '/')
+					cmd = c + 1;
+		snprintf(line, sizeof(line), "%s%s: %s", rp->file, rp->is_main ? " (this)" : "",
+			 *cmd ? cmd : "(command unknown)");
+		fprintf(t->out, "[RUN]     %7s %7s %-10s %9s %9s %8s  %s\n", pid, ppid, rp->end,
+			wp_dur(rp->wall_ns), wp_dur(rp->cpu_ns), wp_num(rp->samples),
+			fit_head(line, WIDTH - 68, b, sizeof(b)));
+	}
+	if (run->skipped)
+		fprintf(t->out, "[WARNING] %zu file%s of this run could not be read (said on standard "
+				"error)\n", run->skipped, run->skipped == 1 ? "" : "s");
+}
+
 static void header(struct text *t)
 {
 	const struct wp_profile *p = t->p;
@@ -228,6 +276,7 @@ static void header(struct text *t)
 			wp_dur(user + sys), wp_dur(user), wp_dur(sys));
 		fprintf(t->out, ": %.2f cores busy\n", (double)(user + sys) / (double)duration);
 	}
+	processes(t);
 	if (!mode || !strcmp(mode, "wall")) {
 		long long per = wp_profile_meta_ll(p, "threads_per_tick", -1);
 		if (per > 0)
@@ -350,6 +399,35 @@ struct cols {
 	int func, src, mod, samples;
 };
 
+/* "  pid N" of the process with most of function f's self samples, "+" when others had
+ * some too (the PROCESSES section splits them). */
+static void main_process(const struct wp_resolved *r, uint32_t f, char *buf, size_t cap)
+{
+	uint64_t *per = calloc(r->nprocs, sizeof(*per));
+	if (!per)
+		return;
+	size_t best = 0, with = 0;
+	for (size_t i = 0; i < r->nstacks; i++) {
+		const struct wp_rstack *s = &r->stacks[i];
+		if (s->n && s->frames[s->n - 1].func == f)
+			per[s->proc] += s->count;
+	}
+	/* the images of one pid are one process */
+	for (size_t k = 0; k < r->nprocs; k++)
+		for (size_t j = 0; j < k; j++)
+			if (per[k] && wp_resolved_pid(r, (uint32_t)j) == wp_resolved_pid(r, (uint32_t)k)) {
+				per[j] += per[k];
+				per[k] = 0;
+			}
+	for (size_t k = 0; k < r->nprocs; k++) {
+		with += per[k] > 0;
+		if (per[k] > per[best])
+			best = k;
+	}
+	snprintf(buf, cap, "  pid %ld%s", wp_resolved_pid(r, (uint32_t)best), with > 1 ? "+" : "");
+	free(per);
+}
+
 static void flat(struct text *t)
 {
 	const struct wp_resolved *r = t->r;
@@ -393,10 +471,13 @@ static void flat(struct text *t)
 	if (c.func + c.src + c.mod > avail)
 		c.func = avail - c.src - c.mod < 20 ? 20 : avail - c.src - c.mod;
 
-	fprintf(t->out, "  %6s  %-11s  %*s  %6s  %-*s  %-*s  %s\n", "self", "95% CI", c.samples,
-		"samples", "total", c.func, "function", c.src, "source:line", "module");
-	fprintf(t->out, "  %.6s  %.11s  %.*s  %.6s  %.*s  %.*s  %.*s\n", dashes, dashes, c.samples,
-		dashes, dashes, c.func, dashes, c.src, dashes, c.mod, dashes);
+	int procs = r->nprocs > 1; /* a process column, last */
+	fprintf(t->out, "  %6s  %-11s  %*s  %6s  %-*s  %-*s  %-*s%s\n", "self", "95% CI", c.samples,
+		"samples", "total", c.func, "function", c.src, "source:line", procs ? c.mod : 0,
+		"module", procs ? "  process" : "");
+	fprintf(t->out, "  %.6s  %.11s  %.*s  %.6s  %.*s  %.*s  %.*s%s\n", dashes, dashes, c.samples,
+		dashes, dashes, c.func, dashes, c.src, dashes, c.mod, dashes,
+		procs ? "  -------" : "");
 	uint64_t listed = 0;
 	for (size_t i = 0; i < shown; i++) {
 		const struct wp_func *f = &r->funcs[ids[i]];
@@ -404,11 +485,14 @@ static void flat(struct text *t)
 		char ci[32];
 		wp_share_ci(t->s, f->self, r->total, &lo, &hi);
 		snprintf(ci, sizeof(ci), "%.1f-%.1f", lo, hi);
-		fprintf(t->out, "  %5.1f%%  %-11s  %*s  %5.1f%%  %-*s  %-*s  %s\n",
+		char pc[48] = "";
+		if (procs)
+			main_process(r, ids[i], pc, sizeof(pc));
+		fprintf(t->out, "  %5.1f%%  %-11s  %*s  %5.1f%%  %-*s  %-*s  %-*s%s\n",
 			wp_pct(f->self, r->total), ci, c.samples, wp_num(f->self), wp_pct(f->total, r->total),
 			c.func, fit_tail(f->name, c.func, b1, sizeof(b1)), c.src,
 			fit_tail(source_of(f->file, f->line, b2, sizeof(b2)), c.src, b3, sizeof(b3)),
-			fit_head(f->module, c.mod, b4, sizeof(b4)));
+			procs ? c.mod : 0, fit_head(f->module, c.mod, b4, sizeof(b4)), pc);
 		listed += f->self;
 	}
 	uint64_t nostack = t->s->no_stack;
@@ -744,6 +828,7 @@ done:
 struct tcount {
 	UT_hash_handle hh;
 	uint32_t tid;
+	uint32_t proc; /* the process it was first met in */
 	uint64_t samples, waiting;
 };
 
@@ -777,7 +862,7 @@ static void hidden_by_name(struct text *t, struct tcount *tc, size_t skip)
 	HASH_ITER(hh, tc, c, ctmp) {
 		if (i++ < skip)
 			continue;
-		const struct wp_thread *th = wp_profile_thread(t->p, c->tid);
+		const struct wp_thread *th = wp_resolved_thread_of(t->r, c->proc, c->tid);
 		const char *name = th && th->name && *th->name ? th->name : "?";
 		HASH_FIND_STR(names, name, nm);
 		if (!nm) {
@@ -808,6 +893,60 @@ static int of_thread(const struct wp_rstack *s, void *tid)
 	return s->tid == *(const uint32_t *)tid;
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* Processes (a report over several): each one's share and its top functions */
+
+struct of_pid {
+	const struct wp_resolved *r;
+	long pid;
+};
+
+static int of_process(const struct wp_rstack *s, void *arg)
+{
+	const struct of_pid *a = arg;
+	return wp_resolved_pid(a->r, s->proc) == a->pid;
+}
+
+static void process_sections(struct text *t)
+{
+	const struct wp_resolved *r = t->r;
+	char b1[512], b2[256], b3[256], b4[256], prog[256];
+	banner(t, "PROCESSES (%zu profiles; the images of one pid are one process)", r->nprocs);
+	for (size_t k = 0; k < r->nprocs; k++) {
+		long pid = wp_resolved_pid(r, (uint32_t)k);
+		size_t j = 0;
+		while (j < k && wp_resolved_pid(r, (uint32_t)j) != pid)
+			j++;
+		if (j < k)
+			continue; /* an earlier image of this pid has the section */
+		struct of_pid arg = { r, pid };
+		struct wp_tally tally;
+		if (wp_tally(r, of_process, &arg, &tally) != 0)
+			return;
+		long long ppid = wp_profile_meta_ll(r->procs[k], "ppid", -1);
+		fprintf(t->out, "\n%s (pid %ld, parent %lld): %s sample%s, %.1f%% of all\n",
+			wp_resolved_program(r, (uint32_t)k, prog, sizeof(prog)), pid, ppid,
+			wp_num(tally.samples), tally.samples == 1 ? "" : "s",
+			wp_pct(tally.samples, t->total));
+		size_t n;
+		uint32_t *ids = wp_funcs_ranked(r, &tally, WP_RANK_SELF, &n);
+		for (size_t i = 0; ids && i < n && i < THREAD_FUNCS; i++) {
+			const struct wp_func *f = &r->funcs[ids[i]];
+			uint64_t self = tally.self[ids[i]];
+			fprintf(t->out, "    %5.1f%%  %8s  %-40s  %-24s  %s\n",
+				wp_pct(self, tally.samples), wp_num(self),
+				fit_tail(f->name, 40, b1, sizeof(b1)),
+				fit_tail(source_of(f->file, f->line, b2, sizeof(b2)), 24, b3, sizeof(b3)),
+				fit_head(f->module, 14, b4, sizeof(b4)));
+		}
+		if (ids && n > THREAD_FUNCS)
+			fprintf(t->out, "    %s more function%s\n", wp_num(n - THREAD_FUNCS),
+				n - THREAD_FUNCS == 1 ? "" : "s");
+		free(ids);
+		wp_tally_free(&tally);
+	}
+}
+
 static void thread_sections(struct text *t)
 {
 	struct tcount *tc = NULL, *c, *tmp;
@@ -822,6 +961,7 @@ static void thread_sections(struct text *t)
 			if (!c)
 				break;
 			c->tid = s->tid;
+			c->proc = s->proc;
 			HASH_ADD(hh, tc, tid, sizeof(c->tid), c);
 			nthreads++;
 		}
@@ -844,11 +984,15 @@ static void thread_sections(struct text *t)
 			rest += c->samples;
 			continue;
 		}
-		const struct wp_thread *th = wp_resolved_thread(t->r, c->tid);
-		fprintf(t->out, "\n%s (tid %u%s): %s sample%s, %.1f%% of the process",
-			th && th->name && *th->name ? th->name : "?", c->tid,
+		const struct wp_thread *th = wp_resolved_thread_of(t->r, c->proc, c->tid);
+		char in[64] = "";
+		if (t->r->nprocs > 1)
+			snprintf(in, sizeof(in), ", pid %ld", wp_resolved_pid(t->r, c->proc));
+		fprintf(t->out, "\n%s (tid %u%s%s): %s sample%s, %.1f%% of the %s",
+			th && th->name && *th->name ? th->name : "?", c->tid, in,
 			th && (th->flags & WP_THREAD_EXITED) ? ", exited" : "", wp_num(c->samples),
-			c->samples == 1 ? "" : "s", wp_pct(c->samples, all));
+			c->samples == 1 ? "" : "s", wp_pct(c->samples, all),
+			t->r->nprocs > 1 ? "run" : "process");
 		if (t->wall)
 			fprintf(t->out, "; running %.1f%%, waiting %.1f%%",
 				wp_pct(c->samples - c->waiting, c->samples), wp_pct(c->waiting, c->samples));
@@ -919,6 +1063,8 @@ int wp_report_text(const struct wp_opts *o, const struct wp_resolved *r,
 		flat(&t);
 		waits(&t);
 		call_graph(&t);
+		if (r->nprocs > 1)
+			process_sections(&t);
 		thread_sections(&t);
 	}
 	return ferror(out) ? -1 : 0;

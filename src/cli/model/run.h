@@ -1,0 +1,53 @@
+/* The processes of one run. Every process of a tree writes its own file (the agent: the
+ * main file NAME.EXT for the root, NAME.PID.EXT for the others, NAME[.PID].execN.EXT for an
+ * image replaced by exec) and tags it with META run=, the same in every file of the run. From
+ * the run's main file, wp_run_find() finds the others beside it by that naming and that run
+ * id, and keeps what a report's header says of each process (from its META).
+ *
+ * Files named like siblings that cannot be read (cut short, foreign, damaged) are said in one
+ * line each on `warn` and left out; files of another run (an earlier run's leftovers) are left
+ * out silently. A file without a run id (an older agent) has no siblings. */
+#ifndef WP_RUN_H
+#define WP_RUN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common/profile.h"
+
+struct wp_run_proc {
+	char *file;          /* the file's name, without its directory */
+	char *path;          /* the file as found (directory and name) */
+	long pid, ppid;      /* -1 when unknown */
+	char *command;       /* "" when unknown */
+	char end[32];        /* "exec'd", "signal 11" (died of it), "checkpoint" (the last one
+			      * written: it ended without a final write, e.g. _exit), "ended" */
+	uint64_t start_unix_ns, wall_ns, cpu_ns, samples;
+	int is_main;         /* the file the report is of */
+};
+
+struct wp_run {
+	struct wp_run_proc *procs; /* the main file's process too; by start time, then pid */
+	size_t n;
+	size_t skipped;      /* sibling files that could not be read */
+	int merged;          /* the report's samples are of every process listed (wp_run_of) */
+};
+
+/* Fills `run` with the processes of the run `main` (read from main_path) belongs to. Returns
+ * 0 (run->n is 1 when the file has no siblings), or -1 when out of memory. */
+int wp_run_find(const char *main_path, const struct wp_profile *main, FILE *warn,
+		struct wp_run *run);
+/* The other files of a run whose main file is missing (its root process ended by _exit, or
+ * was killed before its first checkpoint): those beside main_path whose run id is the one the
+ * command gave the tree of root_pid ("<root_pid>-..."). Returns 0 (run->n may be 0) or -1. */
+int wp_run_find_orphans(const char *main_path, long root_pid, FILE *warn, struct wp_run *run);
+
+/* Fills `run` with the processes of the profiles ps[0..n) read from paths[0..n), in that
+ * order, for a report over all of them (merged); `skipped`: files that could not be read.
+ * Returns 0, or -1 when out of memory. */
+int wp_run_of(const struct wp_profile *const *ps, const char *const *paths, size_t n,
+	      size_t skipped, struct wp_run *run);
+void wp_run_free(struct wp_run *run);
+
+#endif

@@ -60,9 +60,10 @@ size_t wp_folded_stack(const struct wp_opts *o, const struct wp_resolved *r,
 	return n;
 }
 
-/* Appends the frames of wait `w` to the stack text of length n in buf. */
-static size_t put_wait(const struct wp_resolved *r, const struct wp_rwait *w, char *buf,
-		       size_t n, size_t cap)
+/* Appends the frames of wait `w` (of a stack of process `proc`) to the stack text of length
+ * n in buf. */
+static size_t put_wait(const struct wp_resolved *r, uint32_t proc, const struct wp_rwait *w,
+		       char *buf, size_t n, size_t cap)
 {
 	if (n + 1 < cap)
 		buf[n++] = ';';
@@ -72,7 +73,7 @@ static size_t put_wait(const struct wp_resolved *r, const struct wp_rwait *w, ch
 	n = put_name(buf, n, cap, w->object);
 	n = put_name(buf, n, cap, "]");
 	if (w->holder) {
-		const struct wp_thread *t = wp_resolved_thread(r, w->holder);
+		const struct wp_thread *t = wp_resolved_thread_of(r, proc, w->holder);
 		char tid[32];
 		if (n + 1 < cap)
 			buf[n++] = ';';
@@ -122,7 +123,7 @@ int wp_report_folded(const struct wp_opts *o, const struct wp_resolved *r,
 			if (!c)
 				continue;
 			rest -= c;
-			size_t m = put_wait(r, w, buf, n, sizeof(buf));
+			size_t m = put_wait(r, s->proc, w, buf, n, sizeof(buf));
 			if (add_line(&lines, buf, m, c) < 0)
 				return -1;
 			buf[n] = 0;

@@ -522,7 +522,7 @@ struct wait_obj {
 	enum wp_wait_kind kind;
 	const char *object;
 	uint64_t count, weight_ns;
-	uint32_t tids[WAIT_NAMES], holders[WAIT_NAMES];
+	uint64_t tids[WAIT_NAMES], holders[WAIT_NAMES]; /* process << 32 | tid, + 1 */
 	uint64_t tid_n[WAIT_NAMES], holder_n[WAIT_NAMES];
 	const char *funcs[WAIT_NAMES];
 	uint64_t func_n[WAIT_NAMES];
@@ -532,12 +532,15 @@ struct wait_obj {
 	char key[]; /* kind byte, then the object */
 };
 
-/* Counts `n` samples of thread `tid` in the small table tids/tn (WAIT_NAMES slots). */
-static void tally_tid(uint32_t *tids, uint64_t *tn, int *more, uint32_t tid, uint64_t n)
+/* Counts `n` samples of thread `tid` of process `proc` in the small table tids/tn
+ * (WAIT_NAMES slots; 0 is free). */
+static void tally_tid(uint64_t *tids, uint64_t *tn, int *more, uint32_t proc, uint32_t tid,
+		      uint64_t n)
 {
+	uint64_t key = ((uint64_t)proc << 32 | tid) + 1;
 	for (int i = 0; i < WAIT_NAMES; i++)
-		if (tids[i] == tid || !tids[i]) {
-			tids[i] = tid;
+		if (tids[i] == key || !tids[i]) {
+			tids[i] = key;
 			tn[i] += n;
 			return;
 		}
@@ -563,15 +566,16 @@ static int by_wait_count(struct wait_obj *a, struct wait_obj *b)
 	return a->count < b->count ? 1 : a->count > b->count ? -1 : strcmp(a->object, b->object);
 }
 
-static void put_tids(struct text *t, const uint32_t *tids, const uint64_t *tn, int more,
+static void put_tids(struct text *t, const uint64_t *tids, const uint64_t *tn, int more,
 		     uint64_t of, char *buf, size_t cap)
 {
 	size_t at = 0;
 	buf[0] = 0;
 	for (int i = 0; i < WAIT_NAMES && tids[i] && at < cap; i++) {
-		const struct wp_thread *th = wp_resolved_thread(t->r, tids[i]);
+		uint32_t proc = (uint32_t)((tids[i] - 1) >> 32), tid = (uint32_t)(tids[i] - 1);
+		const struct wp_thread *th = wp_resolved_thread_of(t->r, proc, tid);
 		at += (size_t)snprintf(buf + at, cap - at, "%s%s tid=%u %.0f%%", i ? ", " : "",
-				       th && th->name && *th->name ? th->name : "?", tids[i],
+				       th && th->name && *th->name ? th->name : "?", tid,
 				       wp_pct(tn[i], of));
 	}
 	if (more && at < cap)
@@ -605,12 +609,12 @@ static void waits(struct text *t)
 			}
 			w->count += rw->count;
 			w->weight_ns += rw->weight_ns;
-			tally_tid(w->tids, w->tid_n, &w->more_tids, s->tid, rw->count);
+			tally_tid(w->tids, w->tid_n, &w->more_tids, s->proc, s->tid, rw->count);
 			tally_func(w, rw->waiter, rw->count);
 			if (rw->holder) {
 				w->holder_known += rw->count;
-				tally_tid(w->holders, w->holder_n, &w->more_holders, rw->holder,
-					  rw->count);
+				tally_tid(w->holders, w->holder_n, &w->more_holders, s->proc,
+					  rw->holder, rw->count);
 			}
 			per_kind[rw->kind] += rw->count;
 			kind_ns[rw->kind] += rw->weight_ns;

@@ -22,6 +22,7 @@
 #include "threadmask.h"
 #include "threads.h"
 #include "unwind.h"
+#include "waits.h"
 
 /* Stack bytes copied while a thread is held. A thread whose root we have reached before gets
  * exactly what it needs plus a little slack (its outermost frames, thread start, are the same
@@ -176,8 +177,9 @@ static size_t copy_len_for(const struct wp_athread *t, uintptr_t sp)
 	return STACK_DEFAULT;
 }
 
-/* Unwinds a copied thread state (after the thread runs again) and counts the stack. */
-static void record_copy(struct wp_athread *t, const greg_t *gregs, const uint8_t *stack,
+/* Unwinds a copied thread state (after the thread runs again) and counts the stack. Returns
+ * its entry, NULL when lost. */
+static struct wp_stack_entry *record_copy(struct wp_athread *t, const greg_t *gregs, const uint8_t *stack,
 			size_t stack_len, uint32_t flags, uint64_t weight_ns, uint64_t now)
 {
 	struct wp_unwind_input in = { gregs, (uintptr_t)gregs[REG_RSP], stack, stack_len };
@@ -192,10 +194,12 @@ static void record_copy(struct wp_athread *t, const greg_t *gregs, const uint8_t
 	} else if (res.max_sp > t->stack_top) {
 		t->stack_top = res.max_sp;
 	}
-	if (!wp_stacks_add(t, pcs, res.n, flags, units_of(weight_ns), weight_ns,
-			   (now - start_ns) / 1000)) {
+	t->last_wait = NULL; /* sample_blocked sets it for a sample blocked in a call */
+	struct wp_stack_entry *e = wp_stacks_add(t, pcs, res.n, flags, units_of(weight_ns),
+						 weight_ns, (now - start_ns) / 1000);
+	if (!e) {
 		miss(WP_MISS_MEMORY);
-		return;
+		return NULL;
 	}
 	wp_stats.samples++;
 	/* Its name, read when first sampled (not when listed: 10,000 idle threads would cost
@@ -205,6 +209,7 @@ static void record_copy(struct wp_athread *t, const greg_t *gregs, const uint8_t
 		t->name_reads++;
 		wp_threads_reread_name(t);
 	}
+	return e;
 }
 
 /* A running thread to signal, and what was read while it was held. */
@@ -260,6 +265,7 @@ static void missed_answer(struct wp_athread *t, uint64_t weight_ns, uint64_t now
 		 * and try again next tick. */
 		miss(WP_MISS_TIMEOUT);
 		if (cfg.mode == WP_MODE_WALL && t->last_stack) {
+			t->last_wait = NULL; /* runnable, not blocked in a call */
 			wp_stacks_again(t, t->last_stack, units_of(weight_ns), weight_ns,
 					(now - start_ns) / 1000);
 			wp_stats.samples++;
@@ -350,10 +356,18 @@ static void sample_signalled(struct wp_athread *t, uint64_t weight_ns, uint64_t 
 		flush_jobs(now);
 }
 
-/* Reads the user SP and PC of a thread blocked in the kernel from
- * /proc/self/task/TID/syscall ("NR a1..a6 SP PC", or "-1 SP PC" when blocked outside a call,
- * or "running"). Returns 1 when blocked, 0 when running, -1 when unreadable. */
-static int read_blocked_regs(pid_t tid, uintptr_t *sp, uintptr_t *pc)
+/* What /proc/self/task/TID/syscall says of a blocked thread: the call (-1: blocked outside
+ * one, e.g. a page fault) and its six arguments, its user SP and PC. */
+struct blocked_regs {
+	long nr;
+	uint64_t args[6];
+	uintptr_t sp, pc;
+};
+
+/* Reads the user SP and PC of a thread blocked in the kernel, and the call it is blocked in,
+ * from /proc/self/task/TID/syscall ("NR a1..a6 SP PC", or "-1 SP PC" when blocked outside a
+ * call, or "running"). Returns 1 when blocked, 0 when running, -1 when unreadable. */
+static int read_blocked_regs(pid_t tid, struct blocked_regs *r)
 {
 	char buf[256];
 	if (wp_threads_read_proc(tid, "syscall", buf, sizeof(buf)) <= 0)
@@ -363,7 +377,7 @@ static int read_blocked_regs(pid_t tid, uintptr_t *sp, uintptr_t *pc)
 	char *p = buf, *end;
 	unsigned long long f[9];
 	int k = 0;
-	strtol(p, &end, 10);
+	r->nr = strtol(p, &end, 10);
 	for (p = end; k < 9; k++, p = end) {
 		f[k] = strtoull(p, &end, 16);
 		if (end == p)
@@ -371,9 +385,28 @@ static int read_blocked_regs(pid_t tid, uintptr_t *sp, uintptr_t *pc)
 	}
 	if (k < 2)
 		return -1;
-	*sp = (uintptr_t)f[k - 2];
-	*pc = (uintptr_t)f[k - 1];
+	r->sp = (uintptr_t)f[k - 2];
+	r->pc = (uintptr_t)f[k - 1];
+	if (k != 8)
+		r->nr = -1; /* no arguments: not in a call */
+	for (int i = 0; i < 6; i++)
+		r->args[i] = k == 8 ? f[i] : 0;
 	return 1;
+}
+
+static int first_look_allowed(uint64_t now);
+static int64_t first_look_tokens;
+
+/* Counts what a sample blocked in a call waits in (waits.h). A descriptor's first look at its
+ * target reads /proc: rationed with the threads' first looks, and paid from the same ration. */
+static void note_wait(struct wp_athread *t, struct wp_stack_entry *e,
+		      const struct blocked_regs *br, uint64_t weight_ns, uint64_t now)
+{
+	uint64_t looked_ns = 0;
+	if (!wp_waits_add(t, e->id, br->nr, br->args, units_of(weight_ns), weight_ns,
+			  first_look_allowed(now), &looked_ns))
+		wp_stats.waits_lost++;
+	first_look_tokens -= (int64_t)looked_ns;
 }
 
 /* A thread blocked in the kernel is sampled without any signal: a signal would interrupt its
@@ -385,8 +418,9 @@ static int sample_blocked(struct wp_athread *t, int64_t cpu_before, uint64_t wei
 			  uint64_t now)
 {
 	for (int attempt = 0; attempt < 3; attempt++) {
-		uintptr_t sp, pc;
-		int b = read_blocked_regs(t->tid, &sp, &pc);
+		struct blocked_regs br;
+		int b = read_blocked_regs(t->tid, &br);
+		uintptr_t sp = br.sp, pc = br.pc;
 		if (b == 0)
 			return 0;
 		if (b < 0) {
@@ -417,8 +451,10 @@ static int sample_blocked(struct wp_athread *t, int64_t cpu_before, uint64_t wei
 			/* Registers other than SP and PC are unknown: frame-pointer code loses the
 			 * frames above its first rbp-based frame (recorded, flagged truncated). */
 			wp_stats.unsignalled++;
-			record_copy(t, gregs, stack_bufs[0], (size_t)got, WP_STACK_WAITING, weight_ns,
-				    now);
+			struct wp_stack_entry *e = record_copy(t, gregs, stack_bufs[0], (size_t)got,
+							       WP_STACK_WAITING, weight_ns, now);
+			if (e && br.nr >= 0)
+				note_wait(t, e, &br, weight_ns, now);
 			return 1;
 		}
 		cpu_before = cpu_after; /* it woke up meanwhile: look again */
@@ -453,8 +489,12 @@ static int sample_unmoved(struct wp_athread *t, uint64_t weight_ns, uint64_t now
 	if (!unmoved)
 		return 0;
 	uint64_t rel_us = (now - start_ns) / 1000;
+	if (!(last->flags & WP_STACK_WAITING))
+		t->last_wait = NULL; /* preempted, not blocked in a call */
 	if (last->flags & WP_STACK_WAITING) {
 		wp_stacks_again(t, last, units_of(weight_ns), weight_ns, rel_us);
+		/* still blocked in the same call: the same wait (its owner read again) */
+		wp_waits_again(t, units_of(weight_ns), weight_ns);
 	} else if (!wp_stacks_add(t, last->pcs, last->nframes, last->flags | WP_STACK_WAITING,
 				  units_of(weight_ns), weight_ns, rel_us)) {
 		miss(WP_MISS_MEMORY);

@@ -25,6 +25,7 @@
 #include "sample.h"
 #include "sigmask.h"
 #include "stacks.h"
+#include "waits.h"
 #include "stats.h"
 #include "threadmask.h"
 #include "threads.h"
@@ -308,6 +309,7 @@ static void *run(void *arg)
 {
 	sampler_tid = (int)syscall(SYS_gettid);
 	wp_sample_set_mem_tid(sampler_tid);
+	wp_waits_set_mem_tid(sampler_tid);
 	/* WALLPROF_TEST=exit-on-sampler: no exit thread, the sampler ends the process itself and
 	 * so stays on the program's descriptor table for that. */
 	int own_table = !cfg.test_no_unshare && !cfg.test_exit_on_sampler;
@@ -481,6 +483,7 @@ void wp_sampler_forget(void)
 	memset(&wp_stats, 0, sizeof(wp_stats));
 	wp_sample_forget();
 	wp_stacks_reset();
+	wp_waits_reset();
 	wp_threads_reset();
 	wp_handshake_reset();
 }

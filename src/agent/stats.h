@@ -28,6 +28,7 @@ struct wp_stats {
 	uint64_t truncated;         /* unwinds that stopped before the root */
 	uint64_t missed[WP_MISS__N];
 	uint64_t window_max_ns, window_sum_ns, window_n;
+	uint64_t waits_lost;        /* waiting samples counted without their wait (no memory) */
 	uint64_t unwind_ns;         /* time spent unwinding, for the overhead estimate */
 };
 

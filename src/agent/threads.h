@@ -21,6 +21,7 @@
 #define WP_RELIST_NS (250 * 1000000ull)
 
 struct wp_stack_entry;
+struct wp_wait_entry;
 
 struct wp_athread {
 	pid_t tid;
@@ -33,6 +34,8 @@ struct wp_athread {
 	/* wall mode: the CPU clock at the last sample; unchanged means it has not run since */
 	int64_t last_cpu_ns;
 	struct wp_stack_entry *last_stack;
+	/* what its last sample waited in (waits.h), NULL when it was not blocked in a call */
+	struct wp_wait_entry *last_wait;
 	/* cpu mode: the clock at the last poll and CPU time not yet paid out in samples */
 	int64_t poll_cpu_ns;
 	uint64_t credit_ns;

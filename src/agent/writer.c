@@ -18,6 +18,7 @@
 #include "modules.h"
 #include "sampler.h"
 #include "stacks.h"
+#include "waits.h"
 #include "stats.h"
 #include "threads.h"
 
@@ -93,15 +94,17 @@ static size_t build_meta(const char *extra)
 		       "ticks=%llu\nticks_late=%llu\nsamples=%llu\nsignalled=%llu\nreused=%llu\n"
 		       "unsignalled=%llu\n"
 		       "truncated=%llu\nstacks=%llu\nthreads_seen=%llu\nagent_bytes=%llu\n"
-		       "unwind_table_bytes=%llu\ntimeline_truncated=%d\nstray_signals=%llu\n",
+		       "unwind_table_bytes=%llu\ntimeline_truncated=%d\nstray_signals=%llu\n"
+		       "waits=%llu\nwaits_lost=%llu\n",
 		       (unsigned long long)wp_stats.ticks, (unsigned long long)wp_stats.ticks_late,
 		       (unsigned long long)wp_stats.samples, (unsigned long long)wp_stats.signalled,
 		       (unsigned long long)wp_stats.reused, (unsigned long long)wp_stats.unsignalled,
 		       (unsigned long long)wp_stats.truncated,
 		       (unsigned long long)wp_stacks_count(), (unsigned long long)wp_threads_seen(),
-		       (unsigned long long)wp_stacks_bytes(),
+		       (unsigned long long)(wp_stacks_bytes() + wp_waits_bytes()),
 		       (unsigned long long)wp_modules_copied_bytes(), wp_stacks_timeline_truncated(),
-		       (unsigned long long)wp_handshake_stray());
+		       (unsigned long long)wp_handshake_stray(),
+		       (unsigned long long)wp_waits_count(), (unsigned long long)wp_stats.waits_lost);
 	for (int i = 0; i < WP_MISS__N; i++)
 		n += wp_format(meta + n, sizeof(meta) - n, "missed_%s=%llu\n", wp_miss_name(i),
 			       (unsigned long long)wp_stats.missed[i]);
@@ -167,6 +170,18 @@ static void write_stacks(void)
 	}
 }
 
+static void write_waits(void)
+{
+	for (struct wp_wait_entry *e = wp_waits_all(); e; e = e->hh.next) {
+		struct wp_rec_wait r = { .stack_id = e->key.stack_id, .nr = e->key.nr,
+					 .a0 = e->key.a0, .a1 = e->key.a1, .a2 = e->key.a2,
+					 .aux = e->key.aux, .count = e->count,
+					 .weight_ns = e->weight_ns, .target_len = e->target_len };
+		record(WP_REC_WAIT, &r, sizeof(r), r.target_len);
+		put(e->target, r.target_len);
+	}
+}
+
 static void write_timelines(void)
 {
 	for (struct wp_athread *t = wp_threads_all(); t; t = t->hh.next) {
@@ -224,6 +239,7 @@ static int write_locked(const char *path, const char *extra)
 	write_modules();
 	write_threads();
 	write_stacks();
+	write_waits();
 	write_timelines();
 	record(WP_REC_END, NULL, 0, 0);
 	flush();

@@ -34,6 +34,7 @@ struct wp_opts {
 	enum wp_format format;
 	int format_set;
 	int per_thread;
+	int waits;               /* --waits: folded stacks end with what they waited in */
 	const char *thread;      /* --thread=NAME|TID */
 	const char *process;     /* --process=PID|NAME, --process-tree=PID|NAME */
 	int process_tree;        /* --process-tree: with its descendants */

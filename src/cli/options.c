@@ -48,6 +48,8 @@ static const char usage_text[] =
 "                       When such a report goes to standard output, the program's own\n"
 "                       standard output goes to standard error, so the file stays clean.\n"
 "  --per-thread         per-thread roots ([name tid=N]) in folded and svg output\n"
+"  --waits              folded output: a waiting sample's stack ends with what it waited\n"
+"                       in, [wait KIND OBJECT], and for a lock [held by NAME tid=N]\n"
 "  --thread=NAME|TID    only this thread's samples\n"
 "  --process=PID|NAME   only this process's samples (every image it ran; not its children)\n"
 "  --process-tree=PID|NAME  the same with every process it started, at any depth\n"
@@ -109,6 +111,7 @@ enum {
 	OPT_MODE = 0x100,
 	OPT_THREADS,
 	OPT_PER_THREAD,
+	OPT_WAITS,
 	OPT_THREAD,
 	OPT_TOP,
 	OPT_REPORT_OUTPUT,
@@ -137,6 +140,7 @@ static const struct option long_opts[] = {
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "format", required_argument, NULL, 'f' },
 	{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
+	{ "waits", no_argument, NULL, OPT_WAITS },
 	{ "thread", required_argument, NULL, OPT_THREAD },
 	{ "top", required_argument, NULL, OPT_TOP },
 	{ "report-output", required_argument, NULL, OPT_REPORT_OUTPUT },
@@ -208,6 +212,9 @@ static int take(struct wp_opts *o, int c, const char *v, const char *next, int *
 		break;
 	case OPT_PER_THREAD:
 		o->per_thread = 1;
+		break;
+	case OPT_WAITS:
+		o->waits = 1;
 		break;
 	case OPT_THREAD:
 		if (!v || !*v)

@@ -49,6 +49,7 @@ enum wp_record_type {
 	WP_REC_TIMELINE = 5, /* struct wp_rec_timeline */
 	/* Empty: the file is complete. */
 	WP_REC_END = 6,
+	WP_REC_WAIT = 7,     /* struct wp_rec_wait (added in 0.2; older readers skip it) */
 };
 
 /* One executable mapping [start, end); file_offset is the file offset that `start` maps.
@@ -86,6 +87,31 @@ struct wp_rec_timeline {
 	uint64_t count;
 } __attribute__((packed));
 _Static_assert(sizeof(struct wp_rec_timeline) == 16, "TIMELINE's fixed fields are 16 bytes");
+
+/* What some of one stack's waiting samples were blocked in: a system call (x86-64 number
+ * `nr`) with the arguments that name its object (the others are 0) and one fact read by the
+ * agent (`aux`). Followed by target_len bytes: a descriptor's target (readlink of
+ * /proc/self/fd/N), or nothing. Per call:
+ *   futex (202):         a0 address, a1 op, a2 value expected; aux the int at a0+8 (a glibc
+ *                        mutex's owner TID) when the wait looks like a contended mutex's
+ *                        (FUTEX_WAIT or FUTEX_WAIT_BITSET expecting 2), else 0
+ *   nanosleep (35):      aux the requested duration in ns
+ *   clock_nanosleep(230): a0 clock, a1 flags (1: absolute); aux the requested time in ns
+ *   wait4 (61), waitid (247): a0, a1 as passed (wait4: the pid)
+ *   poll, ppoll, select, pselect6: a1 the number of descriptors
+ *   descriptor calls (read, write, recv*, send*, accept, connect, epoll_wait, ...): a0 the
+ *                        descriptor; aux the inode in a "pipe:[N]"-like target, else a hash
+ *                        of the target's path (0: not looked up)
+ *   anything else:       only nr.
+ * A stack's WAIT records' counts add up to at most its count (samples taken otherwise, e.g.
+ * signalled inside a call, carry none). */
+struct wp_rec_wait {
+	uint32_t stack_id, nr;
+	uint64_t a0, a1, a2, aux;
+	uint64_t count, weight_ns;
+	uint32_t target_len;
+} __attribute__((packed));
+_Static_assert(sizeof(struct wp_rec_wait) == 60, "WAIT's fixed fields are 60 bytes");
 
 /* WP_REC_STACK flags */
 #define WP_STACK_WAITING 0x1u   /* the thread was blocked (in a system call or not running) */

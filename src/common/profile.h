@@ -36,6 +36,14 @@ struct wp_stack {
 	uint64_t *pcs; /* leaf first */
 };
 
+/* What some waiting samples of one stack were blocked in (format.h's struct wp_rec_wait). */
+struct wp_wait {
+	uint32_t stack_id, nr;
+	uint64_t a0, a1, a2, aux;
+	uint64_t count, weight_ns;
+	char *target; /* a descriptor's target, "" when none */
+};
+
 struct wp_tl_entry {
 	uint64_t t_us; /* since the run's start */
 	uint32_t tid;
@@ -56,6 +64,8 @@ struct wp_profile {
 	size_t nthreads;
 	struct wp_stack *stacks; /* sorted by id; ids are unique */
 	size_t nstacks;
+	struct wp_wait *waits; /* in file order (WAIT records: none in files of older agents) */
+	size_t nwaits;
 	struct wp_tl_entry *timeline; /* per thread in time order, threads in file order */
 	size_t ntimeline;
 };

@@ -56,7 +56,7 @@ struct parser {
 	struct profile_impl *impl;
 
 	/* sizes found by the scan */
-	size_t nmeta_max, nmodules, nthreads, nstacks;
+	size_t nmeta_max, nmodules, nthreads, nstacks, nwaits;
 	size_t str_bytes, npcs_max, ntl_entries;
 	struct tl_rec *tl;
 	size_t ntl, tl_cap;
@@ -101,6 +101,7 @@ static const char *rec_name(uint32_t type, char buf[24])
 	case WP_REC_STACK: return "STACK";
 	case WP_REC_TIMELINE: return "TIMELINE";
 	case WP_REC_END: return "END";
+	case WP_REC_WAIT: return "WAIT";
 	default:
 		snprintf(buf, 24, "of type %" PRIu32, type);
 		return buf;
@@ -223,6 +224,10 @@ static int scan(struct parser *ps)
 		case WP_REC_STACK:
 			ps->nstacks++;
 			ps->npcs_max += n / sizeof(uint64_t);
+			break;
+		case WP_REC_WAIT:
+			ps->nwaits++;
+			ps->str_bytes += n + 1;
 			break;
 		case WP_REC_TIMELINE:
 			if (scan_timeline(ps, off, pl, plen) < 0)
@@ -392,6 +397,26 @@ static int parse_stack(struct parser *ps, size_t off, const struct wp_rec_stack 
 	return 0;
 }
 
+/* A WAIT record (as parse_module). */
+static int parse_wait(struct parser *ps, size_t off, const struct wp_rec_wait *r,
+		      const uint8_t *pl, size_t n, struct wp_wait *w)
+{
+	*w = (struct wp_wait){ .stack_id = le32toh(r->stack_id), .nr = le32toh(r->nr),
+			       .a0 = le64toh(r->a0), .a1 = le64toh(r->a1), .a2 = le64toh(r->a2),
+			       .aux = le64toh(r->aux), .count = le64toh(r->count),
+			       .weight_ns = le64toh(r->weight_ns) };
+	uint32_t len = le32toh(r->target_len);
+	if (text_len_ok(ps, "wait of stack", w->stack_id, off, "target", len) < 0)
+		return -1;
+	if (len > n - sizeof(*r))
+		return fail(ps, "wait of stack %" PRIu32 " at offset %zu: target of %" PRIu32
+			    " bytes runs past the end of its %zu-byte record", w->stack_id, off,
+			    len, n);
+	w->target = text_copy(ps, "wait of stack", w->stack_id, off, "target", pl + sizeof(*r),
+			      len);
+	return w->target ? 0 : -1;
+}
+
 static int allocate(struct parser *ps)
 {
 	struct profile_impl *im = ps->impl;
@@ -404,6 +429,8 @@ static int allocate(struct parser *ps)
 		return oom(ps, "threads", ps->nthreads);
 	if (!(p->stacks = alloc_array(ps->nstacks, sizeof *p->stacks)))
 		return oom(ps, "stacks", ps->nstacks);
+	if (!(p->waits = alloc_array(ps->nwaits, sizeof *p->waits)))
+		return oom(ps, "waits", ps->nwaits);
 	if (!(p->timeline = alloc_array(ps->ntl_entries, sizeof *p->timeline)))
 		return oom(ps, "timeline entries", ps->ntl_entries);
 	if (!(im->strings = alloc_array(ps->str_bytes, 1)))
@@ -426,6 +453,7 @@ static int parse_records(struct parser *ps)
 			struct wp_rec_module m;
 			struct wp_rec_thread t;
 			struct wp_rec_stack s;
+			struct wp_rec_wait w;
 		} f;
 		int r = 0;
 		switch (type) {
@@ -441,6 +469,10 @@ static int parse_records(struct parser *ps)
 		case WP_REC_STACK:
 			r = fixed(ps, "STACK", off, pl, n, &f.s, sizeof(f.s)) ?:
 			    parse_stack(ps, off, &f.s, pl, n, &p->stacks[p->nstacks++]);
+			break;
+		case WP_REC_WAIT:
+			r = fixed(ps, "WAIT", off, pl, n, &f.w, sizeof(f.w)) ?:
+			    parse_wait(ps, off, &f.w, pl, n, &p->waits[p->nwaits++]);
 			break;
 		case WP_REC_END: return 0;
 		default: break;
@@ -718,6 +750,7 @@ void wp_profile_free(struct wp_profile *p)
 	free(p->threads);
 	free(p->stacks);
 	free(p->timeline);
+	free(p->waits);
 	free(im->strings);
 	free(im->pcs);
 	free(im->thread_by_tid);

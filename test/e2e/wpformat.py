@@ -65,6 +65,7 @@ STACK_TRUNCATED = _CONSTS["WP_STACK_TRUNCATED"]
 STACK_REUSED = _CONSTS["WP_STACK_REUSED"]
 THREAD_EXITED = _CONSTS["WP_THREAD_EXITED"]
 THREAD_UNSAMPLEABLE = _CONSTS["WP_THREAD_UNSAMPLEABLE"]
+REC_WAIT = _CONSTS["WP_REC_WAIT"]
 MODULE_MAIN = _CONSTS["WP_MODULE_MAIN"]
 MODULE_VDSO = _CONSTS["WP_MODULE_VDSO"]
 MODULE_UNLOADED = _CONSTS["WP_MODULE_UNLOADED"]
@@ -73,7 +74,8 @@ FILE_HEADER = _STRUCTS["wp_file_header"][0]
 RECORD_HEADER = _STRUCTS["wp_rec_header"][0]
 # record type -> (struct.Struct of its fixed fields, their names)
 FIXED = {REC_MODULE: _STRUCTS["wp_rec_module"], REC_THREAD: _STRUCTS["wp_rec_thread"],
-         REC_STACK: _STRUCTS["wp_rec_stack"], REC_TIMELINE: _STRUCTS["wp_rec_timeline"]}
+         REC_STACK: _STRUCTS["wp_rec_stack"], REC_TIMELINE: _STRUCTS["wp_rec_timeline"],
+         REC_WAIT: _STRUCTS["wp_rec_wait"]}
 
 
 def file_header():
@@ -141,6 +143,7 @@ class Profile:
         self.modules = []           # + build_id (hex), path; offset = file_offset
         self.threads = {}           # tid -> fields + name
         self.stacks = []            # + pcs (leaf first)
+        self.waits = []             # WAIT records + target (str)
         self.timeline_entries = 0
         self.timeline_bytes = 0     # of entries, the fixed fields left out
 
@@ -184,6 +187,9 @@ def read(path):
                 raise ValueError("%s: stack %d claims %d frames" % (path, f["id"], f["nframes"]))
             f["pcs"] = list(struct.unpack_from("<%dQ" % f["nframes"], rest, 0))
             p.stacks.append(f)
+        elif rtype == REC_WAIT:
+            f["target"] = _text(rest[:f["target_len"]])
+            p.waits.append(f)
         elif rtype == REC_TIMELINE:
             p.timeline_entries += f["count"]
             p.timeline_bytes += len(rest)

@@ -177,6 +177,24 @@ static inline void rec_timeline(struct buf *b, uint32_t tid, const uint64_t (*e)
 	rec_end(b, r);
 }
 
+static inline void rec_wait(struct buf *b, uint32_t stack_id, uint32_t nr, uint64_t a0,
+			    uint64_t aux, uint64_t count, const char *target, uint32_t target_len,
+			    size_t put_len)
+{
+	size_t r = rec_begin(b, WP_REC_WAIT);
+	put_u32(b, stack_id);
+	put_u32(b, nr);
+	put_u64(b, a0);
+	put_u64(b, 0);
+	put_u64(b, 0);
+	put_u64(b, aux);
+	put_u64(b, count);
+	put_u64(b, count * 1000);
+	put_u32(b, target_len);
+	put(b, target, put_len); /* target_len says, put_len is: they differ in broken files */
+	rec_end(b, r);
+}
+
 static inline void rec_end_marker(struct buf *b)
 {
 	size_t r = rec_begin(b, WP_REC_END);

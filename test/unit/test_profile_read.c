@@ -426,6 +426,57 @@ static void test_forward_compat(void)
 	buf_free(&b);
 }
 
+/* WAIT records (since 0.2): read back; absent in older files; a target that runs past its
+ * record or holds a NUL is refused like any other string. */
+static void test_waits(void)
+{
+	struct buf b;
+	static const uint64_t pcs[] = { 0x1000 };
+	header(&b, WP_FORMAT_VERSION);
+	rec_thread(&b, 10, 0, 3, 0, 3, 0, 1, "t");
+	rec_stack(&b, 1, 10, WP_STACK_WAITING, 3, 3000, pcs, 1);
+	rec_wait(&b, 1, 0 /* read */, 4, 1234, 2, "pipe:[1234]", 11, 11);
+	rec_wait(&b, 1, 202 /* futex */, 0x5000, 77, 1, "", 0, 0);
+	rec_end_marker(&b);
+	struct wp_profile *p = parse_ok(&b);
+	if (p) {
+		CHECK_EQ_U(p->nwaits, 2);
+		CHECK_EQ_U(p->waits[0].stack_id, 1);
+		CHECK_EQ_U(p->waits[0].nr, 0);
+		CHECK_EQ_U(p->waits[0].a0, 4);
+		CHECK_EQ_U(p->waits[0].aux, 1234);
+		CHECK_EQ_U(p->waits[0].count, 2);
+		CHECK_EQ_U(p->waits[0].weight_ns, 2000);
+		CHECK_STR(p->waits[0].target, "pipe:[1234]");
+		CHECK_EQ_U(p->waits[1].nr, 202);
+		CHECK_STR(p->waits[1].target, "");
+		wp_profile_free(p);
+	}
+	buf_free(&b);
+
+	header(&b, WP_FORMAT_VERSION);
+	rec_thread(&b, 10, 0, 3, 0, 3, 0, 1, "t");
+	rec_end_marker(&b);
+	p = parse_ok(&b);
+	if (p) {
+		CHECK_EQ_U(p->nwaits, 0);
+		wp_profile_free(p);
+	}
+	buf_free(&b);
+
+	header(&b, WP_FORMAT_VERSION);
+	rec_wait(&b, 1, 0, 4, 0, 1, "abc", 9, 3);
+	rec_end_marker(&b);
+	EXPECT_ERR(&b, "target of 9 bytes runs past the end");
+	buf_free(&b);
+
+	header(&b, WP_FORMAT_VERSION);
+	rec_wait(&b, 1, 0, 4, 0, 1, "a\0c", 3, 3);
+	rec_end_marker(&b);
+	EXPECT_ERR(&b, "target contains a NUL byte");
+	buf_free(&b);
+}
+
 static void test_header_errors(void)
 {
 	struct buf b;
@@ -1141,6 +1192,7 @@ int main(int argc, char **argv)
 	test_module_overlap();
 	test_meta_values();
 	test_forward_compat();
+	test_waits();
 	test_header_errors();
 	test_framing_errors();
 	test_truncation();

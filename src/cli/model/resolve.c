@@ -610,6 +610,133 @@ static void keep_tree(struct wp_resolved *r)
 	}
 }
 
+static void drop_waits(struct wp_resolved *r)
+{
+	for (size_t i = 0; i < r->nwaits; i++)
+		free((char *)r->waits[i].object);
+	free(r->waits);
+	r->waits = NULL;
+	r->nwaits = 0;
+}
+
+/* The symbol naming data address `a`, looked up once per address (a linear scan of symbol
+ * tables each time would cost a profile with many waits). */
+struct data_name {
+	UT_hash_handle hh;
+	uint64_t addr;
+	const char *name;
+};
+
+static const char *data_name(struct wp_symbolizer *sym, struct data_name **memo, uint64_t a)
+{
+	struct data_name *d;
+	HASH_FIND(hh, *memo, &a, sizeof(a), d);
+	if (d)
+		return d->name;
+	const char *name = wp_symbolize_data(sym, a);
+	if ((d = malloc(sizeof(*d)))) {
+		d->addr = a;
+		d->name = name;
+		HASH_ADD(hh, *memo, addr, sizeof(d->addr), d);
+	}
+	return name;
+}
+
+/* Kind, object and holder of one WAIT record of kept stack `rs` of process `proc`, into
+ * `out`. */
+static void describe_wait(struct wp_resolved *r, uint32_t proc, struct data_name **memo,
+			  const struct wp_wait *w, const struct wp_rstack *rs, struct wp_rwait *out)
+{
+	struct priv *pv = r->priv;
+	const struct wp_profile *p = r->procs[proc];
+	const char *funcs[64], *waiter = NULL;
+	size_t nf = 0;
+	for (uint32_t j = rs->n; j-- > 0;) {
+		const struct wp_func *f = &r->funcs[rs->frames[j].func];
+		if (nf < 64)
+			funcs[nf++] = f->name;
+		if (!waiter && f->kind == WP_KIND_PROGRAM)
+			waiter = f->name;
+	}
+	enum wp_wait_kind k = wp_wait_classify(w->nr, funcs, nf);
+	const char *dn = NULL, *joined = NULL;
+	if (k == WP_WAIT_LOCK || k == WP_WAIT_RWLOCK || k == WP_WAIT_CONDITION ||
+	    k == WP_WAIT_SEMAPHORE || k == WP_WAIT_FUTEX)
+		dn = data_name(pv->syms[proc], memo, w->a0);
+	if (k == WP_WAIT_JOIN) {
+		const struct wp_thread *t = w->a2 <= UINT32_MAX ?
+			wp_profile_thread(p, (uint32_t)w->a2) : NULL;
+		joined = t ? t->name : NULL;
+	}
+	char buf[1024];
+	wp_wait_describe(w, k, dn, waiter, joined, buf, sizeof(buf));
+	out->kind = k;
+	out->waiter = waiter;
+	out->object = strdup(buf);
+	if (!out->object)
+		oom();
+	out->holder = 0;
+	if (k == WP_WAIT_LOCK && w->aux && w->aux <= UINT32_MAX &&
+	    wp_profile_thread(p, (uint32_t)w->aux))
+		out->holder = (uint32_t)w->aux;
+	out->count = w->count;
+	out->weight_ns = w->weight_ns;
+}
+
+/* Attaches the WAIT records of every process to the kept waiting stacks they describe. */
+static void attach_waits(struct wp_resolved *r)
+{
+	drop_waits(r);
+	for (size_t i = 0; i < r->nstacks; i++) {
+		r->stacks[i].waits = NULL;
+		r->stacks[i].nwaits = 0;
+	}
+	/* per kept stack, how many: then each stack's range of r->waits */
+	uint32_t *at = calloc(r->nstacks + 1, sizeof(*at));
+	if (!at)
+		oom();
+	size_t n = 0;
+	for (uint32_t k = 0; k < r->nprocs; k++)
+		for (size_t i = 0; i < r->procs[k]->nwaits; i++) {
+			const struct wp_rstack *rs =
+				wp_resolved_stack_of(r, k, r->procs[k]->waits[i].stack_id);
+			if (rs && (rs->flags & WP_STACK_WAITING)) {
+				at[rs - r->stacks + 1]++;
+				n++;
+			}
+		}
+	if (!n) {
+		free(at);
+		return;
+	}
+	for (size_t i = 0; i < r->nstacks; i++)
+		at[i + 1] += at[i];
+	r->waits = calloc(n, sizeof(*r->waits));
+	if (!r->waits)
+		oom();
+	for (uint32_t k = 0; k < r->nprocs; k++) {
+		/* addresses are per process: a memo per process */
+		struct data_name *memo = NULL, *d, *tmp;
+		const struct wp_profile *p = r->procs[k];
+		for (size_t i = 0; i < p->nwaits; i++) {
+			const struct wp_rstack *rs = wp_resolved_stack_of(r, k, p->waits[i].stack_id);
+			if (!rs || !(rs->flags & WP_STACK_WAITING))
+				continue;
+			size_t si = (size_t)(rs - r->stacks);
+			struct wp_rstack *ms = &r->stacks[si];
+			describe_wait(r, k, &memo, &p->waits[i], rs, &r->waits[at[si] + ms->nwaits]);
+			ms->waits = &r->waits[at[si]];
+			ms->nwaits++;
+		}
+		HASH_ITER(hh, memo, d, tmp) {
+			HASH_DEL(memo, d);
+			free(d);
+		}
+	}
+	r->nwaits = n;
+	free(at);
+}
+
 /* The model over r->procs: their threads and stacks (none at entry: the last build's are
  * `last`'s, of procs[0]), their counts and every function's hottest line. */
 static void build(struct wp_resolved *r, struct last *last)
@@ -643,6 +770,7 @@ static void build(struct wp_resolved *r, struct last *last)
 	count_lines(r);
 	count_funcs(r);
 	pick_lines(r);
+	attach_waits(r);
 }
 
 /* Whether process k of ps can use an earlier process's symbolizer: the same module map (a
@@ -775,6 +903,7 @@ void wp_resolved_free(struct wp_resolved *r)
 		drop_lines(r);
 		drop_locations(r);
 		free_stacks(r->stacks, r->nstacks);
+		drop_waits(r);
 		free(r->threads);
 		free(r->thread_procs);
 		free(pv->stack_at);

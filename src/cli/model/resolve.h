@@ -29,6 +29,7 @@
 #include "common/profile.h"
 #include "frame_kind.h"
 #include "symbolize.h"
+#include "waits.h"
 
 #define WP_MAX_INLINE 16 /* frames of one inline chain kept (innermost first) */
 
@@ -79,6 +80,11 @@ struct wp_rstack {
 	struct wp_rframe *frames; /* ROOT FIRST; frames[n-1] is the leaf */
 	uint32_t nlocs;
 	uint32_t *locs;      /* LEAF FIRST, as in the file: indexes into the model's locs */
+	/* What its waiting samples were blocked in (waits.h), for those the agent read from
+	 * /proc: counts add up to at most `count`; the rest waited in no known call (a thread
+	 * preempted, or signalled inside a call). Points into the model's waits. */
+	const struct wp_rwait *waits;
+	uint32_t nwaits;
 };
 
 struct wp_resolved {
@@ -96,6 +102,8 @@ struct wp_resolved {
 	uint32_t *thread_procs;         /* each one's process (index in procs) */
 	size_t nthreads;
 	uint64_t total;                 /* samples in the kept stacks */
+	struct wp_rwait *waits;         /* every kept stack's, grouped by stack */
+	size_t nwaits;
 	struct wp_symbolizer *sym;
 	void *priv;
 };

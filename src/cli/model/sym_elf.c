@@ -100,3 +100,48 @@ struct sym *sym_find(struct obj *o, uint64_t addr)
 {
 	return wp_ranges_find(o->syms, o->nsyms, sizeof(*o->syms), addr);
 }
+
+/* Sorts the module's variables (sized STT_OBJECT symbols) for lookups, once. */
+static void load_data(struct obj *o)
+{
+	o->data_loaded = 1;
+	int n = dwfl_module_getsymtab(o->mod);
+	if (n <= 0)
+		return;
+	struct sym *v = malloc((size_t)n * sizeof(*v));
+	if (!v)
+		return;
+	size_t k = 0;
+	for (int i = 1; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		GElf_Word shndx;
+		Elf *elf = NULL;
+		const char *name = dwfl_module_getsym_info(o->mod, i, &sym, &addr, &shndx, &elf, NULL);
+		if (!name || !*name || GELF_ST_TYPE(sym.st_info) != STT_OBJECT || shndx == SHN_UNDEF ||
+		    !sym.st_size || addr + sym.st_size < addr)
+			continue;
+		v[k++] = (struct sym){ .r = { .lo = addr, .hi = addr + sym.st_size }, .raw = name,
+				       .rank = sym_rank(name, GELF_ST_BIND(sym.st_info),
+							GELF_ST_TYPE(sym.st_info)) };
+	}
+	if (!k) {
+		free(v);
+		return;
+	}
+	qsort(v, k, sizeof(*v), cmp_sym);
+	wp_ranges_index(v, k, sizeof(*v));
+	o->data = v;
+	o->ndata = k;
+}
+
+const char *sym_find_object(struct obj *o, uint64_t va, uint64_t *off)
+{
+	if (!o->data_loaded)
+		load_data(o);
+	struct sym *d = wp_ranges_find(o->data, o->ndata, sizeof(*o->data), va);
+	if (!d)
+		return NULL;
+	*off = va - d->r.lo;
+	return d->raw;
+}

@@ -66,6 +66,9 @@ struct obj {
 
 	struct sym *syms;
 	size_t nsyms;
+	struct sym *data;  /* its variables (STT_OBJECT), sorted, loaded on the first lookup */
+	size_t ndata;
+	int data_loaded;
 
 	Dwarf *dw;
 	Dwarf_Addr dwbias;
@@ -146,6 +149,9 @@ void sym_compute_bias(struct wp_symbolizer *s, struct mod *m);
 /* sym_elf.c */
 void sym_load_symbols(struct obj *o);
 struct sym *sym_find(struct obj *o, uint64_t addr);
+/* The data object (a global or static variable) covering ELF address `va`, its raw name and
+ * *off the offset in it; NULL when none. The table is built on the first lookup. */
+const char *sym_find_object(struct obj *o, uint64_t va, uint64_t *off);
 
 /* sym_dwarf.c */
 void sym_load_dwarf(struct obj *o);

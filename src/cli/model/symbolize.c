@@ -139,6 +139,7 @@ static void obj_free(struct obj *o)
 {
 	sym_free_dwarf(o);
 	free(o->syms);
+	free(o->data);
 	sym_obj_close(o);
 	free(o->path);
 	free(o);
@@ -379,4 +380,36 @@ int wp_symbolize(struct wp_symbolizer *s, uint64_t pc, int is_return_address,
 	}
 	cache_put(s, addr, fr, n); /* out of memory: answered without caching */
 	return copy_out(out, max, fr, n);
+}
+
+const char *wp_symbolize_data(struct wp_symbolizer *s, uint64_t addr)
+{
+	int tried = 0;
+	for (size_t i = s->nmods; i-- > 0 && tried < 2;) {
+		struct mod *m = &s->mods[i];
+		if (m->r.lo > addr || (m->flags & WP_MODULE_UNLOADED) || m->obj->is_vdso)
+			continue;
+		if (m->obj->path[0] != '/')
+			continue;
+		tried++;
+		struct obj *o = m->obj;
+		if (o->state == OBJ_UNLOADED)
+			sym_obj_load(s, o, m);
+		if (o->state == OBJ_OK && !m->bias_state)
+			sym_compute_bias(s, m);
+		if (o->state != OBJ_OK || m->bias_state != 1)
+			continue;
+		uint64_t off;
+		const char *raw = sym_find_object(o, addr - m->bias, &off);
+		if (!raw)
+			continue;
+		const char *name = sym_display(s, raw);
+		if (!off)
+			return name;
+		char buf[512];
+		snprintf(buf, sizeof(buf), "%s+0x%llx", name, (unsigned long long)off);
+		const char *copy = wp_arena_strdup(&s->arena, buf); /* canon keeps no copy */
+		return copy ? canon(s, copy) : name;
+	}
+	return NULL;
 }

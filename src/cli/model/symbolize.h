@@ -51,6 +51,11 @@ struct wp_symbolizer *wp_symbolizer_new_shared(const struct wp_profile *p,
 int wp_symbolize(struct wp_symbolizer *s, uint64_t pc, int is_return_address,
 		 struct wp_frame *out, int max);
 
+/* The global or static variable at data address `addr` (a mutex, a condition...): its
+ * display name, "name+0xOFF" inside it; NULL when no module's symbol table names it. Looks in
+ * the modules mapped below `addr` (a module's data follows its code). */
+const char *wp_symbolize_data(struct wp_symbolizer *s, uint64_t addr);
+
 /* Problems met while symbolizing, for the caller to print: one line per module, each
  * "<path>: <what>\n" (a module file missing or not ELF, rebuilt since the profile was taken
  * (build-id mismatch: its frames are left as "module+0xoff"), no debug info for the main

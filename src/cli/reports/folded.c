@@ -1,5 +1,7 @@
 /* Folded stacks, the format flamegraph.pl and speedscope read: "root;caller;leaf COUNT",
- * one distinct stack a line (stacks that symbolize alike are merged), sorted. */
+ * one distinct stack a line (stacks that symbolize alike are merged), sorted. With --waits,
+ * a waiting sample's stack ends with "[wait KIND OBJECT]" and, for a lock whose holder is
+ * known, "[held by NAME tid=N]" (docs/profile-format.md, "Waits"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +60,51 @@ size_t wp_folded_stack(const struct wp_opts *o, const struct wp_resolved *r,
 	return n;
 }
 
+/* Appends the frames of wait `w` (of a stack of process `proc`) to the stack text of length
+ * n in buf. */
+static size_t put_wait(const struct wp_resolved *r, uint32_t proc, const struct wp_rwait *w,
+		       char *buf, size_t n, size_t cap)
+{
+	if (n + 1 < cap)
+		buf[n++] = ';';
+	n = put_name(buf, n, cap, "[wait ");
+	n = put_name(buf, n, cap, wp_wait_kind_name(w->kind));
+	n = put_name(buf, n, cap, " ");
+	n = put_name(buf, n, cap, w->object);
+	n = put_name(buf, n, cap, "]");
+	if (w->holder) {
+		const struct wp_thread *t = wp_resolved_thread_of(r, proc, w->holder);
+		char tid[32];
+		if (n + 1 < cap)
+			buf[n++] = ';';
+		n = put_name(buf, n, cap, "[held by ");
+		n = put_name(buf, n, cap, t && t->name && *t->name ? t->name : "?");
+		snprintf(tid, sizeof(tid), " tid=%u]", w->holder);
+		n = put_name(buf, n, cap, tid);
+	}
+	buf[n] = 0;
+	return n;
+}
+
+static int add_line(struct line **lines, const char *text, size_t n, uint64_t count)
+{
+	struct line *l;
+	HASH_FIND(hh, *lines, text, n, l);
+	if (!l) {
+		l = malloc(sizeof(*l) + n + 1);
+		if (!l) {
+			fprintf(stderr, "wallprof: out of memory\n");
+			return -1;
+		}
+		l->count = 0;
+		memcpy(l->text, text, n);
+		l->text[n] = 0;
+		HASH_ADD_KEYPTR(hh, *lines, l->text, n, l);
+	}
+	l->count += count;
+	return 0;
+}
+
 int wp_report_folded(const struct wp_opts *o, const struct wp_resolved *r,
 		     const struct wp_summary *sum, FILE *out)
 {
@@ -69,18 +116,20 @@ int wp_report_folded(const struct wp_opts *o, const struct wp_resolved *r,
 		if (!s->count || !s->n)
 			continue;
 		size_t n = wp_folded_stack(o, r, s, buf, sizeof(buf));
-		HASH_FIND(hh, lines, buf, n, l);
-		if (!l) {
-			l = malloc(sizeof(*l) + n + 1);
-			if (!l) {
-				fprintf(stderr, "wallprof: out of memory\n");
+		uint64_t rest = s->count;
+		for (uint32_t k = 0; o->waits && k < s->nwaits; k++) {
+			const struct wp_rwait *w = &s->waits[k];
+			uint64_t c = w->count < rest ? w->count : rest;
+			if (!c)
+				continue;
+			rest -= c;
+			size_t m = put_wait(r, s->proc, w, buf, n, sizeof(buf));
+			if (add_line(&lines, buf, m, c) < 0)
 				return -1;
-			}
-			l->count = 0;
-			memcpy(l->text, buf, n + 1);
-			HASH_ADD_KEYPTR(hh, lines, l->text, n, l);
+			buf[n] = 0;
 		}
-		l->count += s->count;
+		if (rest && add_line(&lines, buf, n, rest) < 0)
+			return -1;
 	}
 	HASH_SORT(lines, by_text);
 	HASH_ITER(hh, lines, l, tmp) {

@@ -512,6 +512,157 @@ static void flat(struct text *t)
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* Waits (wall mode): what the waiting samples waited in, per kind, then per object */
+
+#define WAIT_OBJECTS 20   /* objects listed */
+#define WAIT_NAMES 4      /* threads, holders named per object */
+
+struct wait_obj {
+	UT_hash_handle hh;
+	enum wp_wait_kind kind;
+	const char *object;
+	uint64_t count, weight_ns;
+	uint64_t tids[WAIT_NAMES], holders[WAIT_NAMES]; /* process << 32 | tid, + 1 */
+	uint64_t tid_n[WAIT_NAMES], holder_n[WAIT_NAMES];
+	const char *funcs[WAIT_NAMES];
+	uint64_t func_n[WAIT_NAMES];
+	int more_funcs;
+	uint64_t holder_known;
+	int more_tids, more_holders;
+	char key[]; /* kind byte, then the object */
+};
+
+/* Counts `n` samples of thread `tid` of process `proc` in the small table tids/tn
+ * (WAIT_NAMES slots; 0 is free). */
+static void tally_tid(uint64_t *tids, uint64_t *tn, int *more, uint32_t proc, uint32_t tid,
+		      uint64_t n)
+{
+	uint64_t key = ((uint64_t)proc << 32 | tid) + 1;
+	for (int i = 0; i < WAIT_NAMES; i++)
+		if (tids[i] == key || !tids[i]) {
+			tids[i] = key;
+			tn[i] += n;
+			return;
+		}
+	*more = 1;
+}
+
+/* The same for the waiting function `f` (names are interned: the pointer is the name). */
+static void tally_func(struct wait_obj *w, const char *f, uint64_t n)
+{
+	if (!f)
+		return;
+	for (int i = 0; i < WAIT_NAMES; i++)
+		if (w->funcs[i] == f || !w->funcs[i]) {
+			w->funcs[i] = f;
+			w->func_n[i] += n;
+			return;
+		}
+	w->more_funcs = 1;
+}
+
+static int by_wait_count(struct wait_obj *a, struct wait_obj *b)
+{
+	return a->count < b->count ? 1 : a->count > b->count ? -1 : strcmp(a->object, b->object);
+}
+
+static void put_tids(struct text *t, const uint64_t *tids, const uint64_t *tn, int more,
+		     uint64_t of, char *buf, size_t cap)
+{
+	size_t at = 0;
+	buf[0] = 0;
+	for (int i = 0; i < WAIT_NAMES && tids[i] && at < cap; i++) {
+		uint32_t proc = (uint32_t)((tids[i] - 1) >> 32), tid = (uint32_t)(tids[i] - 1);
+		const struct wp_thread *th = wp_resolved_thread_of(t->r, proc, tid);
+		at += (size_t)snprintf(buf + at, cap - at, "%s%s tid=%u %.0f%%", i ? ", " : "",
+				       th && th->name && *th->name ? th->name : "?", tid,
+				       wp_pct(tn[i], of));
+	}
+	if (more && at < cap)
+		snprintf(buf + at, cap - at, ", ...");
+}
+
+static void waits(struct text *t)
+{
+	const struct wp_resolved *r = t->r;
+	if (!t->wall || !r->nwaits)
+		return;
+	struct wait_obj *objs = NULL, *w, *tmp;
+	uint64_t per_kind[WP_WAIT__N] = { 0 }, kind_ns[WP_WAIT__N] = { 0 }, known = 0, waiting = 0;
+	char key[1100];
+	for (size_t i = 0; i < r->nstacks; i++) {
+		const struct wp_rstack *s = &r->stacks[i];
+		if (s->flags & WP_STACK_WAITING)
+			waiting += s->count;
+		for (uint32_t k = 0; k < s->nwaits; k++) {
+			const struct wp_rwait *rw = &s->waits[k];
+			int kl = snprintf(key, sizeof(key), "%c%s", 'a' + rw->kind, rw->object);
+			size_t len = kl < 0 ? 0 : (size_t)kl >= sizeof(key) ? sizeof(key) - 1 : (size_t)kl;
+			HASH_FIND(hh, objs, key, len, w);
+			if (!w) {
+				if (!(w = calloc(1, sizeof(*w) + len + 1)))
+					break;
+				memcpy(w->key, key, len + 1);
+				w->kind = rw->kind;
+				w->object = rw->object;
+				HASH_ADD_KEYPTR(hh, objs, w->key, len, w);
+			}
+			w->count += rw->count;
+			w->weight_ns += rw->weight_ns;
+			tally_tid(w->tids, w->tid_n, &w->more_tids, s->proc, s->tid, rw->count);
+			tally_func(w, rw->waiter, rw->count);
+			if (rw->holder) {
+				w->holder_known += rw->count;
+				tally_tid(w->holders, w->holder_n, &w->more_holders, s->proc,
+					  rw->holder, rw->count);
+			}
+			per_kind[rw->kind] += rw->count;
+			kind_ns[rw->kind] += rw->weight_ns;
+			known += rw->count;
+		}
+	}
+	banner(t, "WAITS (what waiting samples waited in: %s of %s)", wp_num(known),
+	       wp_num(waiting));
+	fprintf(t->out, "  %6s  %10s  %9s  %s\n", "share", "time", "samples", "kind");
+	for (int k = 0; k < WP_WAIT__N; k++)
+		if (per_kind[k])
+			fprintf(t->out, "  %5.1f%%  %10s  %9s  %s\n", wp_pct(per_kind[k], t->total),
+				wp_dur(kind_ns[k]), wp_num(per_kind[k]),
+				wp_wait_kind_name((enum wp_wait_kind)k));
+	HASH_SORT(objs, by_wait_count);
+	fprintf(t->out, "\n  %6s  %10s  %-9s  %s\n", "share", "time", "kind", "object: waiting threads");
+	int shown = 0;
+	char b1[1024], b2[1024];
+	HASH_ITER(hh, objs, w, tmp) {
+		if (shown++ < WAIT_OBJECTS) {
+			fprintf(t->out, "  %5.1f%%  %10s  %-9s  %s\n", wp_pct(w->count, t->total),
+				wp_dur(w->weight_ns), wp_wait_kind_name(w->kind), w->object);
+			put_tids(t, w->tids, w->tid_n, w->more_tids, w->count, b1, sizeof(b1));
+			fprintf(t->out, "  %30s  waiting: %s\n", "", b1);
+			size_t at = 0;
+			b2[0] = 0;
+			for (int i = 0; i < WAIT_NAMES && w->funcs[i] && at < sizeof(b2); i++)
+				at += (size_t)snprintf(b2 + at, sizeof(b2) - at, "%s%s %.0f%%",
+						       i ? ", " : "", w->funcs[i],
+						       wp_pct(w->func_n[i], w->count));
+			if (w->more_funcs && at < sizeof(b2))
+				snprintf(b2 + at, sizeof(b2) - at, ", ...");
+			if (*b2)
+				fprintf(t->out, "  %30s  in: %s\n", "", b2);
+			if (w->holder_known) {
+				put_tids(t, w->holders, w->holder_n, w->more_holders, w->count, b2,
+					 sizeof(b2));
+				fprintf(t->out, "  %30s  held by: %s\n", "", b2);
+			}
+		}
+		HASH_DEL(objs, w);
+		free(w);
+	}
+	if (shown > WAIT_OBJECTS)
+		fprintf(t->out, "  (%d more objects)\n", shown - WAIT_OBJECTS);
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* Call graph */
 
 #define NO_FUNC UINT32_MAX
@@ -914,6 +1065,7 @@ int wp_report_text(const struct wp_opts *o, const struct wp_resolved *r,
 			r->filter.thread ? " in this thread" : "");
 	} else {
 		flat(&t);
+		waits(&t);
 		call_graph(&t);
 		if (r->nprocs > 1)
 			process_sections(&t);

@@ -1,0 +1,51 @@
+/* What waiting samples wait in (issue 13): for a sample of a thread blocked in a system call,
+ * read from /proc/self/task/TID/syscall, the call's number and the arguments that name what
+ * it waits for, plus one fact read from memory or /proc (a futex's would-be mutex owner, a
+ * sleep's requested duration, a descriptor's target). Counted in a side table keyed
+ * by (stack id, call, arguments, that fact), so the stack table does not grow: a stack blocked
+ * in one call on one object has one entry. Written as WP_REC_WAIT records (format.h).
+ *
+ * Sampler thread only, outside suspension windows: these allocate, read /proc (descriptor
+ * targets) and process memory (process_vm_readv: fault-proof, bounded). Not
+ * async-signal-safe. */
+#ifndef WP_WAITS_H
+#define WP_WAITS_H
+
+#include <stdint.h>
+#include <uthash.h>
+
+#include "threads.h"
+
+struct wp_wait_key {
+	uint32_t stack_id, nr;
+	uint64_t a0, a1, a2, aux;
+};
+
+struct wp_wait_entry {
+	UT_hash_handle hh;
+	struct wp_wait_key key;
+	uint64_t count, weight_ns;
+	uint32_t target_len;
+	char target[]; /* a descriptor's readlink target, not NUL-terminated */
+};
+
+/* Counts a waiting sample of `t` on stack `stack_id`, blocked in call `nr` with arguments
+ * `args` (the six of /proc's syscall file). `may_look`: whether a descriptor's target may be
+ * read from /proc now (the first-look ration); *looked_ns gets the CPU time such a look took
+ * (0 when none). Sets t->last_wait. Returns the entry, NULL when out of memory. */
+struct wp_wait_entry *wp_waits_add(struct wp_athread *t, uint32_t stack_id, long nr,
+				   const uint64_t args[6], uint32_t units, uint64_t weight_ns,
+				   int may_look, uint64_t *looked_ns);
+/* Counts another sample of `t`'s last wait (the thread has not run since): a futex's owner is
+ * read again, as a lock may change hands while its waiter sleeps. */
+void wp_waits_again(struct wp_athread *t, uint32_t units, uint64_t weight_ns);
+/* Whose memory is read (the sampler's tid, as sample.c's stack copies). */
+void wp_waits_set_mem_tid(pid_t tid);
+
+struct wp_wait_entry *wp_waits_all(void);
+uint64_t wp_waits_count(void);
+uint64_t wp_waits_bytes(void);
+/* Forgets every entry and cached descriptor (a fork child, a new profile). */
+void wp_waits_reset(void);
+
+#endif

@@ -1,0 +1,182 @@
+#include "waits.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+
+static const char *const kind_names[WP_WAIT__N] = {
+	[WP_WAIT_LOCK] = "lock",	   [WP_WAIT_RWLOCK] = "rwlock", [WP_WAIT_CONDITION] = "condition",
+	[WP_WAIT_SEMAPHORE] = "semaphore", [WP_WAIT_JOIN] = "join",	[WP_WAIT_FUTEX] = "futex",
+	[WP_WAIT_IO] = "io",		   [WP_WAIT_SLEEP] = "sleep",	[WP_WAIT_CHILD] = "child",
+	[WP_WAIT_SIGNAL] = "signal",	   [WP_WAIT_OTHER] = "other",
+};
+
+const char *wp_wait_kind_name(enum wp_wait_kind k)
+{
+	return (unsigned)k < WP_WAIT__N ? kind_names[k] : "other";
+}
+
+/* The calls a thread commonly blocks in (x86-64 numbers, as the agent's host records them). */
+static const struct {
+	uint32_t nr;
+	const char *name;
+	enum wp_wait_kind kind;
+} calls[] = {
+	{ SYS_read, "read", WP_WAIT_IO },	     { SYS_write, "write", WP_WAIT_IO },
+	{ SYS_pread64, "pread64", WP_WAIT_IO },	     { SYS_pwrite64, "pwrite64", WP_WAIT_IO },
+	{ SYS_readv, "readv", WP_WAIT_IO },	     { SYS_writev, "writev", WP_WAIT_IO },
+	{ SYS_preadv, "preadv", WP_WAIT_IO },	     { SYS_pwritev, "pwritev", WP_WAIT_IO },
+	{ SYS_accept, "accept", WP_WAIT_IO },	     { SYS_accept4, "accept4", WP_WAIT_IO },
+	{ SYS_connect, "connect", WP_WAIT_IO },	     { SYS_recvfrom, "recvfrom", WP_WAIT_IO },
+	{ SYS_sendto, "sendto", WP_WAIT_IO },	     { SYS_recvmsg, "recvmsg", WP_WAIT_IO },
+	{ SYS_sendmsg, "sendmsg", WP_WAIT_IO },	     { SYS_recvmmsg, "recvmmsg", WP_WAIT_IO },
+	{ SYS_sendmmsg, "sendmmsg", WP_WAIT_IO },    { SYS_epoll_wait, "epoll_wait", WP_WAIT_IO },
+	{ SYS_epoll_pwait, "epoll_pwait", WP_WAIT_IO }, { SYS_flock, "flock", WP_WAIT_IO },
+	{ SYS_fcntl, "fcntl", WP_WAIT_IO },	     { SYS_ioctl, "ioctl", WP_WAIT_IO },
+	{ SYS_fsync, "fsync", WP_WAIT_IO },	     { SYS_fdatasync, "fdatasync", WP_WAIT_IO },
+	{ SYS_splice, "splice", WP_WAIT_IO },	     { SYS_sendfile, "sendfile", WP_WAIT_IO },
+	{ SYS_poll, "poll", WP_WAIT_IO },	     { SYS_ppoll, "ppoll", WP_WAIT_IO },
+	{ SYS_select, "select", WP_WAIT_IO },	     { SYS_pselect6, "pselect6", WP_WAIT_IO },
+	{ SYS_nanosleep, "nanosleep", WP_WAIT_SLEEP },
+	{ SYS_clock_nanosleep, "clock_nanosleep", WP_WAIT_SLEEP },
+	{ SYS_wait4, "wait4", WP_WAIT_CHILD },	     { SYS_waitid, "waitid", WP_WAIT_CHILD },
+	{ SYS_rt_sigsuspend, "sigsuspend", WP_WAIT_SIGNAL },
+	{ SYS_rt_sigtimedwait, "sigtimedwait", WP_WAIT_SIGNAL },
+	{ SYS_pause, "pause", WP_WAIT_SIGNAL },	     { SYS_futex, "futex", WP_WAIT_FUTEX },
+	{ SYS_msgrcv, "msgrcv", WP_WAIT_OTHER },     { SYS_semop, "semop", WP_WAIT_OTHER },
+	{ SYS_semtimedop, "semtimedop", WP_WAIT_OTHER },
+	{ SYS_io_getevents, "io_getevents", WP_WAIT_OTHER },
+	{ SYS_io_uring_enter, "io_uring_enter", WP_WAIT_OTHER },
+};
+
+const char *wp_syscall_name(uint32_t nr)
+{
+	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++)
+		if (calls[i].nr == nr)
+			return calls[i].name;
+	return NULL;
+}
+
+/* What a function in a futex-waiting stack says the futex is, or -1 when it says nothing.
+ * glibc's own names (2.34 and later; older ones too): __lll_lock_wait[_private],
+ * ___pthread_mutex_lock, __pthread_mutex_clocklock_common, __pthread_cond_wait_common,
+ * __pthread_clockjoin_ex, __new_sem_wait_slow64, __pthread_rwlock_wrlock_full64... */
+static int futex_user(const char *f)
+{
+	if (strstr(f, "lll_lock_wait") || strstr(f, "pthread_mutex_lock") ||
+	    strstr(f, "pthread_mutex_timedlock") || strstr(f, "pthread_mutex_clocklock"))
+		return WP_WAIT_LOCK;
+	if (strstr(f, "pthread_rwlock_"))
+		return WP_WAIT_RWLOCK;
+	if (strstr(f, "pthread_cond_"))
+		return WP_WAIT_CONDITION;
+	if (strstr(f, "sem_wait") || strstr(f, "sem_timedwait") || strstr(f, "sem_clockwait"))
+		return WP_WAIT_SEMAPHORE;
+	if (strstr(f, "pthread_join") || strstr(f, "pthread_clockjoin") ||
+	    strstr(f, "pthread_timedjoin"))
+		return WP_WAIT_JOIN;
+	return -1;
+}
+
+enum wp_wait_kind wp_wait_classify(uint32_t nr, const char *const *funcs, size_t n)
+{
+	if (nr == SYS_futex) {
+		for (size_t i = 0; i < n; i++) {
+			int k = funcs[i] ? futex_user(funcs[i]) : -1;
+			if (k >= 0)
+				return (enum wp_wait_kind)k;
+		}
+		return WP_WAIT_FUTEX;
+	}
+	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++)
+		if (calls[i].nr == nr)
+			return calls[i].kind;
+	return WP_WAIT_OTHER;
+}
+
+void wp_wait_duration(uint64_t ns, char *buf, size_t cap)
+{
+	static const struct {
+		uint64_t unit;
+		const char *name;
+	} units[] = { { 1000000000ull, "s" }, { 1000000ull, "ms" }, { 1000ull, "us" } };
+	for (size_t i = 0; i < 3; i++)
+		if (ns >= units[i].unit) {
+			if (ns % units[i].unit == 0)
+				snprintf(buf, cap, "%" PRIu64 "%s", ns / units[i].unit, units[i].name);
+			else
+				snprintf(buf, cap, "%.3g%s", (double)ns / (double)units[i].unit,
+					 units[i].name);
+			return;
+		}
+	snprintf(buf, cap, "%" PRIu64 "ns", ns);
+}
+
+/* A futex-based object: its symbol, else its address and the function that waits for it. */
+static void futex_object(const struct wp_wait *w, const char *data_name, const char *waiter,
+			 char *buf, size_t cap)
+{
+	if (data_name) {
+		/* the whole object: a condition's futex words sit inside it ("big_cond+0x28") */
+		snprintf(buf, cap, "%s", data_name);
+		char *plus = strrchr(buf, '+');
+		if (plus && plus[1] == '0' && plus[2] == 'x' && plus[3] &&
+		    strspn(plus + 3, "0123456789abcdef") == strlen(plus + 3))
+			*plus = 0;
+	}
+	else if (waiter)
+		snprintf(buf, cap, "0x%" PRIx64 " in %s", w->a0, waiter);
+	else
+		snprintf(buf, cap, "0x%" PRIx64, w->a0);
+}
+
+void wp_wait_describe(const struct wp_wait *w, enum wp_wait_kind k, const char *data_name,
+		      const char *waiter, const char *joined_name, char *buf, size_t cap)
+{
+	const char *call = wp_syscall_name(w->nr);
+	switch (k) {
+	case WP_WAIT_LOCK: case WP_WAIT_RWLOCK: case WP_WAIT_CONDITION: case WP_WAIT_SEMAPHORE:
+	case WP_WAIT_FUTEX:
+		futex_object(w, data_name, waiter, buf, cap);
+		return;
+	case WP_WAIT_JOIN:
+		/* pthread_join waits on the joined thread's tid word, expecting its tid */
+		if (joined_name && *joined_name)
+			snprintf(buf, cap, "%s", joined_name);
+		else
+			snprintf(buf, cap, "tid=%" PRIu64, w->a2);
+		return;
+	case WP_WAIT_IO:
+		if (w->nr == SYS_poll || w->nr == SYS_ppoll || w->nr == SYS_select ||
+		    w->nr == SYS_pselect6)
+			snprintf(buf, cap, "%s of %" PRIu64 " fds", call, w->a1);
+		else if (w->target && *w->target)
+			snprintf(buf, cap, "%s", w->target);
+		else
+			snprintf(buf, cap, "fd %" PRIu64, w->a0);
+		return;
+	case WP_WAIT_SLEEP:
+		if (!w->aux)
+			snprintf(buf, cap, "?");
+		else if (w->nr == SYS_clock_nanosleep && (w->a1 & 1))
+			snprintf(buf, cap, "until clock %" PRIu64 ":%.3fs", w->a0, (double)w->aux / 1e9);
+		else
+			wp_wait_duration(w->aux, buf, cap);
+		return;
+	case WP_WAIT_CHILD:
+		if (w->nr == SYS_wait4 && (int32_t)w->a0 > 0)
+			snprintf(buf, cap, "pid %" PRId32, (int32_t)w->a0);
+		else if (w->nr == SYS_waitid && w->a0 == 1 /* P_PID */)
+			snprintf(buf, cap, "pid %" PRId32, (int32_t)w->a1);
+		else
+			snprintf(buf, cap, "any");
+		return;
+	default:
+		if (call)
+			snprintf(buf, cap, "%s", call);
+		else
+			snprintf(buf, cap, "syscall %" PRIu32, w->nr);
+		return;
+	}
+}

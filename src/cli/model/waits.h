@@ -1,0 +1,67 @@
+/* Why a waiting sample waited (issue 13): the agent's WAIT records (format.h: a system call,
+ * the arguments naming its object, one fact it read) turned into a kind and an object, with
+ * the program's own words: the waiting stack's functions tell a mutex from a condition or a
+ * join (they all wait in futex), the ELF symbol tables name a global mutex, the THREAD records
+ * name a joined thread or a lock's holder.
+ *
+ * The classification is pure (no profile, no symbolizer): wp_wait_classify and
+ * wp_wait_describe, unit-tested in test/unit/test_waits.c. resolve.c attaches the result to
+ * each kept stack (struct wp_rstack's waits). */
+#ifndef WP_WAITS_MODEL_H
+#define WP_WAITS_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/profile.h"
+
+enum wp_wait_kind {
+	WP_WAIT_LOCK,      /* a pthread mutex (and what is built on it) */
+	WP_WAIT_RWLOCK,
+	WP_WAIT_CONDITION, /* pthread_cond_wait */
+	WP_WAIT_SEMAPHORE,
+	WP_WAIT_JOIN,      /* pthread_join */
+	WP_WAIT_FUTEX,     /* any other futex */
+	WP_WAIT_IO,        /* a descriptor, or poll/select/epoll over several */
+	WP_WAIT_SLEEP,
+	WP_WAIT_CHILD,     /* wait4, waitid */
+	WP_WAIT_SIGNAL,    /* sigsuspend, sigtimedwait, pause */
+	WP_WAIT_OTHER,     /* any other system call: the object is its name */
+	WP_WAIT__N
+};
+
+/* "lock", "rwlock", "condition", "semaphore", "join", "futex", "io", "sleep", "child",
+ * "signal", "other". */
+const char *wp_wait_kind_name(enum wp_wait_kind k);
+
+/* The kind of a wait in system call `nr` (x86-64), from the call and, for a futex, the
+ * waiting stack's function names, LEAF FIRST: the first that says what the futex is decides
+ * (a pthread_cond_wait re-locking its mutex waits in __lll_lock_wait: a lock). */
+enum wp_wait_kind wp_wait_classify(uint32_t nr, const char *const *funcs, size_t n);
+
+/* What the object is called, given what the caller could find:
+ *   data_name    the symbol at the futex address (wp_symbolize_data), or NULL
+ *   waiter       the program function that waits (for an anonymous lock), or NULL
+ *   joined_name  join: the name of the thread whose tid the futex holds, or NULL
+ * Writes the object into buf (at most cap bytes, NUL-terminated); the form is documented in
+ * docs/profile-format.md ("Waits"). */
+void wp_wait_describe(const struct wp_wait *w, enum wp_wait_kind k, const char *data_name,
+		      const char *waiter, const char *joined_name, char *buf, size_t cap);
+
+/* The name of x86-64 system call `nr` for the calls a thread commonly blocks in, else NULL. */
+const char *wp_syscall_name(uint32_t nr);
+
+/* A duration as a wait object shows it: "10ms", "1.5s", "250us", "800ns". */
+void wp_wait_duration(uint64_t ns, char *buf, size_t cap);
+
+/* One kind and object of some of a kept stack's waiting samples. */
+struct wp_rwait {
+	enum wp_wait_kind kind;
+	const char *object; /* owned by the model */
+	uint32_t holder;    /* lock: the holder's tid when it is a thread of the profile, else 0 */
+	const char *waiter; /* the program's function nearest the leaf (the caller of libc's
+			     * waiting code), NULL when the stack has none */
+	uint64_t count, weight_ns;
+};
+
+#endif

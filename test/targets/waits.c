@@ -1,0 +1,207 @@
+/* waits: threads that each wait for one known thing, for the whole run, so that every waiting
+ * sample of theirs has one right answer (issue 13).
+ *
+ *   holder      holds big_lock while computing in compute_holding_lock() (a CPU loop)
+ *   locker-1..3 pthread_mutex_lock(&big_lock): blocked behind holder
+ *   reader      read() on a pipe nobody writes until the end
+ *   sleeper     nanosleep(10 ms) in a loop
+ *   joiner      pthread_join(joinee); joinee sleeps (nanosleep 50 ms) until the end
+ *   condwaiter  pthread_cond_wait(&big_cond, &cond_lock) until main signals it at the end
+ *   sockreader  recv() on a TCP connection over loopback, written to at the end
+ *   childwaiter waitpid() for a child process that sleeps until the end
+ *
+ * Usage: waits [SECONDS] (default 2). WP_TRUTH=FILE receives "tid.NAME N" per thread,
+ * "pipe pipe:[INODE]" and "sock socket:[INODE]", the read ends' targets as /proc names them,
+ * and "child PID". */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "common.h"
+
+pthread_mutex_t big_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_cond_t big_cond = PTHREAD_COND_INITIALIZER;
+static pthread_mutex_t cond_lock = PTHREAD_MUTEX_INITIALIZER;
+static int cond_go;
+static int pipefd[2];
+static int sock_r, sock_w; /* the two ends of one loopback TCP connection */
+static pid_t child;
+static uint64_t deadline;
+static pthread_barrier_t locked; /* the holder has big_lock: the lockers may start */
+static volatile uint64_t sink;
+
+struct thr {
+	const char *name;
+	void *(*fn)(void *);
+	pthread_t handle;
+	pid_t tid;
+};
+
+static void set_me(struct thr *t)
+{
+	t->tid = (pid_t)syscall(SYS_gettid);
+	pthread_setname_np(pthread_self(), t->name);
+}
+
+static KEEP void compute_holding_lock(void)
+{
+	uint64_t x = 1;
+	while (mono_ns() < deadline)
+		for (int i = 0; i < 10000; i++)
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+	sink = x;
+}
+
+static void *holder_fn(void *arg)
+{
+	set_me(arg);
+	pthread_mutex_lock(&big_lock);
+	pthread_barrier_wait(&locked);
+	compute_holding_lock();
+	pthread_mutex_unlock(&big_lock);
+	return NULL;
+}
+
+static void *locker_fn(void *arg)
+{
+	set_me(arg);
+	pthread_barrier_wait(&locked);
+	pthread_mutex_lock(&big_lock);
+	pthread_mutex_unlock(&big_lock);
+	return NULL;
+}
+
+static void *reader_fn(void *arg)
+{
+	set_me(arg);
+	char c;
+	while (read(pipefd[0], &c, 1) < 0)
+		;
+	return NULL;
+}
+
+static void *sockreader_fn(void *arg)
+{
+	set_me(arg);
+	char c;
+	while (recv(sock_r, &c, 1, 0) < 0)
+		;
+	return NULL;
+}
+
+static void *childwaiter_fn(void *arg)
+{
+	set_me(arg);
+	while (waitpid(child, NULL, 0) < 0)
+		;
+	return NULL;
+}
+
+static void *sleeper_fn(void *arg)
+{
+	set_me(arg);
+	while (mono_ns() < deadline)
+		sleep_ns(10 * 1000000ull);
+	return NULL;
+}
+
+static void *joinee_fn(void *arg)
+{
+	set_me(arg);
+	while (mono_ns() < deadline)
+		sleep_ns(50 * 1000000ull);
+	return NULL;
+}
+
+static struct thr thrs[] = {
+	{ "holder", holder_fn, 0, 0 },	   { "locker-1", locker_fn, 0, 0 },
+	{ "locker-2", locker_fn, 0, 0 },   { "locker-3", locker_fn, 0, 0 },
+	{ "reader", reader_fn, 0, 0 },	   { "sleeper", sleeper_fn, 0, 0 },
+	{ "joinee", joinee_fn, 0, 0 },	   { "joiner", NULL, 0, 0 },
+	{ "condwaiter", NULL, 0, 0 },	   { "sockreader", sockreader_fn, 0, 0 },
+	{ "childwaiter", childwaiter_fn, 0, 0 },
+};
+#define NTHR (sizeof(thrs) / sizeof(thrs[0]))
+
+static void *joiner_fn(void *arg)
+{
+	set_me(arg);
+	pthread_join(thrs[6].handle, NULL);
+	return NULL;
+}
+
+static void *condwaiter_fn(void *arg)
+{
+	set_me(arg);
+	pthread_mutex_lock(&cond_lock);
+	while (!cond_go)
+		pthread_cond_wait(&big_cond, &cond_lock);
+	pthread_mutex_unlock(&cond_lock);
+	return NULL;
+}
+
+/* sock_r and sock_w: a TCP connection to ourselves on 127.0.0.1. */
+static int tcp_pair(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(l, 1) != 0 ||
+	    getsockname(l, (struct sockaddr *)&a, &len) != 0)
+		return -1;
+	sock_w = socket(AF_INET, SOCK_STREAM, 0);
+	if (sock_w < 0 || connect(sock_w, (struct sockaddr *)&a, sizeof(a)) != 0)
+		return -1;
+	sock_r = accept(l, NULL, NULL);
+	close(l);
+	return sock_r < 0 ? -1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	double secs = run_seconds(argc, argv, 2.0);
+	truth_open();
+	deadline = mono_ns() + (uint64_t)(secs * 1e9);
+	if (pipe(pipefd) != 0)
+		return 3;
+	struct stat st;
+	fstat(pipefd[0], &st);
+	truth("pipe pipe:[%lu]", (unsigned long)st.st_ino);
+	if (tcp_pair() != 0)
+		return 3;
+	fstat(sock_r, &st);
+	truth("sock socket:[%lu]", (unsigned long)st.st_ino);
+	child = fork();
+	if (child == 0) {
+		sleep_ns((uint64_t)(secs * 1e9));
+		_exit(0);
+	}
+	truth("child %d", (int)child);
+	pthread_barrier_init(&locked, NULL, 4);
+	thrs[7].fn = joiner_fn;
+	thrs[8].fn = condwaiter_fn;
+	for (size_t i = 0; i < NTHR; i++)
+		pthread_create(&thrs[i].handle, NULL, thrs[i].fn, &thrs[i]);
+	sleep_ns((uint64_t)(secs * 1e9));
+	if (write(pipefd[1], "x", 1) != 1 || send(sock_w, "x", 1, 0) != 1)
+		return 3;
+	pthread_mutex_lock(&cond_lock);
+	cond_go = 1;
+	pthread_cond_signal(&big_cond);
+	pthread_mutex_unlock(&cond_lock);
+	for (size_t i = 0; i < NTHR; i++)
+		if (i != 6) /* joinee: the joiner's */
+			pthread_join(thrs[i].handle, NULL);
+	for (size_t i = 0; i < NTHR; i++)
+		truth("tid.%s %d", thrs[i].name, (int)thrs[i].tid);
+	truth_close();
+	puts("waits done");
+	return 0;
+}

@@ -1,0 +1,121 @@
+/* Unit tests for the classification of waits (src/cli/model/waits.c): a WAIT record's system
+ * call and the waiting stack's functions (leaf first) give the kind; the record's arguments
+ * and what the caller found (a symbol, the waiting function, a joined thread's name) give
+ * the object, in the form docs/profile-format.md documents. */
+#include "cli/model/waits.h"
+
+#include <string.h>
+#include <sys/syscall.h>
+
+#include "check.h"
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+static void test_classify(void)
+{
+	static const char *const lock[] = { "futex_wait", "__lll_lock_wait", "lll_mutex_lock_optimized",
+					    "___pthread_mutex_lock", "locker_fn" };
+	static const char *const cond[] = { "__futex_abstimed_wait_common64",
+					    "__futex_abstimed_wait_common",
+					    "__pthread_cond_wait_common", "___pthread_cond_wait" };
+	/* a condition wait re-locking its mutex: the nearest function to the leaf decides */
+	static const char *const relock[] = { "futex_wait", "__lll_lock_wait",
+					      "__pthread_mutex_cond_lock",
+					      "__pthread_cond_wait_common", "___pthread_cond_wait" };
+	static const char *const join[] = { "__futex_abstimed_wait_common",
+					    "__pthread_clockjoin_ex", "joiner_fn" };
+	static const char *const sem[] = { "__futex_abstimed_wait_common", "do_futex_wait",
+					   "__new_sem_wait_slow64", "__new_sem_wait" };
+	static const char *const rw[] = { "__futex_abstimed_wait_common",
+					  "__pthread_rwlock_wrlock_full64", "___pthread_rwlock_wrlock" };
+	static const char *const raw[] = { "syscall", "my_futex_wait", "main" };
+	CHECK_INT(wp_wait_classify(SYS_futex, lock, N(lock)), WP_WAIT_LOCK);
+	CHECK_INT(wp_wait_classify(SYS_futex, cond, N(cond)), WP_WAIT_CONDITION);
+	CHECK_INT(wp_wait_classify(SYS_futex, relock, N(relock)), WP_WAIT_LOCK);
+	CHECK_INT(wp_wait_classify(SYS_futex, join, N(join)), WP_WAIT_JOIN);
+	CHECK_INT(wp_wait_classify(SYS_futex, sem, N(sem)), WP_WAIT_SEMAPHORE);
+	CHECK_INT(wp_wait_classify(SYS_futex, rw, N(rw)), WP_WAIT_RWLOCK);
+	CHECK_INT(wp_wait_classify(SYS_futex, raw, N(raw)), WP_WAIT_FUTEX);
+	CHECK_INT(wp_wait_classify(SYS_futex, NULL, 0), WP_WAIT_FUTEX);
+	/* the stack says nothing for other calls: their number does */
+	CHECK_INT(wp_wait_classify(SYS_read, lock, N(lock)), WP_WAIT_IO);
+	CHECK_INT(wp_wait_classify(SYS_accept4, NULL, 0), WP_WAIT_IO);
+	CHECK_INT(wp_wait_classify(SYS_epoll_wait, NULL, 0), WP_WAIT_IO);
+	CHECK_INT(wp_wait_classify(SYS_ppoll, NULL, 0), WP_WAIT_IO);
+	CHECK_INT(wp_wait_classify(SYS_clock_nanosleep, NULL, 0), WP_WAIT_SLEEP);
+	CHECK_INT(wp_wait_classify(SYS_nanosleep, NULL, 0), WP_WAIT_SLEEP);
+	CHECK_INT(wp_wait_classify(SYS_wait4, NULL, 0), WP_WAIT_CHILD);
+	CHECK_INT(wp_wait_classify(SYS_rt_sigtimedwait, NULL, 0), WP_WAIT_SIGNAL);
+	CHECK_INT(wp_wait_classify(SYS_pause, NULL, 0), WP_WAIT_SIGNAL);
+	CHECK_INT(wp_wait_classify(SYS_msgrcv, NULL, 0), WP_WAIT_OTHER);
+	CHECK_INT(wp_wait_classify(9999, NULL, 0), WP_WAIT_OTHER);
+	CHECK_STR(wp_wait_kind_name(WP_WAIT_CONDITION), "condition");
+	CHECK_STR(wp_wait_kind_name(WP_WAIT__N), "other");
+}
+
+static const char *describe(const struct wp_wait *w, const char *data, const char *waiter,
+			    const char *joined)
+{
+	static char buf[256];
+	const char *fr[] = { "__lll_lock_wait" };
+	enum wp_wait_kind k = wp_wait_classify(w->nr, fr, 1);
+	wp_wait_describe(w, k, data, waiter, joined, buf, sizeof(buf));
+	return buf;
+}
+
+static void test_describe(void)
+{
+	struct wp_wait w = { .nr = SYS_futex, .a0 = 0x5600001000, .target = "" };
+	CHECK_STR(describe(&w, "big_lock", "worker", NULL), "big_lock");
+	CHECK_STR(describe(&w, "big_cond+0x28", NULL, NULL), "big_cond");
+	CHECK_STR(describe(&w, "operator+", NULL, NULL), "operator+");
+	CHECK_STR(describe(&w, NULL, "update_table", NULL), "0x5600001000 in update_table");
+	CHECK_STR(describe(&w, NULL, NULL, NULL), "0x5600001000");
+
+	struct wp_wait j = { .nr = SYS_futex, .a0 = 0x7f0000000990, .a2 = 4242, .target = "" };
+	char buf[64];
+	wp_wait_describe(&j, WP_WAIT_JOIN, NULL, NULL, "worker-1", buf, sizeof(buf));
+	CHECK_STR(buf, "worker-1");
+	wp_wait_describe(&j, WP_WAIT_JOIN, NULL, NULL, NULL, buf, sizeof(buf));
+	CHECK_STR(buf, "tid=4242");
+
+	struct wp_wait io = { .nr = SYS_read, .a0 = 4, .aux = 1234, .target = "pipe:[1234]" };
+	CHECK_STR(describe(&io, NULL, NULL, NULL), "pipe:[1234]");
+	io.target = "";
+	CHECK_STR(describe(&io, NULL, NULL, NULL), "fd 4");
+	struct wp_wait poll = { .nr = SYS_poll, .a1 = 3, .target = "" };
+	CHECK_STR(describe(&poll, NULL, NULL, NULL), "poll of 3 fds");
+
+	struct wp_wait sl = { .nr = SYS_clock_nanosleep, .aux = 10000000, .target = "" };
+	CHECK_STR(describe(&sl, NULL, NULL, NULL), "10ms");
+	sl.aux = 1500000000;
+	CHECK_STR(describe(&sl, NULL, NULL, NULL), "1.5s");
+	sl.aux = 0;
+	CHECK_STR(describe(&sl, NULL, NULL, NULL), "?");
+
+	struct wp_wait ch = { .nr = SYS_wait4, .a0 = 321, .target = "" };
+	CHECK_STR(describe(&ch, NULL, NULL, NULL), "pid 321");
+	ch.a0 = (uint64_t)-1;
+	CHECK_STR(describe(&ch, NULL, NULL, NULL), "any");
+
+	struct wp_wait other = { .nr = SYS_msgrcv, .target = "" };
+	CHECK_STR(describe(&other, NULL, NULL, NULL), "msgrcv");
+	other.nr = 9999;
+	CHECK_STR(describe(&other, NULL, NULL, NULL), "syscall 9999");
+
+	char d[32];
+	wp_wait_duration(250000, d, sizeof(d));
+	CHECK_STR(d, "250us");
+	wp_wait_duration(800, d, sizeof(d));
+	CHECK_STR(d, "800ns");
+	wp_wait_duration(2000000000, d, sizeof(d));
+	CHECK_STR(d, "2s");
+}
+
+int main(void)
+{
+	test_classify();
+	test_describe();
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}

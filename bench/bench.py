@@ -1268,20 +1268,19 @@ CALL_ROWS = {
                 "the interposed pthread_sigmask: each call also publishes the thread's new "
                 "mask for the sampler (sigmask.c)"),
     "write": ("write, 64 bytes to /dev/null",
-              "the transfer interposer (transfers.c) on a call no signal interrupted, and "
-              "the kernel's slower way to a descriptor in a process with more than one thread "
-              "sharing its table: unprofiled the program has one thread, under the agent the "
-              "parked wallprof-exit thread shares the table"),
+              "the transfer interposer (transfers.c) on a call no signal interrupted; the "
+              "program has one thread both ways (the agent's threads have a descriptor "
+              "table of their own, so the kernel keeps its single-threaded fast path to a "
+              "descriptor)"),
     "write_shared": ("the same, with an idle second thread of the program's own",
-                     "the control: both ways the table is shared, so the ratio is "
-                     "mostly the interposer's own cost"),
+                     "the control: both ways the table is shared (the kernel's slower "
+                     "way to a descriptor), the ratio the interposer's own cost"),
     "thread": ("pthread_create + pthread_join, empty thread",
                "the interposed pthread_create (its trampoline publishes the child's mask, "
                "threadstart.c), and the sampler finding the new thread"),
     "process": ("a trivial process, start to exit",
                 "the agent's start-up (loading, its sampler thread, which unshares its "
-                "descriptor table, and the parked wallprof-exit thread) and its end (writing "
-                "the profile)"),
+                "descriptor table) and its end (writing the profile)"),
 }
 
 

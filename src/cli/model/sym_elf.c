@@ -56,20 +56,34 @@ static int is_code(struct obj *o, int i, GElf_Sym *sym, GElf_Addr *addr, const c
 	return type == STT_FUNC || type == STT_GNU_IFUNC;
 }
 
-void sym_load_symbols(struct obj *o)
+/* Whether symbol i of the table names a variable: a sized STT_OBJECT symbol defined here. */
+static int is_data(struct obj *o, int i, GElf_Sym *sym, GElf_Addr *addr, const char **name)
 {
+	GElf_Word shndx;
+	Elf *elf = NULL;
+	*name = dwfl_module_getsym_info(o->mod, i, sym, addr, &shndx, &elf, NULL);
+	return *name && **name && GELF_ST_TYPE(sym->st_info) == STT_OBJECT && shndx != SHN_UNDEF &&
+	       sym->st_size;
+}
+
+/* The module's symbols that `want` keeps, sorted by start (best-ranked first at one start) and
+ * indexed for lookups by address. Returns how many, *out NULL when none. */
+static size_t collect(struct obj *o, int (*want)(struct obj *, int, GElf_Sym *, GElf_Addr *,
+						  const char **), struct sym **out)
+{
+	*out = NULL;
 	int n = dwfl_module_getsymtab(o->mod);
 	if (n <= 0)
-		return;
+		return 0;
 	struct sym *v = malloc((size_t)n * sizeof(*v));
 	if (!v)
-		return;
+		return 0;
 	size_t k = 0;
 	for (int i = 1; i < n; i++) {
 		GElf_Sym sym;
 		GElf_Addr addr;
 		const char *name;
-		if (!is_code(o, i, &sym, &addr, &name) || addr + sym.st_size < addr)
+		if (!want(o, i, &sym, &addr, &name) || addr + sym.st_size < addr)
 			continue;
 		v[k++] = (struct sym){ .r = { .lo = addr, .hi = addr + sym.st_size }, .raw = name,
 				       .rank = sym_rank(name, GELF_ST_BIND(sym.st_info),
@@ -77,9 +91,19 @@ void sym_load_symbols(struct obj *o)
 	}
 	if (!k) {
 		free(v);
-		return;
+		return 0;
 	}
 	qsort(v, k, sizeof(*v), cmp_sym);
+	*out = v;
+	return k;
+}
+
+void sym_load_symbols(struct obj *o)
+{
+	struct sym *v;
+	size_t k = collect(o, is_code, &v);
+	if (!k)
+		return;
 	/* aliases (same start): keep the best-ranked name, with the largest extent */
 	size_t w = 0;
 	for (size_t i = 0; i < k; i++) {
@@ -105,34 +129,9 @@ struct sym *sym_find(struct obj *o, uint64_t addr)
 static void load_data(struct obj *o)
 {
 	o->data_loaded = 1;
-	int n = dwfl_module_getsymtab(o->mod);
-	if (n <= 0)
-		return;
-	struct sym *v = malloc((size_t)n * sizeof(*v));
-	if (!v)
-		return;
-	size_t k = 0;
-	for (int i = 1; i < n; i++) {
-		GElf_Sym sym;
-		GElf_Addr addr;
-		GElf_Word shndx;
-		Elf *elf = NULL;
-		const char *name = dwfl_module_getsym_info(o->mod, i, &sym, &addr, &shndx, &elf, NULL);
-		if (!name || !*name || GELF_ST_TYPE(sym.st_info) != STT_OBJECT || shndx == SHN_UNDEF ||
-		    !sym.st_size || addr + sym.st_size < addr)
-			continue;
-		v[k++] = (struct sym){ .r = { .lo = addr, .hi = addr + sym.st_size }, .raw = name,
-				       .rank = sym_rank(name, GELF_ST_BIND(sym.st_info),
-							GELF_ST_TYPE(sym.st_info)) };
-	}
-	if (!k) {
-		free(v);
-		return;
-	}
-	qsort(v, k, sizeof(*v), cmp_sym);
-	wp_ranges_index(v, k, sizeof(*v));
-	o->data = v;
-	o->ndata = k;
+	o->ndata = collect(o, is_data, &o->data);
+	if (o->ndata)
+		wp_ranges_index(o->data, o->ndata, sizeof(*o->data));
 }
 
 const char *sym_find_object(struct obj *o, uint64_t va, uint64_t *off)

@@ -227,6 +227,20 @@ static void stack_samples(struct emitter *em, uint32_t proc, uint32_t tid, uint6
 	*cursor = at;
 }
 
+/* Thread record i of the model, when it gets a profile of its own: it has samples and is the
+ * first record of its (process, tid) (a recycled tid's records make one profile). Marks it
+ * done; clear `done` to walk again. */
+static struct tid_ent *profiled(const struct wp_resolved *r, struct tid_ent **tids_of, size_t i)
+{
+	const struct wp_thread *t = r->threads[i];
+	struct tid_ent *te;
+	HASH_FIND(hh, tids_of[r->thread_procs[i]], &t->tid, sizeof(t->tid), te);
+	if (!te || !te->samples || te->done)
+		return NULL;
+	te->done = 1;
+	return te;
+}
+
 int wp_report_speedscope(const struct wp_opts *o, const struct wp_resolved *r,
 			 const struct wp_summary *sum, FILE *out)
 {
@@ -278,13 +292,10 @@ int wp_report_speedscope(const struct wp_opts *o, const struct wp_resolved *r,
 	size_t nprof = 0, nfallback = 0, active = 0;
 	uint64_t best = 0;
 	for (size_t i = 0; i < r->nthreads; i++) {
-		const struct wp_thread *t = r->threads[i];
 		uint32_t k = r->thread_procs[i];
-		HASH_FIND(hh, tids_of[k], &t->tid, sizeof(t->tid), te);
-		if (!te || !te->samples || te->done)
+		if (!(te = profiled(r, tids_of, i)))
 			continue;
-		te->done = 1;
-		const struct wp_thread *last = wp_resolved_thread_of(r, k, t->tid);
+		const struct wp_thread *last = wp_resolved_thread_of(r, k, te->tid);
 		if (last->running > best) {
 			best = last->running;
 			active = nprof;
@@ -330,20 +341,17 @@ int wp_report_speedscope(const struct wp_opts *o, const struct wp_resolved *r,
 			te->done = 0;
 	size_t written = 0;
 	for (size_t i = 0; i < r->nthreads; i++) {
-		const struct wp_thread *t = r->threads[i];
 		uint32_t k = r->thread_procs[i];
-		HASH_FIND(hh, tids_of[k], &t->tid, sizeof(t->tid), te);
-		if (!te || !te->samples || te->done)
+		if (!(te = profiled(r, tids_of, i)))
 			continue;
-		te->done = 1;
-		const struct wp_thread *last = wp_resolved_thread_of(r, k, t->tid);
+		const struct wp_thread *last = wp_resolved_thread_of(r, k, te->tid);
 		int fallback = no_timeline(r->procs[k], te);
 		char pname[4200], in[300] = "", prog[256];
 		if (r->nprocs > 1) /* "command pid / thread (tid N)" */
 			snprintf(in, sizeof(in), "%s %ld / ",
 				 wp_resolved_program(r, k, prog, sizeof(prog)), wp_resolved_pid(r, k));
 		snprintf(pname, sizeof(pname), "%s%s (tid %u)%s", in,
-			 last->name && *last->name ? last->name : "?", t->tid,
+			 last->name && *last->name ? last->name : "?", te->tid,
 			 fallback ? " [no timeline: grouped by stack, not in time order]" : "");
 		fputs(written++ ? ",\n{\"type\":\"sampled\",\"name\":" : "\n{\"type\":\"sampled\",\"name\":",
 		      out);
@@ -352,7 +360,7 @@ int wp_report_speedscope(const struct wp_opts *o, const struct wp_resolved *r,
 		struct emitter em = { .out = out, .r = r };
 		uint64_t cursor = 0;
 		if (fallback)
-			stack_samples(&em, k, t->tid, interval, &cursor);
+			stack_samples(&em, k, te->tid, interval, &cursor);
 		else
 			timeline_samples(&em, k, origin[k], te, interval, cpu, &cursor);
 		if (!fallback && dur > cursor)

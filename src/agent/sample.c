@@ -22,6 +22,7 @@
 #include "threadmask.h"
 #include "threads.h"
 #include "unwind.h"
+#include "wait_locks.h"
 #include "waits.h"
 
 /* Stack bytes copied while a thread is held. A thread whose root we have reached before gets
@@ -45,10 +46,14 @@ static uint64_t start_ns, interval_ns;
  * fail with ESRCH and every stack would be cut to its pc. */
 static pid_t mem_tid;
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
+/* Set while lock holders are sampled (wp_sample_holders): their samples are not counted and
+ * leave the threads' sampling state (last stack, CPU clock, wait) as it was. */
+static int holder_only;
 
 /* One stack copy per thread of a batch: all are copied while held, then unwound. */
 static uint8_t stack_bufs[WP_HS_BATCH][STACK_MAX];
 static uint64_t pcs[WP_AGENT_MAX_FRAMES];
+static uint32_t last_nframes; /* frames in pcs */
 
 /* Threads that did not answer (they block our signal, or are stopped or traced) are left
  * alone for BACKOFF_NS. Until when is kept in this small side table, keyed by the thread's
@@ -167,6 +172,8 @@ static uint32_t units_of(uint64_t weight_ns)
 
 static void miss(enum wp_miss why)
 {
+	if (holder_only)
+		return; /* a holder's extra look is no sample of the program: nothing missed */
 	wp_stats.missed[why]++;
 }
 
@@ -175,6 +182,21 @@ static size_t copy_len_for(const struct wp_athread *t, uintptr_t sp)
 	if (t->stack_top > sp && t->stack_top - sp + STACK_SLACK <= STACK_MAX)
 		return t->stack_top - sp + STACK_SLACK;
 	return STACK_DEFAULT;
+}
+
+/* A lock holder's stack (pcs[0..n)), interned without counting (wait_locks.h). */
+static struct wp_stack_entry *record_holder(struct wp_athread *t, uint32_t flags)
+{
+	struct wp_stack_entry *e = wp_stacks_intern(t, pcs, last_nframes, flags);
+	if (!e)
+		return NULL;
+	wp_locks_count_holder_sample();
+	wp_locks_sampled(t, e->id);
+	if (!t->name_reads) { /* a holder never sampled otherwise is named all the same */
+		t->name_reads = 1;
+		wp_threads_reread_name(t);
+	}
+	return e;
 }
 
 /* Unwinds a copied thread state (after the thread runs again) and counts the stack. Returns
@@ -186,6 +208,7 @@ static struct wp_stack_entry *record_copy(struct wp_athread *t, const greg_t *gr
 	struct wp_unwind_result res;
 	uint64_t u0 = wp_now_ns();
 	wp_unwind(&in, pcs, WP_AGENT_MAX_FRAMES, &res);
+	last_nframes = res.n;
 	wp_stats.unwind_ns += wp_now_ns() - u0;
 	if (res.truncated) {
 		flags |= WP_STACK_TRUNCATED;
@@ -194,6 +217,8 @@ static struct wp_stack_entry *record_copy(struct wp_athread *t, const greg_t *gr
 	} else if (res.max_sp > t->stack_top) {
 		t->stack_top = res.max_sp;
 	}
+	if (holder_only)
+		return record_holder(t, flags);
 	t->last_wait = NULL; /* sample_blocked sets it for a sample blocked in a call */
 	struct wp_stack_entry *e = wp_stacks_add(t, pcs, res.n, flags, units_of(weight_ns),
 						 weight_ns, (now - start_ns) / 1000);
@@ -264,7 +289,7 @@ static void missed_answer(struct wp_athread *t, uint64_t weight_ns, uint64_t now
 		 * anyone can tell: count that stack rather than drop the interval (wall mode),
 		 * and try again next tick. */
 		miss(WP_MISS_TIMEOUT);
-		if (cfg.mode == WP_MODE_WALL && t->last_stack) {
+		if (cfg.mode == WP_MODE_WALL && t->last_stack && !holder_only) {
 			t->last_wait = NULL; /* runnable, not blocked in a call */
 			wp_stacks_again(t, t->last_stack, units_of(weight_ns), weight_ns,
 					(now - start_ns) / 1000);
@@ -298,12 +323,13 @@ static void finish_job(struct job *j, const struct wp_hs_request *r, uint64_t no
 		miss(r->result == WP_HS_NOSLOT ? WP_MISS_NOSLOT : WP_MISS_ERROR);
 		return;
 	}
-	if (r->cpu_ns >= 0)
+	if (r->cpu_ns >= 0 && !holder_only)
 		t->last_cpu_ns = r->cpu_ns; /* its clock as it left our handler */
 	if (r->window_ns)
-		wp_stats_window(r->window_ns);
+		wp_stats_window(r->window_ns); /* a holder's window is held time all the same */
 	t->held_ns = r->window_ns;
-	wp_stats.signalled++;
+	if (!holder_only)
+		wp_stats.signalled++;
 	size_t stack_len = j->got > 0 ? (size_t)j->got : 0;
 	uint8_t code[4];
 	int have_code = may_be_syscall(j->gregs) && read_code((uintptr_t)j->gregs[REG_RIP], code);
@@ -328,7 +354,7 @@ static void flush_jobs(uint64_t now)
 		 * ours, not the program's, so it earns no credit. Everything else it ran
 		 * meanwhile (while the sampler unwound, say) is the program's and is credited
 		 * at the next look. */
-		if (cfg.mode == WP_MODE_CPU)
+		if (cfg.mode == WP_MODE_CPU && !holder_only)
 			jobs[i].t->poll_cpu_ns += (int64_t)jobs[i].t->held_ns;
 	}
 	njobs = 0;
@@ -450,6 +476,11 @@ static int sample_blocked(struct wp_athread *t, int64_t cpu_before, uint64_t wei
 		if (got > 0 && cpu_after == cpu_before) {
 			/* Registers other than SP and PC are unknown: frame-pointer code loses the
 			 * frames above its first rbp-based frame (recorded, flagged truncated). */
+			if (holder_only) {
+				record_copy(t, gregs, stack_bufs[0], (size_t)got, WP_STACK_WAITING,
+					    weight_ns, now);
+				return 1;
+			}
 			wp_stats.unsignalled++;
 			struct wp_stack_entry *e = record_copy(t, gregs, stack_bufs[0], (size_t)got,
 							       WP_STACK_WAITING, weight_ns, now);
@@ -546,6 +577,40 @@ static int look_blocked(struct wp_athread *t, uint64_t weight_ns, uint64_t now)
 	return done;
 }
 
+/* Lock holders, after their waiters (wait_locks.h): see sample.h. */
+void wp_sample_holders(struct wp_athread **ts, size_t n, uint64_t now)
+{
+	holder_only = 1;
+	for (size_t i = 0; i < n && i < WP_HS_BATCH; i++) {
+		struct wp_athread *t = ts[i];
+		if (!t->alive || backed_off(t, now) || wp_threads_is_excluded(t->tid))
+			continue;
+		int64_t cpu = wp_thread_cpu_ns(t->tid);
+		if (cpu < 0)
+			continue;
+		if (t->last_stack && cpu == t->last_cpu_ns) {
+			/* it has not run since its last sample: that stack is where it is */
+			wp_locks_count_holder_sample();
+			wp_locks_sampled(t, t->last_stack->id);
+			continue;
+		}
+		if (wp_thread_cpu_ns(t->tid) > cpu) {
+			sample_signalled(t, 0, now);
+			continue;
+		}
+		/* not on a CPU: a /proc look, paid from the first looks' ration */
+		if (!first_look_allowed(now))
+			continue;
+		uint64_t c0 = wp_self_cpu_ns();
+		int done = sample_blocked(t, cpu, 0, now);
+		first_look_tokens -= (int64_t)(wp_self_cpu_ns() - c0);
+		if (!done)
+			sample_signalled(t, 0, now);
+	}
+	flush_jobs(now);
+	holder_only = 0;
+}
+
 static void tick_wall(uint64_t now)
 {
 	size_t n;
@@ -578,6 +643,7 @@ static void tick_wall(uint64_t now)
 		sample_signalled(t, weight, now);
 	}
 	flush_jobs(now);
+	wp_locks_settle(now); /* after every owner read of the tick */
 }
 
 
@@ -617,6 +683,7 @@ static void tick_cpu(uint64_t now)
 			sample_signalled(t, weight, now);
 	}
 	flush_jobs(now);
+	wp_locks_settle(now);
 	cursor = n ? (cursor + polls) % n : 0;
 }
 
@@ -645,6 +712,7 @@ uint64_t wp_sample_rand(void)
 
 void wp_sample_tick(uint64_t now)
 {
+	wp_locks_tick_begin();
 	if (cfg.mode == WP_MODE_CPU)
 		tick_cpu(now);
 	else
@@ -656,4 +724,5 @@ void wp_sample_forget(void)
 	memset(backoffs, 0, sizeof(backoffs));
 	first_look_tokens = FIRST_LOOK_BURST_NS;
 	first_look_refilled = 0;
+	wp_locks_reset();
 }

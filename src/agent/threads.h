@@ -36,6 +36,9 @@ struct wp_athread {
 	struct wp_stack_entry *last_stack;
 	/* what its last sample waited in (waits.h), NULL when it was not blocked in a call */
 	struct wp_wait_entry *last_wait;
+	/* wait_locks.c: when its latest sample was recorded (a sequence number) and its stack */
+	uint64_t lock_seq;
+	uint32_t lock_stack;
 	/* cpu mode: the clock at the last poll and CPU time not yet paid out in samples */
 	int64_t poll_cpu_ns;
 	uint64_t credit_ns;

@@ -18,6 +18,7 @@
 #include "modules.h"
 #include "sampler.h"
 #include "stacks.h"
+#include "wait_locks.h"
 #include "waits.h"
 #include "stats.h"
 #include "threads.h"
@@ -95,7 +96,7 @@ static size_t build_meta(const char *extra)
 		       "unsignalled=%llu\n"
 		       "truncated=%llu\nstacks=%llu\nthreads_seen=%llu\nagent_bytes=%llu\n"
 		       "unwind_table_bytes=%llu\ntimeline_truncated=%d\nstray_signals=%llu\n"
-		       "waits=%llu\nwaits_lost=%llu\n",
+		       "waits=%llu\nwaits_lost=%llu\nholder_samples=%llu\n",
 		       (unsigned long long)wp_stats.ticks, (unsigned long long)wp_stats.ticks_late,
 		       (unsigned long long)wp_stats.samples, (unsigned long long)wp_stats.signalled,
 		       (unsigned long long)wp_stats.reused, (unsigned long long)wp_stats.unsignalled,
@@ -104,7 +105,8 @@ static size_t build_meta(const char *extra)
 		       (unsigned long long)(wp_stacks_bytes() + wp_waits_bytes()),
 		       (unsigned long long)wp_modules_copied_bytes(), wp_stacks_timeline_truncated(),
 		       (unsigned long long)wp_handshake_stray(),
-		       (unsigned long long)wp_waits_count(), (unsigned long long)wp_stats.waits_lost);
+		       (unsigned long long)wp_waits_count(), (unsigned long long)wp_stats.waits_lost,
+		       (unsigned long long)wp_locks_holder_samples());
 	for (int i = 0; i < WP_MISS__N; i++)
 		n += wp_format(meta + n, sizeof(meta) - n, "missed_%s=%llu\n", wp_miss_name(i),
 			       (unsigned long long)wp_stats.missed[i]);
@@ -177,8 +179,12 @@ static void write_waits(void)
 					 .a0 = e->key.a0, .a1 = e->key.a1, .a2 = e->key.a2,
 					 .aux = e->key.aux, .count = e->count,
 					 .weight_ns = e->weight_ns, .target_len = e->target_len };
-		record(WP_REC_WAIT, &r, sizeof(r), r.target_len);
+		uint32_t holder_stack = e->key.holder_stack; /* appended: format.h */
+		if (!e->count)
+			continue; /* all moved to the entry with the holder's stack */
+		record(WP_REC_WAIT, &r, sizeof(r), (uint64_t)r.target_len + sizeof(holder_stack));
 		put(e->target, r.target_len);
+		put(&holder_stack, sizeof(holder_stack));
 	}
 }
 

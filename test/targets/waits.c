@@ -9,6 +9,9 @@
  *   condwaiter  pthread_cond_wait(&big_cond, &cond_lock) until main signals it at the end
  *   sockreader  recv() on a TCP connection over loopback, written to at the end
  *   childwaiter waitpid() for a child process that sleeps until the end
+ *   writer      holds big_rwlock for writing while computing in compute_holding_rwlock()
+ *   rdwaiter-1,2 pthread_rwlock_rdlock(&big_rwlock), wrwaiter pthread_rwlock_wrlock: blocked
+ *               behind writer
  *
  * Usage: waits [SECONDS] (default 2). WP_TRUTH=FILE receives "tid.NAME N" per thread,
  * "pipe pipe:[INODE]" and "sock socket:[INODE]", the read ends' targets as /proc names them,
@@ -28,6 +31,7 @@
 
 pthread_mutex_t big_lock = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t big_cond = PTHREAD_COND_INITIALIZER;
+pthread_rwlock_t big_rwlock = PTHREAD_RWLOCK_INITIALIZER;
 static pthread_mutex_t cond_lock = PTHREAD_MUTEX_INITIALIZER;
 static int cond_go;
 static int pipefd[2];
@@ -35,6 +39,7 @@ static int sock_r, sock_w; /* the two ends of one loopback TCP connection */
 static pid_t child;
 static uint64_t deadline;
 static pthread_barrier_t locked; /* the holder has big_lock: the lockers may start */
+static pthread_barrier_t wlocked; /* the writer has big_rwlock: its waiters may start */
 static volatile uint64_t sink;
 
 struct thr {
@@ -57,6 +62,43 @@ static KEEP void compute_holding_lock(void)
 		for (int i = 0; i < 10000; i++)
 			x = x * 6364136223846793005ull + 1442695040888963407ull;
 	sink = x;
+}
+
+static KEEP void compute_holding_rwlock(void)
+{
+	uint64_t x = 3;
+	while (mono_ns() < deadline)
+		for (int i = 0; i < 10000; i++)
+			x = x * 2862933555777941757ull + 3037000493ull;
+	sink = x;
+}
+
+static void *writer_fn(void *arg)
+{
+	set_me(arg);
+	pthread_rwlock_wrlock(&big_rwlock);
+	pthread_barrier_wait(&wlocked);
+	compute_holding_rwlock();
+	pthread_rwlock_unlock(&big_rwlock);
+	return NULL;
+}
+
+static void *rdwaiter_fn(void *arg)
+{
+	set_me(arg);
+	pthread_barrier_wait(&wlocked);
+	pthread_rwlock_rdlock(&big_rwlock);
+	pthread_rwlock_unlock(&big_rwlock);
+	return NULL;
+}
+
+static void *wrwaiter_fn(void *arg)
+{
+	set_me(arg);
+	pthread_barrier_wait(&wlocked);
+	pthread_rwlock_wrlock(&big_rwlock);
+	pthread_rwlock_unlock(&big_rwlock);
+	return NULL;
 }
 
 static void *holder_fn(void *arg)
@@ -127,6 +169,8 @@ static struct thr thrs[] = {
 	{ "joinee", joinee_fn, 0, 0 },	   { "joiner", NULL, 0, 0 },
 	{ "condwaiter", NULL, 0, 0 },	   { "sockreader", sockreader_fn, 0, 0 },
 	{ "childwaiter", childwaiter_fn, 0, 0 },
+	{ "writer", writer_fn, 0, 0 },	   { "rdwaiter-1", rdwaiter_fn, 0, 0 },
+	{ "rdwaiter-2", rdwaiter_fn, 0, 0 }, { "wrwaiter", wrwaiter_fn, 0, 0 },
 };
 #define NTHR (sizeof(thrs) / sizeof(thrs[0]))
 
@@ -185,6 +229,7 @@ int main(int argc, char **argv)
 	}
 	truth("child %d", (int)child);
 	pthread_barrier_init(&locked, NULL, 4);
+	pthread_barrier_init(&wlocked, NULL, 4);
 	thrs[7].fn = joiner_fn;
 	thrs[8].fn = condwaiter_fn;
 	for (size_t i = 0; i < NTHR; i++)

@@ -612,8 +612,10 @@ static void keep_tree(struct wp_resolved *r)
 
 static void drop_waits(struct wp_resolved *r)
 {
-	for (size_t i = 0; i < r->nwaits; i++)
+	for (size_t i = 0; i < r->nwaits; i++) {
 		free((char *)r->waits[i].object);
+		free((void *)r->waits[i].holder_frames);
+	}
 	free(r->waits);
 	r->waits = NULL;
 	r->nwaits = 0;
@@ -640,6 +642,37 @@ static const char *data_name(struct wp_symbolizer *sym, struct data_name **memo,
 		HASH_ADD(hh, *memo, addr, sizeof(d->addr), d);
 	}
 	return name;
+}
+
+/* The frames of wait `w`'s holder stack (its STACK record, kept by the filter or not), root
+ * first, as keep_stack lays a kept stack's out; none when the record names none or another
+ * thread's stack than the holder's. */
+static void holder_frames(struct wp_resolved *r, uint32_t proc, const struct wp_wait *w,
+			  struct wp_rwait *out)
+{
+	const struct wp_stack *hs = w->holder_stack == WP_WAIT_NO_HOLDER_STACK ? NULL :
+		wp_profile_stack(r->procs[proc], w->holder_stack);
+	if (!hs || hs->tid != out->holder || !hs->nframes)
+		return;
+	uint32_t locs[WP_MAX_FRAMES], nl = 0, n = 0;
+	for (uint32_t j = 0; j < hs->nframes && j < WP_MAX_FRAMES; j++) {
+		uint32_t li = location(r, proc, hs->pcs[j], j == 0);
+		if (li != NO_LOC) {
+			locs[nl++] = li;
+			n += r->locs[li].n;
+		}
+	}
+	struct wp_rframe *f = malloc((n ? n : 1) * sizeof(*f));
+	if (!f)
+		oom();
+	uint32_t at = 0;
+	for (uint32_t j = nl; j-- > 0;) {
+		const struct wp_loc *l = &r->locs[locs[j]];
+		for (uint32_t k = l->n; k-- > 0;)
+			f[at++] = l->frames[k];
+	}
+	out->holder_frames = f;
+	out->holder_n = n;
 }
 
 /* Kind, object and holder of one WAIT record of kept stack `rs` of process `proc`, into
@@ -676,9 +709,13 @@ static void describe_wait(struct wp_resolved *r, uint32_t proc, struct data_name
 	if (!out->object)
 		oom();
 	out->holder = 0;
-	if (k == WP_WAIT_LOCK && w->aux && w->aux <= UINT32_MAX &&
-	    wp_profile_thread(p, (uint32_t)w->aux))
+	out->holder_frames = NULL;
+	out->holder_n = 0;
+	if ((k == WP_WAIT_LOCK || k == WP_WAIT_RWLOCK) && w->aux && w->aux <= UINT32_MAX &&
+	    wp_profile_thread(p, (uint32_t)w->aux)) {
 		out->holder = (uint32_t)w->aux;
+		holder_frames(r, proc, w, out);
+	}
 	out->count = w->count;
 	out->weight_ns = w->weight_ns;
 }

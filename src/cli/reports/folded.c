@@ -1,7 +1,8 @@
 /* Folded stacks, the format flamegraph.pl and speedscope read: "root;caller;leaf COUNT",
  * one distinct stack a line (stacks that symbolize alike are merged), sorted. With --waits,
  * a waiting sample's stack ends with "[wait KIND OBJECT]" and, for a lock whose holder is
- * known, "[held by NAME tid=N]" (docs/profile-format.md, "Waits"). */
+ * known, "[held by NAME tid=N]" and the holder's frames in the same tick, root first
+ * (docs/profile-format.md, "Waits"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,12 @@ static size_t put_wait(const struct wp_resolved *r, uint32_t proc, const struct 
 		n = put_name(buf, n, cap, t && t->name && *t->name ? t->name : "?");
 		snprintf(tid, sizeof(tid), " tid=%u]", w->holder);
 		n = put_name(buf, n, cap, tid);
+		/* the holder's stack in the same tick, root first, above its frame */
+		for (uint32_t j = 0; j < w->holder_n; j++) {
+			if (n + 1 < cap)
+				buf[n++] = ';';
+			n = put_name(buf, n, cap, r->funcs[w->holder_frames[j].func].name);
+		}
 	}
 	buf[n] = 0;
 	return n;

@@ -517,13 +517,23 @@ static void flat(struct text *t)
 #define WAIT_OBJECTS 20   /* objects listed */
 #define WAIT_NAMES 4      /* threads, holders named per object */
 
+/* A lock's holder as the text names it: its thread, and where its stack in the same tick was
+ * (the program function nearest the leaf, at its line). */
+struct holder_slot {
+	uint64_t key; /* process << 32 | tid, + 1; 0: free */
+	const struct wp_rframe *at; /* NULL: no holder stack; else its function's frame at the
+				     * line that brought the most samples (best) */
+	uint64_t n, best;
+};
+
 struct wait_obj {
 	UT_hash_handle hh;
 	enum wp_wait_kind kind;
 	const char *object;
 	uint64_t count, weight_ns;
-	uint64_t tids[WAIT_NAMES], holders[WAIT_NAMES]; /* process << 32 | tid, + 1 */
-	uint64_t tid_n[WAIT_NAMES], holder_n[WAIT_NAMES];
+	uint64_t tids[WAIT_NAMES]; /* process << 32 | tid, + 1 */
+	uint64_t tid_n[WAIT_NAMES];
+	struct holder_slot holders[WAIT_NAMES];
 	const char *funcs[WAIT_NAMES];
 	uint64_t func_n[WAIT_NAMES];
 	int more_funcs;
@@ -559,6 +569,66 @@ static void tally_func(struct wait_obj *w, const char *f, uint64_t n)
 			return;
 		}
 	w->more_funcs = 1;
+}
+
+/* The frame a holder stack is shown by: the program's function nearest the leaf, else the
+ * leaf; NULL when there is no stack. */
+static const struct wp_rframe *holder_at(const struct wp_resolved *r, const struct wp_rwait *rw)
+{
+	for (uint32_t j = rw->holder_n; j-- > 0;)
+		if (r->funcs[rw->holder_frames[j].func].kind == WP_KIND_PROGRAM)
+			return &rw->holder_frames[j];
+	return rw->holder_n ? &rw->holder_frames[rw->holder_n - 1] : NULL;
+}
+
+/* Counts `n` samples held by rw's holder (thread and place) in w's holder slots. */
+static void tally_holder(const struct wp_resolved *r, struct wait_obj *w, uint32_t proc,
+			 const struct wp_rwait *rw, uint64_t n)
+{
+	uint64_t key = ((uint64_t)proc << 32 | rw->holder) + 1;
+	const struct wp_rframe *at = holder_at(r, rw);
+	for (int i = 0; i < WAIT_NAMES; i++) {
+		struct holder_slot *h = &w->holders[i];
+		int same_at = h->at == at || (h->at && at && h->at->func == at->func);
+		if (!h->key || (h->key == key && same_at)) {
+			h->key = key;
+			if (!h->at || n > h->best) {
+				h->at = at;
+				h->best = n;
+			}
+			h->n += n;
+			return;
+		}
+	}
+	w->more_holders = 1;
+}
+
+/* "holder tid=12 97% in compute (main.c:40), ..." */
+static void put_holders(struct text *t, const struct wait_obj *w, char *buf, size_t cap)
+{
+	size_t at = 0;
+	buf[0] = 0;
+	for (int i = 0; i < WAIT_NAMES && w->holders[i].key && at < cap; i++) {
+		const struct holder_slot *h = &w->holders[i];
+		uint32_t proc = (uint32_t)((h->key - 1) >> 32), tid = (uint32_t)(h->key - 1);
+		const struct wp_thread *th = wp_resolved_thread_of(t->r, proc, tid);
+		at += (size_t)snprintf(buf + at, cap - at, "%s%s tid=%u %.0f%%", i ? ", " : "",
+				       th && th->name && *th->name ? th->name : "?", tid,
+				       wp_pct(h->n, w->count));
+		if (h->at && at < cap) {
+			const struct wp_func *f = &t->r->funcs[h->at->func];
+			const char *file = h->at->file ? h->at->file : f->file;
+			int line = h->at->file ? h->at->line : f->line;
+			const char *base = file ? strrchr(file, '/') : NULL;
+			if (file && line > 0)
+				at += (size_t)snprintf(buf + at, cap - at, " in %s (%s:%d)", f->name,
+						       base ? base + 1 : file, line);
+			else
+				at += (size_t)snprintf(buf + at, cap - at, " in %s", f->name);
+		}
+	}
+	if (w->more_holders && at < cap)
+		snprintf(buf + at, cap - at, ", ...");
 }
 
 static int by_wait_count(struct wait_obj *a, struct wait_obj *b)
@@ -613,8 +683,7 @@ static void waits(struct text *t)
 			tally_func(w, rw->waiter, rw->count);
 			if (rw->holder) {
 				w->holder_known += rw->count;
-				tally_tid(w->holders, w->holder_n, &w->more_holders, s->proc,
-					  rw->holder, rw->count);
+				tally_holder(r, w, s->proc, rw, rw->count);
 			}
 			per_kind[rw->kind] += rw->count;
 			kind_ns[rw->kind] += rw->weight_ns;
@@ -650,8 +719,7 @@ static void waits(struct text *t)
 			if (*b2)
 				fprintf(t->out, "  %30s  in: %s\n", "", b2);
 			if (w->holder_known) {
-				put_tids(t, w->holders, w->holder_n, w->more_holders, w->count, b2,
-					 sizeof(b2));
+				put_holders(t, w, b2, sizeof(b2));
 				fprintf(t->out, "  %30s  held by: %s\n", "", b2);
 			}
 		}

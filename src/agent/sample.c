@@ -172,8 +172,11 @@ static uint32_t units_of(uint64_t weight_ns)
 
 static void miss(enum wp_miss why)
 {
-	if (holder_only)
-		return; /* a holder's extra look is no sample of the program: nothing missed */
+	if (holder_only) {
+		/* a holder's extra look is no sample of the program: nothing it missed */
+		wp_locks_count_holder_missed();
+		return;
+	}
 	wp_stats.missed[why]++;
 }
 
@@ -599,8 +602,10 @@ void wp_sample_holders(struct wp_athread **ts, size_t n, uint64_t now)
 			continue;
 		}
 		/* not on a CPU: a /proc look, paid from the first looks' ration */
-		if (!first_look_allowed(now))
+		if (!first_look_allowed(now)) {
+			wp_locks_count_holder_missed();
 			continue;
+		}
 		uint64_t c0 = wp_self_cpu_ns();
 		int done = sample_blocked(t, cpu, 0, now);
 		first_look_tokens -= (int64_t)(wp_self_cpu_ns() - c0);

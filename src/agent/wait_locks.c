@@ -21,7 +21,7 @@ struct pending {
 
 static struct pending pending[PENDING_MAX];
 static size_t npending;
-static uint64_t seq, holder_samples;
+static uint64_t seq, holder_samples, holder_missed;
 
 void wp_locks_tick_begin(void)
 {
@@ -93,8 +93,18 @@ void wp_locks_count_holder_sample(void)
 	holder_samples++;
 }
 
+uint64_t wp_locks_holder_missed(void)
+{
+	return holder_missed;
+}
+
+void wp_locks_count_holder_missed(void)
+{
+	holder_missed++;
+}
+
 void wp_locks_reset(void)
 {
 	npending = 0;
-	holder_samples = 0;
+	holder_samples = holder_missed = 0;
 }

@@ -46,6 +46,9 @@ void wp_locks_settle(uint64_t now);
 /* Holder samples taken (for META holder_samples). */
 uint64_t wp_locks_holder_samples(void);
 void wp_locks_count_holder_sample(void);
+/* Holders looked at but not sampled (no answer, exited...; META holder_missed). */
+uint64_t wp_locks_holder_missed(void);
+void wp_locks_count_holder_missed(void);
 /* Forgets everything (a fork child). */
 void wp_locks_reset(void);
 

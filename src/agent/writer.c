@@ -96,7 +96,7 @@ static size_t build_meta(const char *extra)
 		       "unsignalled=%llu\n"
 		       "truncated=%llu\nstacks=%llu\nthreads_seen=%llu\nagent_bytes=%llu\n"
 		       "unwind_table_bytes=%llu\ntimeline_truncated=%d\nstray_signals=%llu\n"
-		       "waits=%llu\nwaits_lost=%llu\nholder_samples=%llu\n",
+		       "waits=%llu\nwaits_lost=%llu\nholder_samples=%llu\nholder_missed=%llu\n",
 		       (unsigned long long)wp_stats.ticks, (unsigned long long)wp_stats.ticks_late,
 		       (unsigned long long)wp_stats.samples, (unsigned long long)wp_stats.signalled,
 		       (unsigned long long)wp_stats.reused, (unsigned long long)wp_stats.unsignalled,
@@ -106,7 +106,8 @@ static size_t build_meta(const char *extra)
 		       (unsigned long long)wp_modules_copied_bytes(), wp_stacks_timeline_truncated(),
 		       (unsigned long long)wp_handshake_stray(),
 		       (unsigned long long)wp_waits_count(), (unsigned long long)wp_stats.waits_lost,
-		       (unsigned long long)wp_locks_holder_samples());
+		       (unsigned long long)wp_locks_holder_samples(),
+		       (unsigned long long)wp_locks_holder_missed());
 	for (int i = 0; i < WP_MISS__N; i++)
 		n += wp_format(meta + n, sizeof(meta) - n, "missed_%s=%llu\n", wp_miss_name(i),
 			       (unsigned long long)wp_stats.missed[i]);

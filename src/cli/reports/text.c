@@ -603,11 +603,17 @@ static void tally_holder(const struct wp_resolved *r, struct wait_obj *w, uint32
 	w->more_holders = 1;
 }
 
-/* "holder tid=12 97% in compute (main.c:40), ..." */
-static void put_holders(struct text *t, const struct wait_obj *w, char *buf, size_t cap)
+/* "holder tid=12 97% in compute (main.c:40), ...", most samples first */
+static void put_holders(struct text *t, struct wait_obj *w, char *buf, size_t cap)
 {
 	size_t at = 0;
 	buf[0] = 0;
+	for (int i = 1; i < WAIT_NAMES; i++) /* insertion sort of 4 slots, by count */
+		for (int j = i; j > 0 && w->holders[j].n > w->holders[j - 1].n; j--) {
+			struct holder_slot tmp = w->holders[j];
+			w->holders[j] = w->holders[j - 1];
+			w->holders[j - 1] = tmp;
+		}
 	for (int i = 0; i < WAIT_NAMES && w->holders[i].key && at < cap; i++) {
 		const struct holder_slot *h = &w->holders[i];
 		uint32_t proc = (uint32_t)((h->key - 1) >> 32), tid = (uint32_t)(h->key - 1);

@@ -50,6 +50,7 @@ static const char usage_text[] =
 "  --per-thread         per-thread roots ([name tid=N]) in folded and svg output\n"
 "  --waits              folded output: a waiting sample's stack ends with what it waited\n"
 "                       in, [wait KIND OBJECT], and for a lock [held by NAME tid=N]\n"
+"                       then the holder's frames in the same tick, root first\n"
 "  --thread=NAME|TID    only this thread's samples\n"
 "  --process=PID|NAME   only this process's samples (every image it ran; not its children)\n"
 "  --process-tree=PID|NAME  the same with every process it started, at any depth\n"

@@ -142,6 +142,16 @@ def main(t):
 
     check_holders(t, prof, tid, raw, "all threads a tick")
 
+    # --thread keeps the waiter's samples only; the holder's stack still shows under its waits
+    one = wp.wallprof(["--report", prof, "--format=folded", "--waits", "--thread=locker-1"])
+    held = "[held by holder tid=%d]" % tid["holder"]
+    t.check(one.returncode == 0 and any(
+        held in fr and "compute_holding_lock" in fr[fr.index(held) + 1:]
+        for fr in wp.parse_folded(one.stdout)) and not any(
+        "holder_fn" in fr and held not in fr for fr in wp.parse_folded(one.stdout)),
+            "--thread=locker-1: the holder's stack shows after [held by], the holder's own "
+            "samples do not", one.stdout[:2000])
+
     # 3 threads a tick: the holder is mostly outside the random subset, and added for its
     # waiters (after their owner reads)
     prof3 = wp.tmp_path("waits3.prof")

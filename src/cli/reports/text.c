@@ -517,12 +517,12 @@ static void flat(struct text *t)
 #define WAIT_OBJECTS 20   /* objects listed */
 #define WAIT_NAMES 4      /* threads, holders named per object */
 
-/* A lock's holder as the text names it: its thread, and where its stack in the same tick was
- * (the program function nearest the leaf, at its line). */
+/* A lock's holder as the text names it: its thread, and where its stack in the same tick
+ * was (the program function nearest the leaf, at its line) in its largest share. */
 struct holder_slot {
 	uint64_t key; /* process << 32 | tid, + 1; 0: free */
-	const struct wp_rframe *at; /* NULL: no holder stack; else its function's frame at the
-				     * line that brought the most samples (best) */
+	const struct wp_rframe *at; /* NULL: no holder stack known; else the frame of the wait
+				     * record that brought the most samples (best) */
 	uint64_t n, best;
 };
 
@@ -589,10 +589,9 @@ static void tally_holder(const struct wp_resolved *r, struct wait_obj *w, uint32
 	const struct wp_rframe *at = holder_at(r, rw);
 	for (int i = 0; i < WAIT_NAMES; i++) {
 		struct holder_slot *h = &w->holders[i];
-		int same_at = h->at == at || (h->at && at && h->at->func == at->func);
-		if (!h->key || (h->key == key && same_at)) {
+		if (!h->key || h->key == key) {
 			h->key = key;
-			if (!h->at || n > h->best) {
+			if (at && (!h->at || n > h->best)) {
 				h->at = at;
 				h->best = n;
 			}

@@ -287,7 +287,12 @@ struct wp_wait_entry *wp_waits_all(void)
 
 uint64_t wp_waits_count(void)
 {
-	return HASH_COUNT(table);
+	/* the records written: an entry whose samples all moved to the entry with the holder's
+	 * stack (wp_waits_set_holder) is not */
+	uint64_t n = 0;
+	for (struct wp_wait_entry *e = table; e; e = e->hh.next)
+		n += e->count != 0;
+	return n;
 }
 
 uint64_t wp_waits_bytes(void)

@@ -188,13 +188,13 @@ static size_t copy_len_for(const struct wp_athread *t, uintptr_t sp)
 }
 
 /* A lock holder's stack (pcs[0..n)), interned without counting (wait_locks.h). */
-static struct wp_stack_entry *record_holder(struct wp_athread *t, uint32_t flags)
+static struct wp_stack_entry *record_holder(struct wp_athread *t, uint32_t flags, int64_t cpu_ns)
 {
 	struct wp_stack_entry *e = wp_stacks_intern(t, pcs, last_nframes, flags);
 	if (!e)
 		return NULL;
 	wp_locks_count_holder_sample();
-	wp_locks_sampled(t, e->id);
+	wp_locks_sampled(t, e->id, cpu_ns);
 	if (!t->name_reads) { /* a holder never sampled otherwise is named all the same */
 		t->name_reads = 1;
 		wp_threads_reread_name(t);
@@ -205,7 +205,8 @@ static struct wp_stack_entry *record_holder(struct wp_athread *t, uint32_t flags
 /* Unwinds a copied thread state (after the thread runs again) and counts the stack. Returns
  * its entry, NULL when lost. */
 static struct wp_stack_entry *record_copy(struct wp_athread *t, const greg_t *gregs, const uint8_t *stack,
-			size_t stack_len, uint32_t flags, uint64_t weight_ns, uint64_t now)
+			size_t stack_len, uint32_t flags, uint64_t weight_ns, uint64_t now,
+			int64_t cpu_ns)
 {
 	struct wp_unwind_input in = { gregs, (uintptr_t)gregs[REG_RSP], stack, stack_len };
 	struct wp_unwind_result res;
@@ -221,7 +222,7 @@ static struct wp_stack_entry *record_copy(struct wp_athread *t, const greg_t *gr
 		t->stack_top = res.max_sp;
 	}
 	if (holder_only)
-		return record_holder(t, flags);
+		return record_holder(t, flags, cpu_ns);
 	t->last_wait = NULL; /* sample_blocked sets it for a sample blocked in a call */
 	struct wp_stack_entry *e = wp_stacks_add(t, pcs, res.n, flags, units_of(weight_ns),
 						 weight_ns, (now - start_ns) / 1000);
@@ -230,6 +231,7 @@ static struct wp_stack_entry *record_copy(struct wp_athread *t, const greg_t *gr
 		return NULL;
 	}
 	wp_stats.samples++;
+	wp_locks_sampled(t, e->id, cpu_ns);
 	/* Its name, read when first sampled (not when listed: 10,000 idle threads would cost
 	 * 10,000 reads up front) and again later, as threads often name themselves once started. */
 	static const uint64_t reread_at[] = { 1, 16, 256 };
@@ -292,6 +294,10 @@ static void missed_answer(struct wp_athread *t, uint64_t weight_ns, uint64_t now
 		 * anyone can tell: count that stack rather than drop the interval (wall mode),
 		 * and try again next tick. */
 		miss(WP_MISS_TIMEOUT);
+		/* As a lock's holder, that stack counts only if its clock has not moved since
+		 * (wait_locks.h: never a stack from before its waiter's owner read). */
+		if (wp_locks_unmoved(t, wp_thread_cpu_ns(t->tid)) && holder_only)
+			wp_locks_count_holder_sample();
 		if (cfg.mode == WP_MODE_WALL && t->last_stack && !holder_only) {
 			t->last_wait = NULL; /* runnable, not blocked in a call */
 			wp_stacks_again(t, t->last_stack, units_of(weight_ns), weight_ns,
@@ -337,7 +343,7 @@ static void finish_job(struct job *j, const struct wp_hs_request *r, uint64_t no
 	uint8_t code[4];
 	int have_code = may_be_syscall(j->gregs) && read_code((uintptr_t)j->gregs[REG_RIP], code);
 	uint32_t flags = was_in_syscall(j->gregs, code, have_code) ? WP_STACK_WAITING : 0;
-	record_copy(t, j->gregs, j->stack, stack_len, flags, j->weight_ns, now);
+	record_copy(t, j->gregs, j->stack, stack_len, flags, j->weight_ns, now, r->cpu_ns);
 }
 
 /* Signals the queued threads all at once (handshake.c serves them as they answer), then
@@ -481,12 +487,13 @@ static int sample_blocked(struct wp_athread *t, int64_t cpu_before, uint64_t wei
 			 * frames above its first rbp-based frame (recorded, flagged truncated). */
 			if (holder_only) {
 				record_copy(t, gregs, stack_bufs[0], (size_t)got, WP_STACK_WAITING,
-					    weight_ns, now);
+					    weight_ns, now, cpu_after);
 				return 1;
 			}
 			wp_stats.unsignalled++;
 			struct wp_stack_entry *e = record_copy(t, gregs, stack_bufs[0], (size_t)got,
-							       WP_STACK_WAITING, weight_ns, now);
+							       WP_STACK_WAITING, weight_ns, now,
+							       cpu_after);
 			if (e && br.nr >= 0)
 				note_wait(t, e, &br, weight_ns, now);
 			return 1;
@@ -527,12 +534,18 @@ static int sample_unmoved(struct wp_athread *t, uint64_t weight_ns, uint64_t now
 		t->last_wait = NULL; /* preempted, not blocked in a call */
 	if (last->flags & WP_STACK_WAITING) {
 		wp_stacks_again(t, last, units_of(weight_ns), weight_ns, rel_us);
+		wp_locks_sampled(t, last->id, cpu); /* exact: it has not run since */
 		/* still blocked in the same call: the same wait (its owner read again) */
 		wp_waits_again(t, units_of(weight_ns), weight_ns);
-	} else if (!wp_stacks_add(t, last->pcs, last->nframes, last->flags | WP_STACK_WAITING,
-				  units_of(weight_ns), weight_ns, rel_us)) {
-		miss(WP_MISS_MEMORY);
-		return 1;
+	} else {
+		struct wp_stack_entry *e = wp_stacks_add(t, last->pcs, last->nframes,
+							 last->flags | WP_STACK_WAITING,
+							 units_of(weight_ns), weight_ns, rel_us);
+		if (!e) {
+			miss(WP_MISS_MEMORY);
+			return 1;
+		}
+		wp_locks_sampled(t, e->id, cpu);
 	}
 	wp_stats.samples++;
 	wp_stats.reused++;
@@ -591,10 +604,9 @@ void wp_sample_holders(struct wp_athread **ts, size_t n, uint64_t now)
 		int64_t cpu = wp_thread_cpu_ns(t->tid);
 		if (cpu < 0)
 			continue;
-		if (t->last_stack && cpu == t->last_cpu_ns) {
+		if (wp_locks_unmoved(t, cpu)) {
 			/* it has not run since its last sample: that stack is where it is */
 			wp_locks_count_holder_sample();
-			wp_locks_sampled(t, t->last_stack->id);
 			continue;
 		}
 		if (wp_thread_cpu_ns(t->tid) > cpu) {

@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "../common/format.h"
-#include "wait_locks.h"
 
 static struct wp_stack_entry *table;
 static uint32_t next_id;
@@ -58,7 +57,6 @@ static void count(struct wp_athread *t, struct wp_stack_entry *e, uint32_t units
 	else
 		t->running += units;
 	t->last_stack = e;
-	wp_locks_sampled(t, e->id);
 	timeline_add(t, e->id, rel_us);
 }
 

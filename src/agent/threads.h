@@ -39,6 +39,7 @@ struct wp_athread {
 	/* wait_locks.c: when its latest sample was recorded (a sequence number) and its stack */
 	uint64_t lock_seq;
 	uint32_t lock_stack;
+	int64_t lock_cpu_ns; /* its CPU clock at that sample (-1: unknown) */
 	/* cpu mode: the clock at the last poll and CPU time not yet paid out in samples */
 	int64_t poll_cpu_ns;
 	uint64_t credit_ns;

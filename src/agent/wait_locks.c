@@ -28,10 +28,19 @@ void wp_locks_tick_begin(void)
 	npending = 0;
 }
 
-void wp_locks_sampled(struct wp_athread *t, uint32_t stack_id)
+void wp_locks_sampled(struct wp_athread *t, uint32_t stack_id, int64_t cpu_ns)
 {
 	t->lock_seq = ++seq;
 	t->lock_stack = stack_id;
+	t->lock_cpu_ns = cpu_ns;
+}
+
+int wp_locks_unmoved(struct wp_athread *t, int64_t cpu_ns)
+{
+	if (!t->lock_seq || t->lock_cpu_ns < 0 || cpu_ns != t->lock_cpu_ns)
+		return 0;
+	t->lock_seq = ++seq;
+	return 1;
 }
 
 void wp_locks_owner_read(struct wp_athread *t, struct wp_wait_entry *e, pid_t owner,

@@ -8,8 +8,11 @@
  * and the waiting sample's wait is moved to the entry that carries the holder's stack id.
  *
  * Order: a holder's stack is used only when it was taken AFTER the owner read (a sequence
- * number per recorded sample and per owner read), so it shows what the holder did while it
- * held the lock, not just before it took it.
+ * number per fresh sample and per owner read), or when the holder's CPU clock has not moved
+ * since it was taken (it has not run: the stack is where it still is), so it shows what the
+ * holder did while it held the lock, not just before it took it. The stack counted for a
+ * thread that did not answer in time (sample.c's missed_answer: its last one, a guess) is
+ * never used as a holder's unless that clock says so.
  *
  * Bound: at most WP_LOCKS_HOLDERS_PER_TICK extra threads per tick (one handshake batch), so a
  * contended tick costs at most one more batch; beyond that, that tick's other waits keep
@@ -34,8 +37,13 @@ struct wp_wait_entry;
 
 /* A new tick: forget the last one's pending waits. */
 void wp_locks_tick_begin(void);
-/* A sample of `t` was recorded with stack `stack_id` (any sample: counted or a holder's). */
-void wp_locks_sampled(struct wp_athread *t, uint32_t stack_id);
+/* A fresh sample of `t` was recorded with stack `stack_id` (counted or a holder's; not a
+ * stack guessed for a thread that did not answer), `cpu_ns` its CPU clock then (-1:
+ * unknown). */
+void wp_locks_sampled(struct wp_athread *t, uint32_t stack_id, int64_t cpu_ns);
+/* Whether `t`'s CPU clock `cpu_ns` (read just now) says it has not run since its latest
+ * sample, whose stack is then where it is: that stack is reported sampled again now. */
+int wp_locks_unmoved(struct wp_athread *t, int64_t cpu_ns);
 /* `units` samples of waiter `t` were just counted in `e`, whose lock `owner` holds (read just
  * now, after the waiter's sample). */
 void wp_locks_owner_read(struct wp_athread *t, struct wp_wait_entry *e, pid_t owner,

@@ -11,7 +11,9 @@ the socket's inodes and the child's pid.
 Wall mode, `--format=folded --per-thread --waits`: of each thread's waiting samples (its
 THREAD record), >= 90% end with the right [wait KIND OBJECT] frame; of the lockers' lock
 samples, >= 90% name the real holder ([held by holder tid=N]) with its stack from the same
-tick after it, root first, holding compute_holding_lock(). The same for big_rwlock, held for
+tick after it, root first, holding compute_holding_lock(); the same for nap_lock, held by
+napper while it sleeps in sleep_holding_lock() (a holder blocked in the kernel: sampled from
+/proc, or its last stack when it has not run since). The same for big_rwlock, held for
 writing by writer in compute_holding_rwlock() while two readers and a writer wait
 ([wait rwlock big_rwlock];[held by writer tid=N];...). The same again with 3 threads a tick
 (WALLPROF_THREADS=3), where the holder is mostly not in the tick's subset and is added to the
@@ -58,7 +60,9 @@ def check_holders(t, prof, tid, raw, label, share=SHARE):
     cases = (("[wait lock big_lock]", "holder", "compute_holding_lock",
               ("locker-1", "locker-2", "locker-3")),
              ("[wait rwlock big_rwlock]", "writer", "compute_holding_rwlock",
-              ("rdwaiter-1", "rdwaiter-2", "wrwaiter")))
+              ("rdwaiter-1", "rdwaiter-2", "wrwaiter")),
+             # a holder blocked in the kernel (nanosleep) while it holds the lock
+             ("[wait lock nap_lock]", "napper", "sleep_holding_lock", ("naplocker",)))
     for frame, holder, fn, waiters in cases:
         plain = wait_counts(rep.stdout)
         with_fn = wait_counts(rep.stdout, fn)

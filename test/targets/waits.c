@@ -12,6 +12,9 @@
  *   writer      holds big_rwlock for writing while computing in compute_holding_rwlock()
  *   rdwaiter-1,2 pthread_rwlock_rdlock(&big_rwlock), wrwaiter pthread_rwlock_wrlock: blocked
  *               behind writer
+ *   napper      holds nap_lock while sleeping in sleep_holding_lock() (nanosleep 5 ms in a
+ *               loop: a holder blocked in the kernel, sampled from /proc or its last stack)
+ *   naplocker   pthread_mutex_lock(&nap_lock): blocked behind napper
  *
  * Usage: waits [SECONDS] (default 2). WP_TRUTH=FILE receives "tid.NAME N" per thread,
  * "pipe pipe:[INODE]" and "sock socket:[INODE]", the read ends' targets as /proc names them,
@@ -32,6 +35,7 @@
 pthread_mutex_t big_lock = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t big_cond = PTHREAD_COND_INITIALIZER;
 pthread_rwlock_t big_rwlock = PTHREAD_RWLOCK_INITIALIZER;
+pthread_mutex_t nap_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t cond_lock = PTHREAD_MUTEX_INITIALIZER;
 static int cond_go;
 static int pipefd[2];
@@ -40,6 +44,7 @@ static pid_t child;
 static uint64_t deadline;
 static pthread_barrier_t locked; /* the holder has big_lock: the lockers may start */
 static pthread_barrier_t wlocked; /* the writer has big_rwlock: its waiters may start */
+static pthread_barrier_t nlocked; /* the napper has nap_lock: its waiter may start */
 static volatile uint64_t sink;
 
 struct thr {
@@ -98,6 +103,31 @@ static void *wrwaiter_fn(void *arg)
 	pthread_barrier_wait(&wlocked);
 	pthread_rwlock_wrlock(&big_rwlock);
 	pthread_rwlock_unlock(&big_rwlock);
+	return NULL;
+}
+
+static KEEP void sleep_holding_lock(void)
+{
+	while (mono_ns() < deadline)
+		sleep_ns(5 * 1000000ull);
+}
+
+static void *napper_fn(void *arg)
+{
+	set_me(arg);
+	pthread_mutex_lock(&nap_lock);
+	pthread_barrier_wait(&nlocked);
+	sleep_holding_lock();
+	pthread_mutex_unlock(&nap_lock);
+	return NULL;
+}
+
+static void *naplocker_fn(void *arg)
+{
+	set_me(arg);
+	pthread_barrier_wait(&nlocked);
+	pthread_mutex_lock(&nap_lock);
+	pthread_mutex_unlock(&nap_lock);
 	return NULL;
 }
 
@@ -171,6 +201,7 @@ static struct thr thrs[] = {
 	{ "childwaiter", childwaiter_fn, 0, 0 },
 	{ "writer", writer_fn, 0, 0 },	   { "rdwaiter-1", rdwaiter_fn, 0, 0 },
 	{ "rdwaiter-2", rdwaiter_fn, 0, 0 }, { "wrwaiter", wrwaiter_fn, 0, 0 },
+	{ "napper", napper_fn, 0, 0 },	   { "naplocker", naplocker_fn, 0, 0 },
 };
 #define NTHR (sizeof(thrs) / sizeof(thrs[0]))
 
@@ -230,6 +261,7 @@ int main(int argc, char **argv)
 	truth("child %d", (int)child);
 	pthread_barrier_init(&locked, NULL, 4);
 	pthread_barrier_init(&wlocked, NULL, 4);
+	pthread_barrier_init(&nlocked, NULL, 2);
 	thrs[7].fn = joiner_fn;
 	thrs[8].fn = condwaiter_fn;
 	for (size_t i = 0; i < NTHR; i++)

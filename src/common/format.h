@@ -105,9 +105,9 @@ _Static_assert(sizeof(struct wp_rec_timeline) == 16, "TIMELINE's fixed fields ar
  *   anything else:       only nr.
  * A futex expecting 3 (1 | PTHREAD_RWLOCK_FUTEX_USED, a glibc rwlock's write phase): aux the
  * writer's TID (__cur_writer, read as waits.c explains), 0 when none.
- * After the target, since 0.3: a u32 holder_stack, the id of the STACK record of the holder
- * (the thread `aux` names) sampled in the same tick after `aux` was read, or
- * WP_WAIT_NO_HOLDER_STACK. Older files end at the target (read as no holder stack); older
+ * After the target (appended after WAIT's first version): a u32 holder_stack, the id of the
+ * STACK record of the holder (the thread `aux` names) sampled in the same tick after `aux`
+ * was read, or WP_WAIT_NO_HOLDER_STACK. Older files end at the target (read as no holder stack); older
  * readers ignore the 4 bytes. Its STACK record may have count 0 (sampled only as a holder).
  * A stack's WAIT records' counts add up to at most its count (samples taken otherwise, e.g.
  * signalled inside a call, carry none). */

@@ -414,7 +414,7 @@ static int parse_wait(struct parser *ps, size_t off, const struct wp_rec_wait *r
 			    len, n);
 	w->target = text_copy(ps, "wait of stack", w->stack_id, off, "target", pl + sizeof(*r),
 			      len);
-	/* since 0.3, after the target: the holder's stack id (checked once every STACK is in) */
+	/* appended after WAIT's first version, after the target: the holder's stack id (checked once every STACK is in) */
 	w->holder_stack = WP_WAIT_NO_HOLDER_STACK;
 	if (n - sizeof(*r) - len >= 4)
 		w->holder_stack = rd32(pl + sizeof(*r) + len);

@@ -191,7 +191,7 @@ def read(path):
         elif rtype == REC_WAIT:
             tl = f["target_len"]
             f["target"] = _text(rest[:tl])
-            # since 0.3: the holder's stack id after the target (absent in older files)
+            # appended after WAIT's first version: the holder's stack id after the target (absent in older files)
             f["holder_stack"] = (struct.unpack_from("<I", rest, tl)[0] if len(rest) >= tl + 4
                                  else WAIT_NO_HOLDER_STACK)
             p.waits.append(f)

@@ -195,7 +195,7 @@ static inline void rec_wait(struct buf *b, uint32_t stack_id, uint32_t nr, uint6
 	rec_end(b, r);
 }
 
-/* A WAIT record of 0.3: the holder's stack id after the target. */
+/* A WAIT record with holder_stack (appended after its first version): the holder's stack id after the target. */
 static inline void rec_wait_holder(struct buf *b, uint32_t stack_id, uint64_t a0, uint64_t aux,
 				   uint64_t count, uint32_t holder_stack)
 {

@@ -450,14 +450,14 @@ static void test_waits(void)
 		CHECK_STR(p->waits[0].target, "pipe:[1234]");
 		CHECK_EQ_U(p->waits[1].nr, 202);
 		CHECK_STR(p->waits[1].target, "");
-		/* files of 0.2 end at the target: no holder stack */
+		/* WAIT records of the first version end at the target: no holder stack */
 		CHECK_EQ_U(p->waits[0].holder_stack, WP_WAIT_NO_HOLDER_STACK);
 		CHECK_EQ_U(p->waits[1].holder_stack, WP_WAIT_NO_HOLDER_STACK);
 		wp_profile_free(p);
 	}
 	buf_free(&b);
 
-	/* 0.3: the holder's stack after the target; a holder stack may have count 0 */
+	/* appended to WAIT later: the holder's stack after the target; a holder stack may have count 0 */
 	static const uint64_t hpcs[] = { 0x2000, 0x2100 };
 	header(&b, WP_FORMAT_VERSION);
 	rec_thread(&b, 10, 0, 3, 0, 3, 0, 1, "t");

@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@
 #include "threads.h"
 #include "unwind.h"
 #include "waits.h"
+#include "cpuwait.h"
 
 /* Stack bytes copied while a thread is held. A thread whose root we have reached before gets
  * exactly what it needs plus a little slack (its outermost frames, thread start, are the same
@@ -165,6 +167,9 @@ static uint32_t units_of(uint64_t weight_ns)
 	return u < 1 ? 1 : u > 100000 ? 100000 : (uint32_t)u;
 }
 
+static void note_runnable(struct wp_athread *t, struct wp_stack_entry *e, uint64_t weight_ns,
+			  int unmoved, uint64_t now);
+
 static void miss(enum wp_miss why)
 {
 	wp_stats.missed[why]++;
@@ -195,6 +200,8 @@ static struct wp_stack_entry *record_copy(struct wp_athread *t, const greg_t *gr
 		t->stack_top = res.max_sp;
 	}
 	t->last_wait = NULL; /* sample_blocked sets it for a sample blocked in a call */
+	t->cw_runnable = 0;   /* note_runnable sets it for a sample in state R */
+	wp_cpuwait_not_disk(t); /* note_disk sets it for a sample in state D */
 	struct wp_stack_entry *e = wp_stacks_add(t, pcs, res.n, flags, units_of(weight_ns),
 						 weight_ns, (now - start_ns) / 1000);
 	if (!e) {
@@ -268,6 +275,8 @@ static void missed_answer(struct wp_athread *t, uint64_t weight_ns, uint64_t now
 			t->last_wait = NULL; /* runnable, not blocked in a call */
 			wp_stacks_again(t, t->last_stack, units_of(weight_ns), weight_ns,
 					(now - start_ns) / 1000);
+			/* queued since the signal was sent, at least */
+			note_runnable(t, t->last_stack, weight_ns, 1, now);
 			wp_stats.samples++;
 			wp_stats.reused++;
 		}
@@ -308,7 +317,10 @@ static void finish_job(struct job *j, const struct wp_hs_request *r, uint64_t no
 	uint8_t code[4];
 	int have_code = may_be_syscall(j->gregs) && read_code((uintptr_t)j->gregs[REG_RIP], code);
 	uint32_t flags = was_in_syscall(j->gregs, code, have_code) ? WP_STACK_WAITING : 0;
-	record_copy(t, j->gregs, j->stack, stack_len, flags, j->weight_ns, now);
+	struct wp_stack_entry *e = record_copy(t, j->gregs, j->stack, stack_len, flags,
+					       j->weight_ns, now);
+	if (e && !flags)
+		note_runnable(t, e, j->weight_ns, 0, now); /* running, or runnable: state R */
 }
 
 /* Signals the queued threads all at once (handshake.c serves them as they answer), then
@@ -396,6 +408,8 @@ static int read_blocked_regs(pid_t tid, struct blocked_regs *r)
 
 static int first_look_allowed(uint64_t now);
 static int64_t first_look_tokens;
+static void note_disk(struct wp_athread *t, struct wp_stack_entry *e,
+		      const struct blocked_regs *br, uint64_t weight_ns, uint64_t now);
 
 /* Counts what a sample blocked in a call waits in (waits.h). A descriptor's first look at its
  * target reads /proc: rationed with the threads' first looks, and paid from the same ration. */
@@ -455,6 +469,8 @@ static int sample_blocked(struct wp_athread *t, int64_t cpu_before, uint64_t wei
 							       WP_STACK_WAITING, weight_ns, now);
 			if (e && br.nr >= 0)
 				note_wait(t, e, &br, weight_ns, now);
+			if (e)
+				note_disk(t, e, &br, weight_ns, now);
 			return 1;
 		}
 		cpu_before = cpu_after; /* it woke up meanwhile: look again */
@@ -491,14 +507,25 @@ static int sample_unmoved(struct wp_athread *t, uint64_t weight_ns, uint64_t now
 	uint64_t rel_us = (now - start_ns) / 1000;
 	if (!(last->flags & WP_STACK_WAITING))
 		t->last_wait = NULL; /* preempted, not blocked in a call */
-	if (last->flags & WP_STACK_WAITING) {
+	if (last->flags & WP_STACK_WAITING && t->cw_runnable) {
+		/* preempted at its last look too: still waiting for a CPU */
+		wp_stacks_again(t, last, units_of(weight_ns), weight_ns, rel_us);
+		note_runnable(t, last, weight_ns, 1, now);
+	} else if (last->flags & WP_STACK_WAITING) {
 		wp_stacks_again(t, last, units_of(weight_ns), weight_ns, rel_us);
 		/* still blocked in the same call: the same wait (its owner read again) */
 		wp_waits_again(t, units_of(weight_ns), weight_ns);
-	} else if (!wp_stacks_add(t, last->pcs, last->nframes, last->flags | WP_STACK_WAITING,
-				  units_of(weight_ns), weight_ns, rel_us)) {
-		miss(WP_MISS_MEMORY);
-		return 1;
+		wp_cpuwait_again(t, units_of(weight_ns), weight_ns);
+	} else {
+		struct wp_stack_entry *e = wp_stacks_add(t, last->pcs, last->nframes,
+							 last->flags | WP_STACK_WAITING,
+							 units_of(weight_ns), weight_ns, rel_us);
+		if (!e) {
+			miss(WP_MISS_MEMORY);
+			return 1;
+		}
+		/* preempted, not blocked in a call: it waited for a CPU since its last sample */
+		note_runnable(t, e, weight_ns, 1, now);
 	}
 	wp_stats.samples++;
 	wp_stats.reused++;
@@ -516,18 +543,89 @@ static int sample_unmoved(struct wp_athread *t, uint64_t weight_ns, uint64_t now
 #define FIRST_LOOK_BURST_NS (50 * 1000000ll)
 static int64_t first_look_tokens = FIRST_LOOK_BURST_NS;
 static uint64_t first_look_refilled;
+/* The reads of cpuwait.h (schedstat of running threads, the state of blocked ones) have a
+ * ration of the same shape, their own so that they never delay a first look. */
+static int64_t state_look_tokens = FIRST_LOOK_BURST_NS;
+static uint64_t state_look_refilled;
 
-static int first_look_allowed(uint64_t now)
+/* Whether a ration (tokens: the sampler's CPU ns it may still spend, refilled at 1% of the
+ * time since `*refilled`) allows a /proc read now. The caller charges what the read cost. */
+static int ration_allows(int64_t *tokens, uint64_t *refilled, uint64_t now)
 {
 	/* WALLPROF_TEST=tight-ration: 0.1% and a 100 µs allowance, so a test sees it bite */
 	uint64_t share = cfg.test_tight_ration ? 10 * FIRST_LOOK_SHARE : FIRST_LOOK_SHARE;
 	int64_t burst = cfg.test_tight_ration ? 100000 : FIRST_LOOK_BURST_NS;
-	if (first_look_refilled && now > first_look_refilled)
-		first_look_tokens += (int64_t)((now - first_look_refilled) / share);
-	first_look_refilled = now;
-	if (first_look_tokens > burst)
-		first_look_tokens = burst;
-	return first_look_tokens > 0;
+	if (*refilled && now > *refilled)
+		*tokens += (int64_t)((now - *refilled) / share);
+	*refilled = now;
+	if (*tokens > burst)
+		*tokens = burst;
+	return *tokens > 0;
+}
+
+static int first_look_allowed(uint64_t now)
+{
+	return ration_allows(&first_look_tokens, &first_look_refilled, now);
+}
+
+/* A sample of `t` in state R on stack `e`: cpuwait.h counts the share that waited for a CPU
+ * (`unmoved`: all of it). Outside any window. */
+static void note_runnable(struct wp_athread *t, struct wp_stack_entry *e, uint64_t weight_ns,
+			  int unmoved, uint64_t now)
+{
+	if (cfg.mode != WP_MODE_WALL)
+		return; /* a cpu profile's samples are CPU time: none of it waited */
+	int may = unmoved || ration_allows(&state_look_tokens, &state_look_refilled, now);
+	state_look_tokens -= (int64_t)wp_cpuwait_runnable(t, e->id, units_of(weight_ns), weight_ns,
+							  unmoved, may, now);
+	t->cw_runnable = 1;
+}
+
+/* Whether a thread blocked in call `nr` with its descriptor's target `target` may be in
+ * uninterruptible sleep for a disk: outside any call (a page fault), in a call on a file
+ * (a path), or in a call that names files or syncs them. Others (pipes, sockets, futexes,
+ * sleeps) sleep interruptibly, and their state is not read. */
+static int may_be_disk(long nr, const char *target, uint32_t target_len)
+{
+	if (nr < 0)
+		return 1;
+	if (target && target_len && target[0] == '/')
+		return 1;
+	switch (nr) {
+	case SYS_open: case SYS_openat: case SYS_stat: case SYS_lstat: case SYS_newfstatat:
+	case SYS_statx: case SYS_sync: case SYS_syncfs: case SYS_unlink: case SYS_unlinkat:
+	case SYS_rename: case SYS_renameat: case SYS_renameat2: case SYS_mkdir: case SYS_truncate:
+	case SYS_msync: case SYS_execve: case SYS_fsync: case SYS_fdatasync: case SYS_mmap:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* A sample of `t` blocked in the kernel (call br->nr, -1: none) on stack `e`: when it may be
+ * in state D, its state is read (rationed); in state D, the sample is a disk wait
+ * (cpuwait.h), and leaves the call's own wait (waits.h) if it had one. Outside any window. */
+static void note_disk(struct wp_athread *t, struct wp_stack_entry *e,
+		      const struct blocked_regs *br, uint64_t weight_ns, uint64_t now)
+{
+	struct wp_wait_entry *w = br->nr >= 0 ? t->last_wait : NULL;
+	if (!may_be_disk(br->nr, w ? w->target : NULL, w ? w->target_len : 0) ||
+	    !ration_allows(&state_look_tokens, &state_look_refilled, now))
+		return;
+	uint64_t c0 = wp_self_cpu_ns();
+	int d = wp_cpuwait_in_d(t->tid);
+	state_look_tokens -= (int64_t)(wp_self_cpu_ns() - c0);
+	if (d != 1)
+		return;
+	uint32_t units = units_of(weight_ns);
+	if (w) {
+		/* counted as a wait in the call a moment ago: it is this disk wait instead */
+		w->count -= w->count < units ? w->count : units;
+		w->weight_ns -= w->weight_ns < weight_ns ? w->weight_ns : weight_ns;
+		t->last_wait = NULL;
+	}
+	wp_cpuwait_disk(t, e->id, br->nr, br->nr >= 0 ? br->args[0] : 0, w ? w->target : NULL,
+			w ? w->target_len : 0, units, weight_ns);
 }
 
 /* The /proc look at a thread not on a CPU, rationed when it is the thread's first. Returns 1
@@ -656,4 +754,6 @@ void wp_sample_forget(void)
 	memset(backoffs, 0, sizeof(backoffs));
 	first_look_tokens = FIRST_LOOK_BURST_NS;
 	first_look_refilled = 0;
+	state_look_tokens = FIRST_LOOK_BURST_NS;
+	state_look_refilled = 0;
 }

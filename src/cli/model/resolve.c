@@ -683,7 +683,14 @@ static void describe_wait(struct wp_resolved *r, uint32_t proc, struct data_name
 	out->weight_ns = w->weight_ns;
 }
 
-/* Attaches the WAIT records of every process to the kept waiting stacks they describe. */
+/* Whether WAIT record `w` describes samples of kept stack `rs`: a waiting stack's, or the
+ * share of a runnable thread's samples that waited for a CPU, which any stack may have. */
+static int waits_on(const struct wp_rstack *rs, const struct wp_wait *w)
+{
+	return (rs->flags & WP_STACK_WAITING) || w->nr == WP_WAIT_NR_CPU;
+}
+
+/* Attaches the WAIT records of every process to the kept stacks they describe. */
 static void attach_waits(struct wp_resolved *r)
 {
 	drop_waits(r);
@@ -700,7 +707,7 @@ static void attach_waits(struct wp_resolved *r)
 		for (size_t i = 0; i < r->procs[k]->nwaits; i++) {
 			const struct wp_rstack *rs =
 				wp_resolved_stack_of(r, k, r->procs[k]->waits[i].stack_id);
-			if (rs && (rs->flags & WP_STACK_WAITING)) {
+			if (rs && waits_on(rs, &r->procs[k]->waits[i])) {
 				at[rs - r->stacks + 1]++;
 				n++;
 			}
@@ -720,7 +727,7 @@ static void attach_waits(struct wp_resolved *r)
 		const struct wp_profile *p = r->procs[k];
 		for (size_t i = 0; i < p->nwaits; i++) {
 			const struct wp_rstack *rs = wp_resolved_stack_of(r, k, p->waits[i].stack_id);
-			if (!rs || !(rs->flags & WP_STACK_WAITING))
+			if (!rs || !waits_on(rs, &p->waits[i]))
 				continue;
 			size_t si = (size_t)(rs - r->stacks);
 			struct wp_rstack *ms = &r->stacks[si];

@@ -1,0 +1,157 @@
+#include "cpuwait.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/format.h"
+#include "clock.h"
+
+/* A thread's schedstat is read again at most this often; samples in between are given what
+ * the last read showed. At 100 Hz every sample of a running thread reads; at 1000 Hz about
+ * one in four. */
+#define CPUWAIT_READ_EVERY_NS (4 * 1000000ull)
+/* Runqueue time given ahead of schedstat (unmoved samples) is forgotten beyond this: a thread
+ * stopped by SIGSTOP looks runnable and unmoved, and must not cancel its later reads for
+ * ever. */
+#define CPUWAIT_AHEAD_MAX_NS (1000 * 1000000ll)
+#define UNIT_FX 1024u
+
+static struct wp_cpuwait_entry *table;
+static uint64_t bytes, reads;
+
+/* Reads field 2 of `tid`'s schedstat: ns spent runnable on a runqueue. Returns 0, or -1 when
+ * unreadable (the thread ended; a kernel without schedstats). */
+static int read_run_delay(pid_t tid, uint64_t *delay_ns)
+{
+	char buf[128];
+	if (wp_threads_read_proc(tid, "schedstat", buf, sizeof(buf)) <= 0)
+		return -1;
+	reads++;
+	char *end;
+	strtoull(buf, &end, 10); /* field 1: ns on a CPU */
+	if (end == buf)
+		return -1;
+	char *p = end;
+	*delay_ns = strtoull(p, &end, 10);
+	return end == p ? -1 : 0;
+}
+
+static struct wp_cpuwait_entry *count(uint32_t stack_id, uint32_t nr, uint64_t a0, uint64_t a1,
+				      const char *target, uint32_t target_len, uint64_t units_fx,
+				      uint64_t weight_ns)
+{
+	struct wp_cpuwait_entry *e, probe;
+	memset(&probe.key, 0, sizeof(probe.key));
+	probe.key.stack_id = stack_id;
+	probe.key.nr = nr;
+	probe.key.a0 = a0;
+	probe.key.a1 = a1;
+	HASH_FIND(hh, table, &probe.key, sizeof(probe.key), e);
+	if (!e) {
+		e = malloc(sizeof(*e) + target_len);
+		if (!e)
+			return NULL;
+		memset(e, 0, sizeof(*e));
+		e->key = probe.key;
+		e->target_len = target_len;
+		if (target_len)
+			memcpy(e->target, target, target_len);
+		HASH_ADD(hh, table, key, sizeof(e->key), e);
+		bytes += sizeof(*e) + target_len;
+	}
+	e->units_fx += units_fx;
+	e->weight_ns += weight_ns;
+	return e;
+}
+
+uint64_t wp_cpuwait_runnable(struct wp_athread *t, uint32_t stack_id, uint32_t units,
+			     uint64_t weight_ns, int unmoved, int may_read, uint64_t now)
+{
+	uint64_t spent = 0, waited;
+	if (unmoved) {
+		/* not run at all since its last sample, not blocked in a call: queued throughout.
+		 * schedstat shows it only once the thread runs again: given ahead. */
+		waited = weight_ns;
+	} else {
+		if (may_read && (!t->cw_read_ns || now - t->cw_read_ns >= CPUWAIT_READ_EVERY_NS)) {
+			uint64_t c0 = wp_self_cpu_ns(), delay_ns;
+			if (read_run_delay(t->tid, &delay_ns) == 0) {
+				/* the first read is a baseline: before it, the thread was not sampled */
+				if (t->cw_read_ns && delay_ns > t->cw_delay_ns)
+					t->cw_owed_ns += (int64_t)(delay_ns - t->cw_delay_ns);
+				t->cw_delay_ns = delay_ns;
+				t->cw_read_ns = now;
+			}
+			spent = wp_self_cpu_ns() - c0;
+		}
+		/* the runqueue time read and not yet given, up to this sample's worth */
+		waited = t->cw_owed_ns <= 0 ? 0
+			 : (uint64_t)t->cw_owed_ns < weight_ns ? (uint64_t)t->cw_owed_ns : weight_ns;
+	}
+	t->cw_owed_ns -= (int64_t)waited;
+	if (t->cw_owed_ns < -CPUWAIT_AHEAD_MAX_NS)
+		t->cw_owed_ns = -CPUWAIT_AHEAD_MAX_NS;
+	if (waited && weight_ns)
+		count(stack_id, WP_WAIT_NR_CPU, 0, 0, NULL, 0,
+		      (uint64_t)units * UNIT_FX * waited / weight_ns, waited);
+	return spent;
+}
+
+int wp_cpuwait_in_d(pid_t tid)
+{
+	char buf[512];
+	if (wp_threads_read_proc(tid, "stat", buf, sizeof(buf)) <= 0)
+		return -1;
+	char *p = strrchr(buf, ')'); /* the name may contain anything, but not after its ')' */
+	return p && p[1] == ' ' ? p[2] == 'D' : -1;
+}
+
+void wp_cpuwait_disk(struct wp_athread *t, uint32_t stack_id, long nr, uint64_t a0,
+		     const char *target, uint32_t target_len, uint32_t units, uint64_t weight_ns)
+{
+	t->cw_last_disk = count(stack_id, WP_WAIT_NR_DISK, nr < 0 ? ~0ull : (uint64_t)nr, a0,
+				target, target_len, (uint64_t)units * UNIT_FX, weight_ns);
+}
+
+void wp_cpuwait_again(struct wp_athread *t, uint32_t units, uint64_t weight_ns)
+{
+	if (t->cw_last_disk) {
+		t->cw_last_disk->units_fx += (uint64_t)units * UNIT_FX;
+		t->cw_last_disk->weight_ns += weight_ns;
+	}
+}
+
+void wp_cpuwait_not_disk(struct wp_athread *t)
+{
+	t->cw_last_disk = NULL;
+}
+
+struct wp_cpuwait_entry *wp_cpuwait_all(void)
+{
+	return table;
+}
+
+uint64_t wp_cpuwait_count(void)
+{
+	return HASH_COUNT(table);
+}
+
+uint64_t wp_cpuwait_bytes(void)
+{
+	return bytes;
+}
+
+uint64_t wp_cpuwait_reads(void)
+{
+	return reads;
+}
+
+void wp_cpuwait_reset(void)
+{
+	struct wp_cpuwait_entry *e, *tmp;
+	HASH_ITER(hh, table, e, tmp) {
+		HASH_DEL(table, e);
+		free(e);
+	}
+	bytes = reads = 0;
+}

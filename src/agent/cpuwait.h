@@ -1,0 +1,70 @@
+/* Waiting without a call to show for it (issue 13): the share of a runnable thread's samples
+ * that it spent on a runqueue, waiting for a CPU ("cpu"), and samples of a thread in
+ * uninterruptible sleep, state D ("disk": a page fault, a swap-in, a read of a file).
+ *
+ * cpu: the kernel counts, per thread, the time spent on a CPU and the time spent runnable on
+ * a runqueue (/proc/self/task/TID/schedstat, fields 1 and 2; both are brought up to date when
+ * the thread gets on a CPU, not continuously). A sample of a thread in state R (signalled,
+ * or not run since its last sample without being blocked in a call) stands for runnable time;
+ * of that, the share d(run_delay) / (d(run_delay) + d(on-CPU time)) since the thread's
+ * previous read waited for a CPU. A thread that has not run at all since its last sample and
+ * was not blocked in a call waited for a CPU the whole interval: that share is 1, and the
+ * time so counted is held as credit against the run_delay its next read shows, so that the
+ * same wait is not counted twice. Reads are rationed (per thread at most every
+ * CPUWAIT_READ_EVERY_NS, and in all like the first looks of sample.c); between reads the
+ * last share is used.
+ *
+ * Each is counted per stack id in a side table, written as WAIT records with a pseudo call
+ * number (format.h: WP_WAIT_NR_CPU, WP_WAIT_NR_DISK).
+ *
+ * Sampler thread only, outside suspension windows: these read /proc and allocate. Not
+ * async-signal-safe. */
+#ifndef WP_CPUWAIT_H
+#define WP_CPUWAIT_H
+
+#include <stdint.h>
+#include <uthash.h>
+
+#include "threads.h"
+
+struct wp_cpuwait_entry {
+	UT_hash_handle hh;
+	struct {
+		uint32_t stack_id, nr; /* nr: WP_WAIT_NR_CPU or WP_WAIT_NR_DISK */
+		uint64_t a0, a1;       /* disk: the call (a0, ~0 when none) and its first argument */
+	} key;
+	uint64_t units_fx; /* samples, in 1/1024 (a share of a sample is counted) */
+	uint64_t weight_ns;
+	uint32_t target_len;
+	char target[]; /* disk: the descriptor's target when known */
+};
+
+/* A sample of `t` in state R, counted on stack `stack_id` with `units` and `weight_ns`.
+ * `unmoved`: the thread has not run since its last sample (the whole sample waited).
+ * `may_read`: whether /proc may be read now (the caller's ration); returns the CPU time a
+ * read took (0 when none), for the caller to charge to that ration. */
+uint64_t wp_cpuwait_runnable(struct wp_athread *t, uint32_t stack_id, uint32_t units,
+			     uint64_t weight_ns, int unmoved, int may_read, uint64_t now);
+
+/* Whether thread `tid` is in uninterruptible sleep (state D), from /proc (one read of its
+ * stat); -1 when unreadable. */
+int wp_cpuwait_in_d(pid_t tid);
+/* Counts a sample of `t` in state D on stack `stack_id`, blocked in call `nr` (-1: none) with
+ * first argument `a0` and the descriptor target `target` (may be NULL). Remembers it as t's
+ * last wait for wp_cpuwait_again. */
+void wp_cpuwait_disk(struct wp_athread *t, uint32_t stack_id, long nr, uint64_t a0,
+		     const char *target, uint32_t target_len, uint32_t units, uint64_t weight_ns);
+/* `t` has not run since its last sample: count its last disk wait again, if it had one. */
+void wp_cpuwait_again(struct wp_athread *t, uint32_t units, uint64_t weight_ns);
+/* `t`'s last sample was not in state D. */
+void wp_cpuwait_not_disk(struct wp_athread *t);
+
+struct wp_cpuwait_entry *wp_cpuwait_all(void);
+uint64_t wp_cpuwait_count(void);
+uint64_t wp_cpuwait_bytes(void);
+/* Reads of schedstat, for the META statistics. */
+uint64_t wp_cpuwait_reads(void);
+/* Forgets every entry (a fork child, a new profile). */
+void wp_cpuwait_reset(void);
+
+#endif

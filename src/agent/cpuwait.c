@@ -84,9 +84,14 @@ uint64_t wp_cpuwait_runnable(struct wp_athread *t, uint32_t stack_id, uint32_t u
 			}
 			spent = wp_self_cpu_ns() - c0;
 		}
-		/* the runqueue time read and not yet given, up to this sample's worth */
+		/* the runqueue time read and not yet given, up to what this sample stands for
+		 * less what the thread ran meanwhile: schedstat also counts a thread woken from
+		 * a lock or a read waiting for a CPU, while samples count that as the lock or
+		 * the read (a thread that has not run since is not looked at again) */
+		uint64_t ran = t->cw_ran_ns > 0 ? (uint64_t)t->cw_ran_ns : 0;
+		uint64_t room = weight_ns > ran ? weight_ns - ran : 0;
 		waited = t->cw_owed_ns <= 0 ? 0
-			 : (uint64_t)t->cw_owed_ns < weight_ns ? (uint64_t)t->cw_owed_ns : weight_ns;
+			 : (uint64_t)t->cw_owed_ns < room ? (uint64_t)t->cw_owed_ns : room;
 	}
 	t->cw_owed_ns -= (int64_t)waited;
 	if (t->cw_owed_ns < -CPUWAIT_AHEAD_MAX_NS)

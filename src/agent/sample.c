@@ -201,6 +201,8 @@ static struct wp_stack_entry *record_copy(struct wp_athread *t, const greg_t *gr
 	}
 	t->last_wait = NULL; /* sample_blocked sets it for a sample blocked in a call */
 	t->cw_runnable = 0;   /* note_runnable sets it for a sample in state R */
+	t->cw_ran_ns = t->last_cpu_ns > t->cw_cpu_ns ? t->last_cpu_ns - t->cw_cpu_ns : 0;
+	t->cw_cpu_ns = t->last_cpu_ns; /* this sample's clock (finish_job, sample_unmoved) */
 	wp_cpuwait_not_disk(t); /* note_disk sets it for a sample in state D */
 	struct wp_stack_entry *e = wp_stacks_add(t, pcs, res.n, flags, units_of(weight_ns),
 						 weight_ns, (now - start_ns) / 1000);

@@ -42,6 +42,9 @@ struct wp_athread {
 	 * last sample's disk wait (or NULL) */
 	uint64_t cw_delay_ns, cw_read_ns;
 	int64_t cw_owed_ns;
+	/* its CPU clock at its last new sample (not a reuse), and what it ran since the one
+	 * before: a sample cannot have waited for a CPU longer than it did not run */
+	int64_t cw_cpu_ns, cw_ran_ns;
 	int cw_runnable; /* its last sample was in state R (not blocked in a call) */
 	struct wp_cpuwait_entry *cw_last_disk;
 	/* cpu mode: the clock at the last poll and CPU time not yet paid out in samples */

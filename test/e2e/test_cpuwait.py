@@ -15,7 +15,6 @@ which samples that find it not yet run since its sleep count as the sleep), and 
 has its sleep.
 """
 import os
-import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -25,24 +24,6 @@ SECONDS = 3.0
 HZ = 100
 POINTS = 5.0
 
-_HEAD = re.compile(r"^\S.* \(tid (\d+)[,)]")
-_PART = re.compile(r"([a-zA-Z][a-zA-Z ]*?) (\d+\.\d)%")
-
-
-def budgets(text):
-    """tid -> {part: percent} from the text report's per-thread "time (...): ..." lines."""
-    out, tid = {}, None
-    for line in text.splitlines():
-        m = _HEAD.match(line)
-        if m:
-            tid = int(m.group(1))
-        elif tid is not None and line.startswith("    time ("):
-            parts = _PART.findall(line.split("):", 1)[1])
-            out[tid] = {k: float(v) for k, v in parts}
-            tid = None
-    return out
-
-
 def check_run(t, variant, names=None):
     prof = wp.tmp_path("cpuwait-%s.prof" % variant)
     truth_path = wp.tmp_path("cpuwait-%s.truth" % variant)
@@ -50,7 +31,7 @@ def check_run(t, variant, names=None):
                   threads=0, fmt="text", env={"WP_TRUTH": truth_path}, timeout=120)
     t.check(r.returncode == 0, "%s: recorded, exit 0" % variant, r.describe())
     truth = wp.read_truth(truth_path)
-    b = budgets(r.stdout)
+    b = wp.time_budgets(r.stdout)
     for key, v in sorted(truth.items()):
         if not key.startswith("wait."):
             continue

@@ -619,6 +619,8 @@ static void waits(struct text *t)
 			per_kind[rw->kind] += rw->count;
 			kind_ns[rw->kind] += rw->weight_ns;
 			known += rw->count;
+			if (!(s->flags & WP_STACK_WAITING))
+				waiting += rw->count; /* a runnable thread's wait for a CPU */
 		}
 	}
 	banner(t, "WAITS (what waiting samples waited in: %s of %s)", wp_num(known),
@@ -647,6 +649,8 @@ static void waits(struct text *t)
 						       wp_pct(w->func_n[i], w->count));
 			if (w->more_funcs && at < sizeof(b2))
 				snprintf(b2 + at, sizeof(b2) - at, ", ...");
+			if (strlen(b2) > WIDTH - 38) /* long C++ names: the line stays in WIDTH */
+				snprintf(b2 + WIDTH - 41, sizeof(b2) - (WIDTH - 41), "...");
 			if (*b2)
 				fprintf(t->out, "  %30s  in: %s\n", "", b2);
 			if (w->holder_known) {

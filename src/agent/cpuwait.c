@@ -73,7 +73,16 @@ uint64_t wp_cpuwait_runnable(struct wp_athread *t, uint32_t stack_id, uint32_t u
 		 * schedstat shows it only once the thread runs again: given ahead. */
 		waited = weight_ns;
 	} else {
-		if (may_read && (!t->cw_read_ns || now - t->cw_read_ns >= CPUWAIT_READ_EVERY_NS)) {
+		/* at most what this sample stands for less what the thread ran meanwhile:
+		 * schedstat also counts a thread woken from a lock or a read waiting for a CPU,
+		 * while samples count that as the lock or the read (a thread that has not run
+		 * since is not looked at again) */
+		uint64_t ran = t->cw_ran_ns > 0 ? (uint64_t)t->cw_ran_ns : 0;
+		uint64_t room = weight_ns > ran ? weight_ns - ran : 0;
+		/* A thread that ran all along waited for nothing: no read (what it waited before
+		 * is read at a later sample; the reads add up whatever their spacing). */
+		if (room && may_read &&
+		    (!t->cw_read_ns || now - t->cw_read_ns >= CPUWAIT_READ_EVERY_NS)) {
 			uint64_t c0 = wp_self_cpu_ns(), delay_ns;
 			if (read_run_delay(t->tid, &delay_ns) == 0) {
 				/* the first read is a baseline: before it, the thread was not sampled */
@@ -84,12 +93,7 @@ uint64_t wp_cpuwait_runnable(struct wp_athread *t, uint32_t stack_id, uint32_t u
 			}
 			spent = wp_self_cpu_ns() - c0;
 		}
-		/* the runqueue time read and not yet given, up to what this sample stands for
-		 * less what the thread ran meanwhile: schedstat also counts a thread woken from
-		 * a lock or a read waiting for a CPU, while samples count that as the lock or
-		 * the read (a thread that has not run since is not looked at again) */
-		uint64_t ran = t->cw_ran_ns > 0 ? (uint64_t)t->cw_ran_ns : 0;
-		uint64_t room = weight_ns > ran ? weight_ns - ran : 0;
+		/* the runqueue time read and not yet given, up to the room */
 		waited = t->cw_owed_ns <= 0 ? 0
 			 : (uint64_t)t->cw_owed_ns < room ? (uint64_t)t->cw_owed_ns : room;
 	}

@@ -1,18 +1,19 @@
-/* Waiting without a call to show for it (issue 13): the share of a runnable thread's samples
+/* Waiting without a call to show for it (issue 13): the part of a runnable thread's samples
  * that it spent on a runqueue, waiting for a CPU ("cpu"), and samples of a thread in
  * uninterruptible sleep, state D ("disk": a page fault, a swap-in, a read of a file).
  *
- * cpu: the kernel counts, per thread, the time spent on a CPU and the time spent runnable on
- * a runqueue (/proc/self/task/TID/schedstat, fields 1 and 2; both are brought up to date when
- * the thread gets on a CPU, not continuously). A sample of a thread in state R (signalled,
- * or not run since its last sample without being blocked in a call) stands for runnable time;
- * of that, the share d(run_delay) / (d(run_delay) + d(on-CPU time)) since the thread's
- * previous read waited for a CPU. A thread that has not run at all since its last sample and
- * was not blocked in a call waited for a CPU the whole interval: that share is 1, and the
- * time so counted is held as credit against the run_delay its next read shows, so that the
- * same wait is not counted twice. Reads are rationed (per thread at most every
- * CPUWAIT_READ_EVERY_NS, and in all like the first looks of sample.c); between reads the
- * last share is used.
+ * cpu: the kernel counts, per thread, the time spent runnable on a runqueue
+ * (/proc/self/task/TID/schedstat, field 2: run_delay; brought up to date when the thread gets
+ * on a CPU, not continuously). Its growth between two reads is owed to the thread's samples
+ * in state R (signalled, or not run since its last sample without being blocked in a call):
+ * each takes up to its own weight less the CPU time the thread used since its previous
+ * sample, as it cannot have waited longer than it did not run (run_delay also counts a
+ * thread woken from a lock or a sleep waiting for a CPU, which the samples in between counted
+ * as the lock or the sleep: that is not counted twice). A thread that has not run at all
+ * since its last sample, and was not blocked in a call, waited the whole sample: given at
+ * once, and deducted from later growth. Reads: none for a sample of a thread that ran all
+ * its interval, at most one per thread every CPUWAIT_READ_EVERY_NS, and in all rationed by
+ * the caller like the first looks of sample.c.
  *
  * Each is counted per stack id in a side table, written as WAIT records with a pseudo call
  * number (format.h: WP_WAIT_NR_CPU, WP_WAIT_NR_DISK).

@@ -176,6 +176,8 @@ static void write_stacks(void)
 static void write_waits(void)
 {
 	for (struct wp_wait_entry *e = wp_waits_all(); e; e = e->hh.next) {
+		if (!e->count && !e->weight_ns)
+			continue; /* its samples turned out to be disk waits (cpuwait.h) */
 		struct wp_rec_wait r = { .stack_id = e->key.stack_id, .nr = e->key.nr,
 					 .a0 = e->key.a0, .a1 = e->key.a1, .a2 = e->key.a2,
 					 .aux = e->key.aux, .count = e->count,

@@ -509,7 +509,7 @@ static int sample_unmoved(struct wp_athread *t, uint64_t weight_ns, uint64_t now
 	uint64_t rel_us = (now - start_ns) / 1000;
 	if (!(last->flags & WP_STACK_WAITING))
 		t->last_wait = NULL; /* preempted, not blocked in a call */
-	if (last->flags & WP_STACK_WAITING && t->cw_runnable) {
+	if ((last->flags & WP_STACK_WAITING) && t->cw_runnable) {
 		/* preempted at its last look too: still waiting for a CPU */
 		wp_stacks_again(t, last, units_of(weight_ns), weight_ns, rel_us);
 		note_runnable(t, last, weight_ns, 1, now);
@@ -611,6 +611,8 @@ static void note_disk(struct wp_athread *t, struct wp_stack_entry *e,
 		      const struct blocked_regs *br, uint64_t weight_ns, uint64_t now)
 {
 	struct wp_wait_entry *w = br->nr >= 0 ? t->last_wait : NULL;
+	if (cfg.mode != WP_MODE_WALL)
+		return; /* a cpu profile's blocked samples are CPU time already paid */
 	if (!may_be_disk(br->nr, w ? w->target : NULL, w ? w->target_len : 0) ||
 	    !ration_allows(&state_look_tokens, &state_look_refilled, now))
 		return;

@@ -53,7 +53,7 @@ static const char usage_text[] =
 "  --wait-leaves=on|off a waiting sample's C-library waiting frames (futex_wait, read...)\n"
 "                       become one leaf [wait KIND OBJECT] under the program's function\n"
 "                       that waited, in every part of the report (default: on for text,\n"
-"                       off for the others)\n"
+"                       off for the other formats and --compare)\n"
 "  --thread=NAME|TID    only this thread's samples\n"
 "  --process=PID|NAME   only this process's samples (every image it ran; not its children)\n"
 "  --process-tree=PID|NAME  the same with every process it started, at any depth\n"

@@ -7,9 +7,9 @@
 #include "clock.h"
 
 /* A thread's schedstat is read again at most this often; samples in between are given what
- * the last read showed. At 100 Hz every sample of a running thread reads; at 1000 Hz about
- * one in four. */
-#define CPUWAIT_READ_EVERY_NS (4 * 1000000ull)
+ * the last read showed (reads add up whatever their spacing). At 100 Hz about every other
+ * sample of a running thread reads; at 1000 Hz one in 20. A read costs 4-11 us. */
+#define CPUWAIT_READ_EVERY_NS (20 * 1000000ull)
 /* Runqueue time given ahead of schedstat (unmoved samples) is forgotten beyond this: a thread
  * stopped by SIGSTOP looks runnable and unmoved, and must not cancel its later reads for
  * ever. */
@@ -17,7 +17,7 @@
 #define UNIT_FX 1024u
 
 static struct wp_cpuwait_entry *table;
-static uint64_t bytes, reads;
+static uint64_t bytes, reads, state_reads, read_ns;
 
 /* Reads field 2 of `tid`'s schedstat: ns spent runnable on a runqueue. Returns 0, or -1 when
  * unreadable (the thread ended; a kernel without schedstats). */
@@ -92,6 +92,7 @@ uint64_t wp_cpuwait_runnable(struct wp_athread *t, uint32_t stack_id, uint32_t u
 				t->cw_read_ns = now;
 			}
 			spent = wp_self_cpu_ns() - c0;
+			read_ns += spent;
 		}
 		/* the runqueue time read and not yet given, up to the room */
 		waited = t->cw_owed_ns <= 0 ? 0
@@ -106,13 +107,18 @@ uint64_t wp_cpuwait_runnable(struct wp_athread *t, uint32_t stack_id, uint32_t u
 	return spent;
 }
 
-int wp_cpuwait_in_d(pid_t tid)
+int wp_cpuwait_state(pid_t tid, uint64_t *spent_ns)
 {
 	char buf[512];
-	if (wp_threads_read_proc(tid, "stat", buf, sizeof(buf)) <= 0)
-		return -1;
+	uint64_t c0 = wp_self_cpu_ns();
+	ssize_t n = wp_threads_read_proc(tid, "stat", buf, sizeof(buf));
+	*spent_ns = wp_self_cpu_ns() - c0;
+	read_ns += *spent_ns;
+	state_reads++;
+	if (n <= 0)
+		return 0;
 	char *p = strrchr(buf, ')'); /* the name may contain anything, but not after its ')' */
-	return p && p[1] == ' ' ? p[2] == 'D' : -1;
+	return p && p[1] == ' ' ? p[2] : 0;
 }
 
 void wp_cpuwait_disk(struct wp_athread *t, uint32_t stack_id, long nr, uint64_t a0,
@@ -155,6 +161,16 @@ uint64_t wp_cpuwait_reads(void)
 	return reads;
 }
 
+uint64_t wp_cpuwait_state_reads(void)
+{
+	return state_reads;
+}
+
+uint64_t wp_cpuwait_read_ns(void)
+{
+	return read_ns;
+}
+
 void wp_cpuwait_reset(void)
 {
 	struct wp_cpuwait_entry *e, *tmp;
@@ -162,5 +178,5 @@ void wp_cpuwait_reset(void)
 		HASH_DEL(table, e);
 		free(e);
 	}
-	bytes = reads = 0;
+	bytes = reads = state_reads = read_ns = 0;
 }

@@ -47,9 +47,9 @@ struct wp_cpuwait_entry {
 uint64_t wp_cpuwait_runnable(struct wp_athread *t, uint32_t stack_id, uint32_t units,
 			     uint64_t weight_ns, int unmoved, int may_read, uint64_t now);
 
-/* Whether thread `tid` is in uninterruptible sleep (state D), from /proc (one read of its
- * stat); -1 when unreadable. */
-int wp_cpuwait_in_d(pid_t tid);
+/* Thread `tid`'s state letter from /proc (one read of its stat: 'R', 'S', 'D'...), 0 when
+ * unreadable; *spent_ns gets the CPU time the read took. */
+int wp_cpuwait_state(pid_t tid, uint64_t *spent_ns);
 /* Counts a sample of `t` in state D on stack `stack_id`, blocked in call `nr` (-1: none) with
  * first argument `a0` and the descriptor target `target` (may be NULL). Remembers it as t's
  * last wait for wp_cpuwait_again. */
@@ -63,8 +63,10 @@ void wp_cpuwait_not_disk(struct wp_athread *t);
 struct wp_cpuwait_entry *wp_cpuwait_all(void);
 uint64_t wp_cpuwait_count(void);
 uint64_t wp_cpuwait_bytes(void);
-/* Reads of schedstat, for the META statistics. */
+/* For the META statistics: reads of schedstat, of stat, and the CPU time of both. */
 uint64_t wp_cpuwait_reads(void);
+uint64_t wp_cpuwait_state_reads(void);
+uint64_t wp_cpuwait_read_ns(void);
 /* Forgets every entry (a fork child, a new profile). */
 void wp_cpuwait_reset(void);
 

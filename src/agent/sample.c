@@ -606,7 +606,9 @@ static int may_be_disk(long nr, const char *target, uint32_t target_len)
 
 /* A sample of `t` blocked in the kernel (call br->nr, -1: none) on stack `e`: when it may be
  * in state D, its state is read (rationed); in state D, the sample is a disk wait
- * (cpuwait.h), and leaves the call's own wait (waits.h) if it had one. Outside any window. */
+ * (cpuwait.h), and leaves the call's own wait (waits.h) if it had one. Outside any call and
+ * in state R, it was preempted in its own code (/proc's syscall file says "-1" for a
+ * runnable thread not on a CPU): a sample in state R (note_runnable). Outside any window. */
 static void note_disk(struct wp_athread *t, struct wp_stack_entry *e,
 		      const struct blocked_regs *br, uint64_t weight_ns, uint64_t now)
 {
@@ -616,10 +618,14 @@ static void note_disk(struct wp_athread *t, struct wp_stack_entry *e,
 	if (!may_be_disk(br->nr, w ? w->target : NULL, w ? w->target_len : 0) ||
 	    !ration_allows(&state_look_tokens, &state_look_refilled, now))
 		return;
-	uint64_t c0 = wp_self_cpu_ns();
-	int d = wp_cpuwait_in_d(t->tid);
-	state_look_tokens -= (int64_t)(wp_self_cpu_ns() - c0);
-	if (d != 1)
+	uint64_t spent;
+	int state = wp_cpuwait_state(t->tid, &spent);
+	state_look_tokens -= (int64_t)spent;
+	if (state == 'R' && br->nr < 0) {
+		note_runnable(t, e, weight_ns, 0, now);
+		return;
+	}
+	if (state != 'D')
 		return;
 	uint32_t units = units_of(weight_ns);
 	if (w) {

@@ -106,8 +106,11 @@ static size_t build_meta(const char *extra)
 		       (unsigned long long)wp_modules_copied_bytes(), wp_stacks_timeline_truncated(),
 		       (unsigned long long)wp_handshake_stray(),
 		       (unsigned long long)wp_waits_count(), (unsigned long long)wp_stats.waits_lost);
-	n += wp_format(meta + n, sizeof(meta) - n, "schedstat_reads=%llu\n",
-		       (unsigned long long)wp_cpuwait_reads());
+	n += wp_format(meta + n, sizeof(meta) - n,
+		       "schedstat_reads=%llu\nstate_reads=%llu\ncpuwait_read_ns=%llu\n",
+		       (unsigned long long)wp_cpuwait_reads(),
+		       (unsigned long long)wp_cpuwait_state_reads(),
+		       (unsigned long long)wp_cpuwait_read_ns());
 	for (int i = 0; i < WP_MISS__N; i++)
 		n += wp_format(meta + n, sizeof(meta) - n, "missed_%s=%llu\n", wp_miss_name(i),
 			       (unsigned long long)wp_stats.missed[i]);

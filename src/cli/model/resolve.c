@@ -798,8 +798,8 @@ static void wait_leaf(struct wp_resolved *r, const struct wp_rstack *s, const st
 	out->nwaits = 1;
 }
 
-/* The filter's wait_leaves: every wait that gets a leaf (leaf_wait) becomes a stack of its
- * own, appended after the profile's (wp_resolved_stack still finds the stack it came from,
+/* The filter's wait_leaves: every wait that gets a leaf (leaf_wait) of a wall-mode profile
+ * becomes a stack of its own, appended after the profile's (wp_resolved_stack still finds the stack it came from,
  * which keeps the samples no such wait names: the rest, and its waits for a CPU). */
 static void split_waits(struct wp_resolved *r)
 {
@@ -816,6 +816,9 @@ static void split_waits(struct wp_resolved *r)
 		struct wp_rstack *s = &r->stacks[i];
 		struct wp_rwait *ws = (struct wp_rwait *)s->waits;
 		uint32_t stay = 0;
+		const char *mode = wp_profile_meta(r->procs[s->proc], "mode");
+		if (mode && !strcmp(mode, "cpu"))
+			continue; /* a cpu profile's samples are CPU time, whatever call they were in */
 		/* the waits that stay with s first, those that leave after */
 		for (uint32_t k = 0; k < s->nwaits; k++)
 			if (!leaf_wait(&ws[k])) {

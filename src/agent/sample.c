@@ -592,7 +592,10 @@ static int may_be_disk(long nr, const char *target, uint32_t target_len)
 	if (nr < 0)
 		return 1;
 	if (target && target_len && target[0] == '/')
-		return 1;
+		/* a terminal sleeps interruptibly: not worth a read per sample of a shell */
+		return !(target_len >= 5 && !memcmp(target, "/dev/", 5) &&
+			 ((target_len >= 9 && !memcmp(target + 5, "pts/", 4)) ||
+			  (target_len >= 8 && !memcmp(target + 5, "tty", 3))));
 	switch (nr) {
 	case SYS_open: case SYS_openat: case SYS_stat: case SYS_lstat: case SYS_newfstatat:
 	case SYS_statx: case SYS_sync: case SYS_syncfs: case SYS_unlink: case SYS_unlinkat:

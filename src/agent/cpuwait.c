@@ -101,9 +101,10 @@ uint64_t wp_cpuwait_runnable(struct wp_athread *t, uint32_t stack_id, uint32_t u
 	t->cw_owed_ns -= (int64_t)waited;
 	if (t->cw_owed_ns < -CPUWAIT_AHEAD_MAX_NS)
 		t->cw_owed_ns = -CPUWAIT_AHEAD_MAX_NS;
-	if (waited && weight_ns)
+	if (waited && weight_ns) /* in double: units x 1024 x ns could pass 2^64 */
 		count(stack_id, WP_WAIT_NR_CPU, 0, 0, NULL, 0,
-		      (uint64_t)units * UNIT_FX * waited / weight_ns, waited);
+		      (uint64_t)((double)units * UNIT_FX * (double)waited / (double)weight_ns),
+		      waited);
 	return spent;
 }
 

@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 
 #include "../common/format.h"
 #include "clock.h"
@@ -106,6 +107,30 @@ uint64_t wp_cpuwait_runnable(struct wp_athread *t, uint32_t stack_id, uint32_t u
 		      (uint64_t)((double)units * UNIT_FX * (double)waited / (double)weight_ns),
 		      waited);
 	return spent;
+}
+
+/* Whether a thread blocked in call `nr` with its descriptor's target `target` may be in
+ * uninterruptible sleep for a disk: outside any call (a page fault), in a call on a file
+ * (a path), or in a call that names files or syncs them. Others (pipes, sockets, futexes,
+ * sleeps) sleep interruptibly, and their state is not read. */
+int wp_cpuwait_may_be_disk(long nr, const char *target, uint32_t target_len)
+{
+	if (nr < 0)
+		return 1;
+	if (target && target_len && target[0] == '/')
+		/* a terminal sleeps interruptibly: not worth a read per sample of a shell */
+		return !(target_len >= 5 && !memcmp(target, "/dev/", 5) &&
+			 ((target_len >= 9 && !memcmp(target + 5, "pts/", 4)) ||
+			  (target_len >= 8 && !memcmp(target + 5, "tty", 3))));
+	switch (nr) {
+	case SYS_open: case SYS_openat: case SYS_stat: case SYS_lstat: case SYS_newfstatat:
+	case SYS_statx: case SYS_sync: case SYS_syncfs: case SYS_unlink: case SYS_unlinkat:
+	case SYS_rename: case SYS_renameat: case SYS_renameat2: case SYS_mkdir: case SYS_truncate:
+	case SYS_msync: case SYS_execve: case SYS_fsync: case SYS_fdatasync: case SYS_mmap:
+		return 1;
+	default:
+		return 0;
+	}
 }
 
 int wp_cpuwait_state(pid_t tid, uint64_t *spent_ns)

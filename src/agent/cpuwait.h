@@ -47,6 +47,11 @@ struct wp_cpuwait_entry {
 uint64_t wp_cpuwait_runnable(struct wp_athread *t, uint32_t stack_id, uint32_t units,
 			     uint64_t weight_ns, int unmoved, int may_read, uint64_t now);
 
+/* Whether a thread blocked in call `nr` (-1: none) on a descriptor whose target is `target`
+ * (may be NULL) may be in uninterruptible sleep for a disk, i.e. whether its state is worth a
+ * read: outside any call (a page fault), a call on a file (a path, not a terminal), or a call
+ * that names files or syncs them. Pipes, sockets, futexes and sleeps sleep interruptibly. */
+int wp_cpuwait_may_be_disk(long nr, const char *target, uint32_t target_len);
 /* Thread `tid`'s state letter from /proc (one read of its stat: 'R', 'S', 'D'...), 0 when
  * unreadable; *spent_ns gets the CPU time the read took. */
 int wp_cpuwait_state(pid_t tid, uint64_t *spent_ns);

@@ -11,7 +11,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -583,30 +582,6 @@ static void note_runnable(struct wp_athread *t, struct wp_stack_entry *e, uint64
 	t->cw_runnable = 1;
 }
 
-/* Whether a thread blocked in call `nr` with its descriptor's target `target` may be in
- * uninterruptible sleep for a disk: outside any call (a page fault), in a call on a file
- * (a path), or in a call that names files or syncs them. Others (pipes, sockets, futexes,
- * sleeps) sleep interruptibly, and their state is not read. */
-static int may_be_disk(long nr, const char *target, uint32_t target_len)
-{
-	if (nr < 0)
-		return 1;
-	if (target && target_len && target[0] == '/')
-		/* a terminal sleeps interruptibly: not worth a read per sample of a shell */
-		return !(target_len >= 5 && !memcmp(target, "/dev/", 5) &&
-			 ((target_len >= 9 && !memcmp(target + 5, "pts/", 4)) ||
-			  (target_len >= 8 && !memcmp(target + 5, "tty", 3))));
-	switch (nr) {
-	case SYS_open: case SYS_openat: case SYS_stat: case SYS_lstat: case SYS_newfstatat:
-	case SYS_statx: case SYS_sync: case SYS_syncfs: case SYS_unlink: case SYS_unlinkat:
-	case SYS_rename: case SYS_renameat: case SYS_renameat2: case SYS_mkdir: case SYS_truncate:
-	case SYS_msync: case SYS_execve: case SYS_fsync: case SYS_fdatasync: case SYS_mmap:
-		return 1;
-	default:
-		return 0;
-	}
-}
-
 /* A sample of `t` blocked in the kernel (call br->nr, -1: none) on stack `e`: when it may be
  * in state D, its state is read (rationed); in state D, the sample is a disk wait
  * (cpuwait.h), and leaves the call's own wait (waits.h) if it had one. Outside any call and
@@ -618,7 +593,7 @@ static void note_disk(struct wp_athread *t, struct wp_stack_entry *e,
 	struct wp_wait_entry *w = br->nr >= 0 ? t->last_wait : NULL;
 	if (cfg.mode != WP_MODE_WALL)
 		return; /* a cpu profile's blocked samples are CPU time already paid */
-	if (!may_be_disk(br->nr, w ? w->target : NULL, w ? w->target_len : 0) ||
+	if (!wp_cpuwait_may_be_disk(br->nr, w ? w->target : NULL, w ? w->target_len : 0) ||
 	    !ration_allows(&state_look_tokens, &state_look_refilled, now))
 		return;
 	uint64_t spent;

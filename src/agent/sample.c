@@ -24,6 +24,7 @@
 #include "unwind.h"
 #include "wait_locks.h"
 #include "waits.h"
+#include "cpuwait.h"
 
 /* Stack bytes copied while a thread is held. A thread whose root we have reached before gets
  * exactly what it needs plus a little slack (its outermost frames, thread start, are the same
@@ -170,6 +171,9 @@ static uint32_t units_of(uint64_t weight_ns)
 	return u < 1 ? 1 : u > 100000 ? 100000 : (uint32_t)u;
 }
 
+static void note_runnable(struct wp_athread *t, struct wp_stack_entry *e, uint64_t weight_ns,
+			  int unmoved, uint64_t now);
+
 static void miss(enum wp_miss why)
 {
 	if (holder_only) {
@@ -224,6 +228,10 @@ static struct wp_stack_entry *record_copy(struct wp_athread *t, const greg_t *gr
 	if (holder_only)
 		return record_holder(t, flags, cpu_ns);
 	t->last_wait = NULL; /* sample_blocked sets it for a sample blocked in a call */
+	t->cw_runnable = 0;   /* note_runnable sets it for a sample in state R */
+	t->cw_ran_ns = t->last_cpu_ns > t->cw_cpu_ns ? t->last_cpu_ns - t->cw_cpu_ns : 0;
+	t->cw_cpu_ns = t->last_cpu_ns; /* this sample's clock (finish_job, sample_unmoved) */
+	wp_cpuwait_not_disk(t); /* note_disk sets it for a sample in state D */
 	struct wp_stack_entry *e = wp_stacks_add(t, pcs, res.n, flags, units_of(weight_ns),
 						 weight_ns, (now - start_ns) / 1000);
 	if (!e) {
@@ -302,6 +310,8 @@ static void missed_answer(struct wp_athread *t, uint64_t weight_ns, uint64_t now
 			t->last_wait = NULL; /* runnable, not blocked in a call */
 			wp_stacks_again(t, t->last_stack, units_of(weight_ns), weight_ns,
 					(now - start_ns) / 1000);
+			/* queued since the signal was sent, at least */
+			note_runnable(t, t->last_stack, weight_ns, 1, now);
 			wp_stats.samples++;
 			wp_stats.reused++;
 		}
@@ -343,7 +353,10 @@ static void finish_job(struct job *j, const struct wp_hs_request *r, uint64_t no
 	uint8_t code[4];
 	int have_code = may_be_syscall(j->gregs) && read_code((uintptr_t)j->gregs[REG_RIP], code);
 	uint32_t flags = was_in_syscall(j->gregs, code, have_code) ? WP_STACK_WAITING : 0;
-	record_copy(t, j->gregs, j->stack, stack_len, flags, j->weight_ns, now, r->cpu_ns);
+	struct wp_stack_entry *e = record_copy(t, j->gregs, j->stack, stack_len, flags,
+					       j->weight_ns, now, r->cpu_ns);
+	if (e && !flags && !holder_only)
+		note_runnable(t, e, j->weight_ns, 0, now); /* running, or runnable: state R */
 }
 
 /* Signals the queued threads all at once (handshake.c serves them as they answer), then
@@ -431,6 +444,8 @@ static int read_blocked_regs(pid_t tid, struct blocked_regs *r)
 
 static int first_look_allowed(uint64_t now);
 static int64_t first_look_tokens;
+static void note_disk(struct wp_athread *t, struct wp_stack_entry *e,
+		      const struct blocked_regs *br, uint64_t weight_ns, uint64_t now);
 
 /* Counts what a sample blocked in a call waits in (waits.h). A descriptor's first look at its
  * target reads /proc: rationed with the threads' first looks, and paid from the same ration. */
@@ -496,6 +511,8 @@ static int sample_blocked(struct wp_athread *t, int64_t cpu_before, uint64_t wei
 							       cpu_after);
 			if (e && br.nr >= 0)
 				note_wait(t, e, &br, weight_ns, now);
+			if (e)
+				note_disk(t, e, &br, weight_ns, now);
 			return 1;
 		}
 		cpu_before = cpu_after; /* it woke up meanwhile: look again */
@@ -532,11 +549,17 @@ static int sample_unmoved(struct wp_athread *t, uint64_t weight_ns, uint64_t now
 	uint64_t rel_us = (now - start_ns) / 1000;
 	if (!(last->flags & WP_STACK_WAITING))
 		t->last_wait = NULL; /* preempted, not blocked in a call */
-	if (last->flags & WP_STACK_WAITING) {
+	if ((last->flags & WP_STACK_WAITING) && t->cw_runnable) {
+		/* preempted at its last look too: still waiting for a CPU */
+		wp_stacks_again(t, last, units_of(weight_ns), weight_ns, rel_us);
+		wp_locks_sampled(t, last->id, cpu); /* exact: it has not run since */
+		note_runnable(t, last, weight_ns, 1, now);
+	} else if (last->flags & WP_STACK_WAITING) {
 		wp_stacks_again(t, last, units_of(weight_ns), weight_ns, rel_us);
 		wp_locks_sampled(t, last->id, cpu); /* exact: it has not run since */
 		/* still blocked in the same call: the same wait (its owner read again) */
 		wp_waits_again(t, units_of(weight_ns), weight_ns);
+		wp_cpuwait_again(t, units_of(weight_ns), weight_ns);
 	} else {
 		struct wp_stack_entry *e = wp_stacks_add(t, last->pcs, last->nframes,
 							 last->flags | WP_STACK_WAITING,
@@ -546,6 +569,8 @@ static int sample_unmoved(struct wp_athread *t, uint64_t weight_ns, uint64_t now
 			return 1;
 		}
 		wp_locks_sampled(t, e->id, cpu);
+		/* preempted, not blocked in a call: it waited for a CPU since its last sample */
+		note_runnable(t, e, weight_ns, 1, now);
 	}
 	wp_stats.samples++;
 	wp_stats.reused++;
@@ -563,18 +588,76 @@ static int sample_unmoved(struct wp_athread *t, uint64_t weight_ns, uint64_t now
 #define FIRST_LOOK_BURST_NS (50 * 1000000ll)
 static int64_t first_look_tokens = FIRST_LOOK_BURST_NS;
 static uint64_t first_look_refilled;
+/* The reads of cpuwait.h (schedstat of running threads, the state of blocked ones) have a
+ * ration of the same shape, their own so that they never delay a first look. */
+static int64_t state_look_tokens = FIRST_LOOK_BURST_NS;
+static uint64_t state_look_refilled;
 
-static int first_look_allowed(uint64_t now)
+/* Whether a ration (tokens: the sampler's CPU ns it may still spend, refilled at 1% of the
+ * time since `*refilled`) allows a /proc read now. The caller charges what the read cost. */
+static int ration_allows(int64_t *tokens, uint64_t *refilled, uint64_t now)
 {
 	/* WALLPROF_TEST=tight-ration: 0.1% and a 100 µs allowance, so a test sees it bite */
 	uint64_t share = cfg.test_tight_ration ? 10 * FIRST_LOOK_SHARE : FIRST_LOOK_SHARE;
 	int64_t burst = cfg.test_tight_ration ? 100000 : FIRST_LOOK_BURST_NS;
-	if (first_look_refilled && now > first_look_refilled)
-		first_look_tokens += (int64_t)((now - first_look_refilled) / share);
-	first_look_refilled = now;
-	if (first_look_tokens > burst)
-		first_look_tokens = burst;
-	return first_look_tokens > 0;
+	if (*refilled && now > *refilled)
+		*tokens += (int64_t)((now - *refilled) / share);
+	*refilled = now;
+	if (*tokens > burst)
+		*tokens = burst;
+	return *tokens > 0;
+}
+
+static int first_look_allowed(uint64_t now)
+{
+	return ration_allows(&first_look_tokens, &first_look_refilled, now);
+}
+
+/* A sample of `t` in state R on stack `e`: cpuwait.h counts the share that waited for a CPU
+ * (`unmoved`: all of it). Outside any window. */
+static void note_runnable(struct wp_athread *t, struct wp_stack_entry *e, uint64_t weight_ns,
+			  int unmoved, uint64_t now)
+{
+	if (cfg.mode != WP_MODE_WALL)
+		return; /* a cpu profile's samples are CPU time: none of it waited */
+	int may = unmoved || ration_allows(&state_look_tokens, &state_look_refilled, now);
+	state_look_tokens -= (int64_t)wp_cpuwait_runnable(t, e->id, units_of(weight_ns), weight_ns,
+							  unmoved, may, now);
+	t->cw_runnable = 1;
+}
+
+/* A sample of `t` blocked in the kernel (call br->nr, -1: none) on stack `e`: when it may be
+ * in state D, its state is read (rationed); in state D, the sample is a disk wait
+ * (cpuwait.h), and leaves the call's own wait (waits.h) if it had one. Outside any call and
+ * in state R, it was preempted in its own code (/proc's syscall file says "-1" for a
+ * runnable thread not on a CPU): a sample in state R (note_runnable). Outside any window. */
+static void note_disk(struct wp_athread *t, struct wp_stack_entry *e,
+		      const struct blocked_regs *br, uint64_t weight_ns, uint64_t now)
+{
+	struct wp_wait_entry *w = br->nr >= 0 ? t->last_wait : NULL;
+	if (cfg.mode != WP_MODE_WALL)
+		return; /* a cpu profile's blocked samples are CPU time already paid */
+	if (!wp_cpuwait_may_be_disk(br->nr, w ? w->target : NULL, w ? w->target_len : 0) ||
+	    !ration_allows(&state_look_tokens, &state_look_refilled, now))
+		return;
+	uint64_t spent;
+	int state = wp_cpuwait_state(t->tid, &spent);
+	state_look_tokens -= (int64_t)spent;
+	if (state == 'R' && br->nr < 0) {
+		note_runnable(t, e, weight_ns, 0, now);
+		return;
+	}
+	if (state != 'D')
+		return;
+	uint32_t units = units_of(weight_ns);
+	if (w) {
+		/* counted as a wait in the call a moment ago: it is this disk wait instead */
+		w->count -= w->count < units ? w->count : units;
+		w->weight_ns -= w->weight_ns < weight_ns ? w->weight_ns : weight_ns;
+		t->last_wait = NULL;
+	}
+	wp_cpuwait_disk(t, e->id, br->nr, br->nr >= 0 ? br->args[0] : 0, w ? w->target : NULL,
+			w ? w->target_len : 0, units, weight_ns);
 }
 
 /* The /proc look at a thread not on a CPU, rationed when it is the thread's first. Returns 1
@@ -742,4 +825,6 @@ void wp_sample_forget(void)
 	first_look_tokens = FIRST_LOOK_BURST_NS;
 	first_look_refilled = 0;
 	wp_locks_reset();
+	state_look_tokens = FIRST_LOOK_BURST_NS;
+	state_look_refilled = 0;
 }

@@ -35,6 +35,7 @@ struct wp_opts {
 	int format_set;
 	int per_thread;
 	int waits;               /* --waits: folded stacks end with what they waited in */
+	int wait_leaves;         /* --wait-leaves=on|off; -1: the format's default (text: on) */
 	const char *thread;      /* --thread=NAME|TID */
 	const char *process;     /* --process=PID|NAME, --process-tree=PID|NAME */
 	int process_tree;        /* --process-tree: with its descendants */

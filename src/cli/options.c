@@ -51,6 +51,10 @@ static const char usage_text[] =
 "  --waits              folded output: a waiting sample's stack ends with what it waited\n"
 "                       in, [wait KIND OBJECT], and for a lock [held by NAME tid=N]\n"
 "                       then the holder's frames in the same tick, root first\n"
+"  --wait-leaves=on|off a waiting sample's C-library waiting frames (futex_wait, read...)\n"
+"                       become one leaf [wait KIND OBJECT] under the program's function\n"
+"                       that waited, in every part of the report (default: on for text,\n"
+"                       off for the other formats and --compare)\n"
 "  --thread=NAME|TID    only this thread's samples\n"
 "  --process=PID|NAME   only this process's samples (every image it ran; not its children)\n"
 "  --process-tree=PID|NAME  the same with every process it started, at any depth\n"
@@ -126,6 +130,7 @@ enum {
 	OPT_PER_PROCESS,
 	OPT_WHOLE_RUN,
 	OPT_PROCESS_TREE,
+	OPT_WAIT_LEAVES,
 };
 
 /* "+": stop at the first non-option (the command). ":": a missing value is reported as ':',
@@ -142,6 +147,7 @@ static const struct option long_opts[] = {
 	{ "format", required_argument, NULL, 'f' },
 	{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
 	{ "waits", no_argument, NULL, OPT_WAITS },
+	{ "wait-leaves", required_argument, NULL, OPT_WAIT_LEAVES },
 	{ "thread", required_argument, NULL, OPT_THREAD },
 	{ "top", required_argument, NULL, OPT_TOP },
 	{ "report-output", required_argument, NULL, OPT_REPORT_OUTPUT },
@@ -216,6 +222,11 @@ static int take(struct wp_opts *o, int c, const char *v, const char *next, int *
 		break;
 	case OPT_WAITS:
 		o->waits = 1;
+		break;
+	case OPT_WAIT_LEAVES:
+		if (!v || (strcmp(v, "on") && strcmp(v, "off")))
+			return wp_usage_error("--wait-leaves takes on or off", v);
+		o->wait_leaves = !strcmp(v, "on");
 		break;
 	case OPT_THREAD:
 		if (!v || !*v)
@@ -293,6 +304,7 @@ int wp_parse_options(int argc, char **argv, struct wp_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->threads = -1;
 	o->top = 20;
+	o->wait_leaves = -1;
 	opterr = 0; /* our messages, not getopt's */
 	optind = 0; /* 0, not 1: glibc starts afresh, forgetting a bundle left half-read */
 	for (;;) {

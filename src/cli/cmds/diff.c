@@ -95,6 +95,9 @@ static int load(const struct wp_opts *o, struct side *s)
 		return -1;
 	}
 	struct wp_filter f = wp_opts_filter(o);
+	/* only when asked: a pipe's inode or a child's pid differs from run to run, and its wait
+	 * leaf would show as gone in one and new in the other */
+	f.wait_leaves = o->wait_leaves > 0;
 	s->r = wp_resolve(s->p, &f);
 	if (!s->r)
 		return -1;

@@ -16,8 +16,10 @@
 
 struct wp_filter wp_opts_filter(const struct wp_opts *o)
 {
+	/* wait leaves: the text report's default; folded keeps its --waits form */
+	int leaves = o->wait_leaves >= 0 ? o->wait_leaves : o->format == WP_FMT_TEXT;
 	return (struct wp_filter){ .thread = o->thread, .process = o->process,
-				   .descendants = o->process_tree };
+				   .descendants = o->process_tree, .wait_leaves = leaves };
 }
 
 typedef int report_fn(const struct wp_opts *, const struct wp_resolved *,

@@ -212,3 +212,27 @@ double wp_z_critical(double alpha)
 	}
 	return (lo + hi) / 2;
 }
+
+void wp_thread_budget(const struct wp_resolved *r, uint32_t proc, uint32_t tid,
+		      struct wp_budget *b)
+{
+	memset(b, 0, sizeof(*b));
+	for (size_t i = 0; i < r->nstacks; i++) {
+		const struct wp_rstack *s = &r->stacks[i];
+		if (s->tid != tid || s->proc != proc)
+			continue;
+		uint64_t known = 0;
+		for (uint32_t k = 0; k < s->nwaits; k++) {
+			const struct wp_rwait *w = &s->waits[k];
+			uint64_t ns = w->weight_ns < s->weight_ns - known ? w->weight_ns
+									   : s->weight_ns - known;
+			b->kind_ns[w->kind] += ns;
+			known += ns;
+		}
+		b->total_ns += s->weight_ns;
+		if (s->flags & WP_STACK_WAITING)
+			b->unknown_ns += s->weight_ns - known;
+		else
+			b->running_ns += s->weight_ns - known;
+	}
+}

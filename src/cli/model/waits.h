@@ -29,11 +29,13 @@ enum wp_wait_kind {
 	WP_WAIT_CHILD,     /* wait4, waitid */
 	WP_WAIT_SIGNAL,    /* sigsuspend, sigtimedwait, pause */
 	WP_WAIT_OTHER,     /* any other system call: the object is its name */
+	WP_WAIT_CPU,       /* runnable, waiting for a CPU (format.h's WP_WAIT_NR_CPU) */
+	WP_WAIT_DISK,      /* uninterruptible sleep, state D (WP_WAIT_NR_DISK) */
 	WP_WAIT__N
 };
 
 /* "lock", "rwlock", "condition", "semaphore", "join", "futex", "io", "sleep", "child",
- * "signal", "other". */
+ * "signal", "other", "cpu", "disk". */
 const char *wp_wait_kind_name(enum wp_wait_kind k);
 
 /* The kind of a wait in system call `nr` (x86-64), from the call and, for a futex, the

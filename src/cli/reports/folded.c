@@ -62,17 +62,19 @@ size_t wp_folded_stack(const struct wp_opts *o, const struct wp_resolved *r,
 }
 
 /* Appends the frames of wait `w` (of a stack of process `proc`) to the stack text of length
- * n in buf. */
+ * n in buf; `leaf`: the stack already ends with its [wait ...] frame (--wait-leaves=on). */
 static size_t put_wait(const struct wp_resolved *r, uint32_t proc, const struct wp_rwait *w,
-		       char *buf, size_t n, size_t cap)
+		       int leaf, char *buf, size_t n, size_t cap)
 {
-	if (n + 1 < cap)
-		buf[n++] = ';';
-	n = put_name(buf, n, cap, "[wait ");
-	n = put_name(buf, n, cap, wp_wait_kind_name(w->kind));
-	n = put_name(buf, n, cap, " ");
-	n = put_name(buf, n, cap, w->object);
-	n = put_name(buf, n, cap, "]");
+	if (!leaf) {
+		if (n + 1 < cap)
+			buf[n++] = ';';
+		n = put_name(buf, n, cap, "[wait ");
+		n = put_name(buf, n, cap, wp_wait_kind_name(w->kind));
+		n = put_name(buf, n, cap, " ");
+		n = put_name(buf, n, cap, w->object);
+		n = put_name(buf, n, cap, "]");
+	}
 	if (w->holder) {
 		const struct wp_thread *t = wp_resolved_thread_of(r, proc, w->holder);
 		char tid[32];
@@ -124,13 +126,14 @@ int wp_report_folded(const struct wp_opts *o, const struct wp_resolved *r,
 			continue;
 		size_t n = wp_folded_stack(o, r, s, buf, sizeof(buf));
 		uint64_t rest = s->count;
+		int leaf = !strcmp(r->funcs[s->frames[s->n - 1].func].module, "[wait]");
 		for (uint32_t k = 0; o->waits && k < s->nwaits; k++) {
 			const struct wp_rwait *w = &s->waits[k];
 			uint64_t c = w->count < rest ? w->count : rest;
 			if (!c)
 				continue;
 			rest -= c;
-			size_t m = put_wait(r, s->proc, w, buf, n, sizeof(buf));
+			size_t m = put_wait(r, s->proc, w, leaf, buf, n, sizeof(buf));
 			if (add_line(&lines, buf, m, c) < 0)
 				return -1;
 			buf[n] = 0;

@@ -693,6 +693,8 @@ static void waits(struct text *t)
 			per_kind[rw->kind] += rw->count;
 			kind_ns[rw->kind] += rw->weight_ns;
 			known += rw->count;
+			if (!(s->flags & WP_STACK_WAITING))
+				waiting += rw->count; /* a runnable thread's wait for a CPU */
 		}
 	}
 	banner(t, "WAITS (what waiting samples waited in: %s of %s)", wp_num(known),
@@ -721,6 +723,8 @@ static void waits(struct text *t)
 						       wp_pct(w->func_n[i], w->count));
 			if (w->more_funcs && at < sizeof(b2))
 				snprintf(b2 + at, sizeof(b2) - at, ", ...");
+			if (strlen(b2) > WIDTH - 38) /* long C++ names: the line stays in WIDTH */
+				snprintf(b2 + WIDTH - 41, sizeof(b2) - (WIDTH - 41), "...");
 			if (*b2)
 				fprintf(t->out, "  %30s  in: %s\n", "", b2);
 			if (w->holder_known) {
@@ -1024,6 +1028,27 @@ static void process_sections(struct text *t)
 	}
 }
 
+/* One line: where the thread's wall time went, parts adding up to 100%: running, waiting
+ * for a CPU, then each kind of wait, then waiting in no known call (summary.h's budget). */
+static void time_budget(struct text *t, uint32_t proc, uint32_t tid)
+{
+	struct wp_budget b;
+	wp_thread_budget(t->r, proc, tid, &b);
+	if (!b.total_ns)
+		return;
+	fprintf(t->out, "    time (%s sampled): running %.1f%%", wp_dur(b.total_ns),
+		wp_pct(b.running_ns, b.total_ns));
+	if (b.kind_ns[WP_WAIT_CPU])
+		fprintf(t->out, ", waiting for a CPU %.1f%%", wp_pct(b.kind_ns[WP_WAIT_CPU], b.total_ns));
+	for (int k = 0; k < WP_WAIT__N; k++)
+		if (k != WP_WAIT_CPU && b.kind_ns[k])
+			fprintf(t->out, ", %s %.1f%%", wp_wait_kind_name((enum wp_wait_kind)k),
+				wp_pct(b.kind_ns[k], b.total_ns));
+	if (b.unknown_ns)
+		fprintf(t->out, ", waiting in no known call %.1f%%", wp_pct(b.unknown_ns, b.total_ns));
+	fputc('\n', t->out);
+}
+
 static void thread_sections(struct text *t)
 {
 	struct tcount *tc = NULL, *c, *tmp;
@@ -1074,6 +1099,8 @@ static void thread_sections(struct text *t)
 			fprintf(t->out, "; running %.1f%%, waiting %.1f%%",
 				wp_pct(c->samples - c->waiting, c->samples), wp_pct(c->waiting, c->samples));
 		fputc('\n', t->out);
+		if (t->wall)
+			time_budget(t, c->proc, c->tid);
 		struct wp_tally tally;
 		if (wp_tally(t->r, of_thread, &c->tid, &tally) != 0)
 			break;

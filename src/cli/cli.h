@@ -39,7 +39,8 @@ struct wp_opts {
 	const char *process;     /* --process=PID|NAME, --process-tree=PID|NAME */
 	int process_tree;        /* --process-tree: with its descendants */
 	int per_process;         /* --per-process */
-	int whole_run;           /* --whole-run */
+	int whole_run;           /* --whole-run: the default for --report MAIN.prof now; kept */
+	int single_file;         /* --single-file: --report FILE reports that file alone */
 	int top;                 /* --top=N, default 20 */
 	const char *report_out;  /* where the report goes (stdout when NULL) */
 	/* subcommands */
@@ -106,9 +107,10 @@ int wp_report_after_run(const struct wp_opts *opts, const char *path);
 /* Loads a profile, builds its model with the options' filter, then writes the report in
  * opts->format to `out`. Returns the process exit code (0, or 1 with a message printed). */
 int wp_report_file(const struct wp_opts *opts, const char *path, FILE *out);
-/* --report: one file as wp_report_file; several files, a directory's *.prof, or with
- * --whole-run the main file's run: one model over all their processes (a file that cannot be
- * read gets one line on standard error and is left out). */
+/* --report: a file and the other files of its run (a run's main file finds its siblings;
+ * with --single-file, the file alone, as wp_report_file), several files, or a directory's
+ * *.prof: one model over all their processes (a file that cannot be read gets one line on
+ * standard error and is left out). */
 int wp_report_files(const struct wp_opts *opts, FILE *out);
 /* The same for a model already built (with wp_opts_filter(opts)); `run`: the processes of
  * its run (model/run.h), for the text header, or NULL. */

@@ -53,8 +53,9 @@ static const char usage_text[] =
 "  --thread=NAME|TID    only this thread's samples\n"
 "  --process=PID|NAME   only this process's samples (every image it ran; not its children)\n"
 "  --process-tree=PID|NAME  the same with every process it started, at any depth\n"
-"  --per-process        per-process roots ([program pid=N]) in folded output\n"
-"  --whole-run          --report MAIN.prof: every process of its run (the files beside it)\n"
+"  --per-process        per-process roots ([program pid=N]) in folded and svg output\n"
+"  --single-file        --report FILE: that file alone, not the other processes of its run\n"
+"                       (by default the files beside it of the same run are reported too)\n"
 "  --top=N              rows in the flat profile (default 20)\n"
 "  --report-output=FILE write the report there instead of standard output\n"
 "\n"
@@ -125,6 +126,7 @@ enum {
 	OPT_PER_PROCESS,
 	OPT_WHOLE_RUN,
 	OPT_PROCESS_TREE,
+	OPT_SINGLE_FILE,
 };
 
 /* "+": stop at the first non-option (the command). ":": a missing value is reported as ':',
@@ -154,6 +156,7 @@ static const struct option long_opts[] = {
 	{ "per-process", no_argument, NULL, OPT_PER_PROCESS },
 	{ "whole-run", no_argument, NULL, OPT_WHOLE_RUN },
 	{ "process-tree", required_argument, NULL, OPT_PROCESS_TREE },
+	{ "single-file", no_argument, NULL, OPT_SINGLE_FILE },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -270,8 +273,11 @@ static int take(struct wp_opts *o, int c, const char *v, const char *next, int *
 	case OPT_PER_PROCESS:
 		o->per_process = 1;
 		break;
-	case OPT_WHOLE_RUN:
+	case OPT_WHOLE_RUN: /* the default since --report MAIN.prof reports its run */
 		o->whole_run = 1;
+		break;
+	case OPT_SINGLE_FILE:
+		o->single_file = 1;
 		break;
 	}
 	return 0;

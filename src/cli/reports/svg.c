@@ -1,6 +1,8 @@
-/* The SVG flame graph of a profile: the resolved stacks handed to the flame graph writer, each
- * frame coloured by what it is (program, library, unknown), with a "[NAME tid=N]" root per
- * thread under --per-thread. --thread keeps one thread's stacks. */
+/* The SVG flame graph of a profile, or of the processes of a run: the resolved stacks handed
+ * to the flame graph writer, each frame coloured by what it is (program, library, unknown),
+ * with a "[PROGRAM pid=N]" root per process under --per-process and a "[NAME tid=N]" root
+ * per thread under --per-thread (below its process's root with both), as in folded output.
+ * --thread, --process keep some of the stacks. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,20 +32,35 @@ int wp_report_svg(const struct wp_opts *o, const struct wp_resolved *r,
 		const struct wp_rstack *s = &r->stacks[i];
 		if (!s->count)
 			continue;
-		int extra = (o->per_thread ? 1 : 0) + (s->n ? 0 : 1);
+		int extra = (o->per_process ? 1 : 0) + (o->per_thread ? 1 : 0) + (s->n ? 0 : 1);
 		struct wp_flame_frame *f = malloc((s->n + (size_t)extra) * sizeof(*f));
 		if (!f)
 			goto oom;
 		frames[n] = f;
 		int k = 0;
-		if (o->per_thread) {
-			const struct wp_thread *t = wp_resolved_thread(r, s->tid);
-			if (asprintf(&roots[n], "[%s tid=%u]", t && t->name && *t->name ? t->name : "?",
-				     s->tid) < 0) {
-				roots[n] = NULL;
+		if (o->per_process || o->per_thread) {
+			/* the roots' names in one string: "[prog pid=N]\0[thread tid=M]" */
+			char pr[300] = "", th[300] = "", prog[256];
+			const struct wp_thread *t = wp_resolved_thread_of(r, s->proc, s->tid);
+			int lp = 0;
+			if (o->per_process)
+				lp = snprintf(pr, sizeof(pr), "[%s pid=%ld]",
+					      wp_resolved_program(r, s->proc, prog, sizeof(prog)),
+					      wp_resolved_pid(r, s->proc));
+			if (o->per_thread)
+				snprintf(th, sizeof(th), "[%s tid=%u]",
+					 t && t->name && *t->name ? t->name : "?", s->tid);
+			if (lp < 0 || lp >= (int)sizeof(pr))
+				lp = (int)strlen(pr);
+			size_t lt = strlen(th);
+			if (!(roots[n] = malloc((size_t)lp + lt + 2)))
 				goto oom;
-			}
-			f[k++] = (struct wp_flame_frame){ roots[n], WP_KIND_THREAD };
+			memcpy(roots[n], pr, (size_t)lp + 1);
+			memcpy(roots[n] + lp + 1, th, lt + 1);
+			if (o->per_process)
+				f[k++] = (struct wp_flame_frame){ roots[n], WP_KIND_THREAD };
+			if (o->per_thread)
+				f[k++] = (struct wp_flame_frame){ roots[n] + lp + 1, WP_KIND_THREAD };
 		}
 		if (!s->n)
 			f[k++] = (struct wp_flame_frame){ "[no stack]", WP_KIND_UNKNOWN };
@@ -62,6 +79,12 @@ int wp_report_svg(const struct wp_opts *o, const struct wp_resolved *r,
 	int sl = snprintf(sub, sizeof(sub), "wallprof: %llu samples at %s Hz over %.2f s",
 			  (unsigned long long)sum->samples, meta_or(p, "hz", "?"),
 			  (double)sum->duration_ns / 1e9);
+	if (r->nprocs > 1 && sl > 0 && (size_t)sl < sizeof(sub))
+		sl += snprintf(sub + sl, sizeof(sub) - (size_t)sl, ", %zu profiles of one run",
+			       r->nprocs);
+	if (r->filter.process && sl > 0 && (size_t)sl < sizeof(sub))
+		sl += snprintf(sub + sl, sizeof(sub) - (size_t)sl, ", process %s%s",
+			       r->filter.process, r->filter.descendants ? " and its descendants" : "");
 	if (r->filter.thread && sl > 0 && (size_t)sl < sizeof(sub))
 		snprintf(sub + sl, sizeof(sub) - (size_t)sl, ", thread %s", r->filter.thread);
 	struct wp_flame_opts fo = { .title = title, .subtitle = sub };

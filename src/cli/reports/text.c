@@ -203,8 +203,44 @@ static void exit_line(struct text *t, char *buf, size_t cap)
 	}
 }
 
-/* The other processes of the run (a fork child, an exec'd image, a program it started):
- * listed, so that their time is not missed; their samples are in their own files. */
+/* One row of the run's table, and then (tree order) the processes it started. */
+static void process_row(struct text *t, const struct wp_run *run, size_t i, char *done)
+{
+	const struct wp_run_proc *rp = &run->procs[i];
+	char pid[24], ppid[24], line[WIDTH * 4], b[WIDTH * 4];
+	done[i] = 1;
+	snprintf(pid, sizeof(pid), "%ld", rp->pid);
+	snprintf(ppid, sizeof(ppid), "%ld", rp->ppid);
+	if (rp->pid < 0)
+		strcpy(pid, "?");
+	if (rp->ppid < 0)
+		strcpy(ppid, "?");
+	/* the program's name without its directory: the arguments tell processes apart */
+	const char *cmd = rp->command, *sp = strchr(cmd, ' '), *sl = strrchr(cmd, '/');
+	if (sl && (!sp || sl < sp))
+		cmd = sl + 1;
+	else if (sp && cmd[0] == '/')
+		for (const char *c = cmd; c < sp; c++)
+			if (*c == '/')
+				cmd = c + 1;
+	/* indented by its depth in the tree; the file only when the report is of one of them */
+	int depth = wp_run_depth(run, i);
+	snprintf(line, sizeof(line), "%*s%s%s%s%s", 2 * depth, "", *cmd ? cmd : "(command unknown)",
+		 run->merged ? "" : "  [", run->merged ? "" : rp->file,
+		 run->merged ? "" : rp->is_main ? " (this)]" : "]");
+	fprintf(t->out, "  %7s %7s  %-10s %9s %9s %8s  %s\n", pid, ppid, rp->end,
+		wp_dur(rp->wall_ns), wp_dur(rp->cpu_ns), wp_num(rp->samples),
+		fit_head(line, WIDTH - 60, b, sizeof(b)));
+	/* its children, by start; an exec'd image and the next image of its pid are siblings */
+	for (size_t k = 0; k < run->n; k++)
+		if (!done[k] && rp->pid > 0 && run->procs[k].ppid == rp->pid &&
+		    run->procs[k].pid != rp->pid)
+			process_row(t, run, k, done);
+}
+
+/* Every process of the run (a fork child, an exec'd image, a program it started), as a tree:
+ * pid, parent, how it ended, wall and CPU time, samples, command line. With --single-file
+ * the others are listed so that their time is not missed; their samples are in their files. */
 static void processes(struct text *t)
 {
 	const struct wp_run *run = t->s->run;
@@ -219,33 +255,20 @@ static void processes(struct text *t)
 				"all in this report:\n", run->n);
 	else
 		fprintf(t->out, "[RUN]     %zu profiles in this run (each process, each image before "
-				"an exec); this report is\n          of %s only: `wallprof --report "
-				"--whole-run %s` reports them all\n", run->n, self, self);
-	fprintf(t->out, "[RUN]     %7s %7s %-10s %9s %9s %8s  %s\n", "pid", "parent", "ended",
-		"wall", "CPU", "samples", "file: command");
-	for (size_t i = 0; i < run->n; i++) {
-		const struct wp_run_proc *rp = &run->procs[i];
-		char pid[24], ppid[24], line[WIDTH * 2 + 1], b[WIDTH * 2];
-		snprintf(pid, sizeof(pid), "%ld", rp->pid);
-		snprintf(ppid, sizeof(ppid), "%ld", rp->ppid);
-		if (rp->pid < 0)
-			strcpy(pid, "?");
-		if (rp->ppid < 0)
-			strcpy(ppid, "?");
-		/* the program's name without its directory: the arguments tell processes apart */
-		const char *cmd = rp->command, *sp = strchr(cmd, ' '), *sl = strrchr(cmd, '/');
-		if (sl && (!sp || sl < sp))
-			cmd = sl + 1;
-		else if (sp && cmd[0] == '/')
-			for (const char *c = cmd; c < sp; c++)
-				if (*c == '/')
-					cmd = c + 1;
-		snprintf(line, sizeof(line), "%s%s: %s", rp->file, rp->is_main ? " (this)" : "",
-			 *cmd ? cmd : "(command unknown)");
-		fprintf(t->out, "[RUN]     %7s %7s %-10s %9s %9s %8s  %s\n", pid, ppid, rp->end,
-			wp_dur(rp->wall_ns), wp_dur(rp->cpu_ns), wp_num(rp->samples),
-			fit_head(line, WIDTH - 68, b, sizeof(b)));
-	}
+				"an exec); this report is\n          of %s only (--single-file): "
+				"`wallprof --report %s` reports them all\n", run->n, self, self);
+	fprintf(t->out, "  %7s %7s  %-10s %9s %9s %8s  %s\n", "pid", "parent", "ended", "wall",
+		"CPU", "samples", run->merged ? "command" : "command  [file]");
+	char *done = calloc(run->n ? run->n : 1, 1);
+	if (!done)
+		return;
+	for (size_t i = 0; i < run->n; i++) /* roots first (parent not in the run), by start */
+		if (!done[i] && wp_run_depth(run, i) == 0)
+			process_row(t, run, i, done);
+	for (size_t i = 0; i < run->n; i++) /* a cycle of reused pids: still every row */
+		if (!done[i])
+			process_row(t, run, i, done);
+	free(done);
 	if (run->skipped)
 		fprintf(t->out, "[WARNING] %zu file%s of this run could not be read (said on standard "
 				"error)\n", run->skipped, run->skipped == 1 ? "" : "s");
@@ -271,7 +294,17 @@ static void header(struct text *t)
 			fprintf(t->out, "pid %llu%s", (unsigned long long)meta(t, "pid"), *ex ? ", " : "");
 		fprintf(t->out, "%s\n", ex);
 	}
-	if (duration) {
+	const struct wp_run *run = s->run && s->run->merged ? s->run : NULL;
+	const struct wp_run_proc *root = run ? wp_run_root(run) : NULL;
+	uint64_t root_wall = root ? wp_run_pid_wall(run, root->pid) : 0;
+	if (root_wall) {
+		/* a tree: the wall time the user waited is the root's (every image of its pid);
+		 * the CPU time is every process's */
+		fprintf(t->out, "[RUN]     wall time %s (the root's), CPU time %s (user %s, system "
+				"%s)\n          of all %zu profiles: %.2f cores busy\n", wp_dur(root_wall),
+			wp_dur(user + sys), wp_dur(user), wp_dur(sys), run->n,
+			(double)(user + sys) / (double)root_wall);
+	} else if (duration) {
 		fprintf(t->out, "[RUN]     wall time %s, CPU time %s (user %s, system %s)", wp_dur(duration),
 			wp_dur(user + sys), wp_dur(user), wp_dur(sys));
 		fprintf(t->out, ": %.2f cores busy\n", (double)(user + sys) / (double)duration);

@@ -10,7 +10,8 @@
  *   sockreader  recv() on a TCP connection over loopback, written to at the end
  *   childwaiter waitpid() for a child process that sleeps until the end
  *
- * Usage: waits [SECONDS] (default 2). WP_TRUTH=FILE receives "tid.NAME N" per thread,
+ * Usage: waits [SECONDS] (default 2). WAITS_HOLD_FRACTION=F (0 < F < 1): the holder lets
+ * big_lock go after that fraction of the run (then holder and lockers end), for --compare. WP_TRUTH=FILE receives "tid.NAME N" per thread,
  * "pipe pipe:[INODE]" and "sock socket:[INODE]", the read ends' targets as /proc names them,
  * and "child PID". */
 #include <arpa/inet.h>
@@ -50,10 +51,12 @@ static void set_me(struct thr *t)
 	pthread_setname_np(pthread_self(), t->name);
 }
 
+static uint64_t hold_until; /* the holder lets big_lock go then (WAITS_HOLD_FRACTION) */
+
 static KEEP void compute_holding_lock(void)
 {
 	uint64_t x = 1;
-	while (mono_ns() < deadline)
+	while (mono_ns() < hold_until)
 		for (int i = 0; i < 10000; i++)
 			x = x * 6364136223846793005ull + 1442695040888963407ull;
 	sink = x;
@@ -169,6 +172,9 @@ int main(int argc, char **argv)
 	double secs = run_seconds(argc, argv, 2.0);
 	truth_open();
 	deadline = mono_ns() + (uint64_t)(secs * 1e9);
+	const char *hf = getenv("WAITS_HOLD_FRACTION");
+	double hold = hf ? atof(hf) : 1.0;
+	hold_until = mono_ns() + (uint64_t)(secs * 1e9 * (hold > 0 && hold < 1 ? hold : 1.0));
 	if (pipe(pipefd) != 0)
 		return 3;
 	struct stat st;

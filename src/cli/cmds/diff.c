@@ -31,8 +31,9 @@
 
 struct side {
 	const char *path;
-	struct wp_profile *p;
-	struct wp_resolved *r;  /* filtered by the options */
+	struct wp_run_files run; /* the run's profiles: a main file's siblings, a directory's */
+	struct wp_profile *p;   /* the first (the root, by start) */
+	struct wp_resolved *r;  /* filtered by the options, over every process of the run */
 	struct wp_summary s;    /* its figures: units, what one sample stands for */
 	uint64_t total;         /* samples kept */
 };
@@ -87,15 +88,15 @@ static const char *fit(const char *s, int w, char *buf, size_t cap)
 	return buf;
 }
 
+/* A side: a run (its main file and the files beside it of the same run, or a directory),
+ * or with --single-file the file alone. */
 static int load(const struct wp_opts *o, struct side *s)
 {
-	char err[256];
-	if (wp_profile_read(s->path, &s->p, err, sizeof(err)) != 0) {
-		fprintf(stderr, "wallprof: %s: %s\n", s->path, err);
+	if (wp_run_load(s->path, o->single_file, &s->run) != 0)
 		return -1;
-	}
+	s->p = s->run.ps[0];
 	struct wp_filter f = wp_opts_filter(o);
-	s->r = wp_resolve(s->p, &f);
+	s->r = wp_resolve_many((const struct wp_profile *const *)s->run.ps, s->run.n, &f);
 	if (!s->r)
 		return -1;
 	wp_summarize(s->p, s->r, &s->s);
@@ -223,9 +224,12 @@ static void describe(FILE *out, const char *label, const struct side *s)
 {
 	const char *mode = wp_profile_meta(s->p, "mode");
 	char what[160], b[512];
-	snprintf(what, sizeof(what), "%s samples, %s mode at %s Hz, %s", wp_num(s->total),
+	char procs[48] = "";
+	if (s->run.n > 1)
+		snprintf(procs, sizeof(procs), " (%zu profiles of one run)", s->run.n);
+	snprintf(what, sizeof(what), "%s samples%s, %s mode at %s Hz, %s", wp_num(s->total), procs,
 		 mode ? mode : "wall", wp_num((uint64_t)wp_profile_meta_ll(s->p, "hz", 0)),
-		 secs((uint64_t)wp_profile_meta_ll(s->p, "duration_ns", 0)));
+		 secs(s->s.duration_ns));
 	if (strlen(label) + strlen(s->path) + strlen(what) + 3 <= 100)
 		fprintf(out, "%s %s: %s\n", label, s->path, what);
 	else /* a long path: on its own line (its end, if need be) */
@@ -239,6 +243,243 @@ static void change(FILE *out, const char *what, uint64_t a, uint64_t b)
 		return;
 	fprintf(out, "          %s %s -> %s (%+.1f%%)\n", what, secs(a), secs(b),
 		100.0 * ((double)b - (double)a) / (double)a);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Processes (matched by command line, not pid: pids differ from run to run) and wait
+ * objects (matched by kind and object text): each one's share of its run's samples, before
+ * and after, with the same test as functions (Bonferroni over the rows compared). */
+
+struct group {
+	UT_hash_handle hh;
+	uint64_t n[2];       /* samples */
+	uint64_t cpu[2];     /* processes: their CPU time, ns */
+	size_t procs[2];     /* processes: profiles with this command line */
+	double delta, z;
+	char key[];          /* the command line; for a wait, the kind's letter then the object */
+};
+
+static struct group *group_get(struct group **tab, const char *key, size_t len, size_t *n)
+{
+	struct group *g;
+	HASH_FIND(hh, *tab, key, len, g);
+	if (g)
+		return g;
+	if (!(g = calloc(1, sizeof(*g) + len + 1)))
+		return NULL;
+	memcpy(g->key, key, len);
+	HASH_ADD_KEYPTR(hh, *tab, g->key, len, g);
+	(*n)++;
+	return g;
+}
+
+static int by_group_delta(const void *a, const void *b)
+{
+	const struct group *x = *(struct group *const *)a, *y = *(struct group *const *)b;
+	if (fabs(x->delta) != fabs(y->delta))
+		return fabs(x->delta) > fabs(y->delta) ? -1 : 1;
+	return strcmp(x->key, y->key);
+}
+
+/* The groups as an array sorted by the size of their change, shares and z filled in; NULL
+ * when out of memory. */
+static struct group **ranked(struct group *tab, size_t n, const struct side sides[2])
+{
+	struct group **v = calloc(n + 1, sizeof(*v)), *g, *tmp;
+	size_t i = 0;
+	if (!v)
+		return NULL;
+	HASH_ITER(hh, tab, g, tmp) {
+		double a = sides[0].total ? 100.0 * (double)g->n[0] / (double)sides[0].total : 0;
+		double b = sides[1].total ? 100.0 * (double)g->n[1] / (double)sides[1].total : 0;
+		g->delta = b - a;
+		g->z = wp_share_z(&sides[0].s, g->n[0], sides[0].total, &sides[1].s, g->n[1],
+				  sides[1].total);
+		v[i++] = g;
+	}
+	qsort(v, n, sizeof(*v), by_group_delta);
+	return v;
+}
+
+static void groups_free(struct group *tab)
+{
+	struct group *g, *tmp;
+	HASH_ITER(hh, tab, g, tmp) {
+		HASH_DEL(tab, g);
+		free(g);
+	}
+}
+
+static double pct(uint64_t k, uint64_t n)
+{
+	return n ? 100.0 * (double)k / (double)n : 0;
+}
+
+/* The image of process `pid` among r's that was running at time `at` (the last to start by
+ * then, else the first), or -1. */
+static long image_at(const struct wp_resolved *r, long pid, long long at)
+{
+	long found = -1;
+	for (size_t j = 0; pid > 0 && j < r->nprocs; j++) {
+		if (wp_resolved_pid(r, (uint32_t)j) != pid)
+			continue;
+		if (found < 0 || wp_profile_meta_ll(r->procs[j], "start_unix_ns", 0) <= at)
+			found = (long)j;
+	}
+	return found;
+}
+
+/* A process's key: the command lines from its tree's root down to it, each without the
+ * program's directory, joined by '\001' (so that keys sort in tree order). Fork children
+ * keep their parent's command line: the path tells the root, its child and its grandchild
+ * apart, where pids cannot (they differ from run to run). */
+static size_t process_key(const struct wp_resolved *r, size_t j, char *buf, size_t cap)
+{
+	size_t chain[16], n = 0;
+	for (long k = (long)j; k >= 0 && n < 16;) {
+		size_t i = 0;
+		while (i < n && chain[i] != (size_t)k)
+			i++;
+		if (i < n)
+			break; /* a cycle of reused pids */
+		chain[n++] = (size_t)k;
+		long long ppid = wp_profile_meta_ll(r->procs[k], "ppid", -1);
+		k = image_at(r, (long)ppid, wp_profile_meta_ll(r->procs[k], "start_unix_ns", 0));
+	}
+	size_t at = 0;
+	buf[0] = 0;
+	while (n-- > 0 && at + 1 < cap) {
+		const char *cmd = wp_profile_meta(r->procs[chain[n]], "command");
+		cmd = cmd && *cmd ? cmd : "(command unknown)";
+		const char *sp = strchr(cmd, ' '), *w = cmd;
+		for (const char *c = cmd; *c && (!sp || c < sp); c++)
+			if (*c == '/')
+				w = c + 1;
+		int l = snprintf(buf + at, cap - at, "%s%s", at ? "\001" : "", w);
+		at = l < 0 ? at : at + (size_t)l >= cap ? cap - 1 : at + (size_t)l;
+	}
+	return at;
+}
+
+static int by_key(const void *a, const void *b)
+{
+	return strcmp((*(struct group *const *)a)->key, (*(struct group *const *)b)->key);
+}
+
+/* Per process, when either run has several: share of the samples and CPU time, before and
+ * after, in tree order. Returns -1 when out of memory. */
+static int process_changes(const struct side sides[2], FILE *out)
+{
+	if (sides[0].r->nprocs < 2 && sides[1].r->nprocs < 2)
+		return 0;
+	struct group *tab = NULL;
+	size_t n = 0;
+	for (int k = 0; k < 2; k++) {
+		const struct wp_resolved *r = sides[k].r;
+		struct group **of = calloc(r->nprocs, sizeof(*of));
+		if (!of)
+			goto oom;
+		for (size_t j = 0; j < r->nprocs; j++) {
+			char key[4096];
+			size_t kl = process_key(r, j, key, sizeof(key));
+			if (!(of[j] = group_get(&tab, key, kl, &n))) {
+				free(of);
+				goto oom;
+			}
+			of[j]->procs[k]++;
+			of[j]->cpu[k] += (uint64_t)wp_profile_meta_ll(r->procs[j], "cpu_user_ns", 0) +
+					 (uint64_t)wp_profile_meta_ll(r->procs[j], "cpu_sys_ns", 0);
+		}
+		for (size_t i = 0; i < r->nstacks; i++)
+			of[r->stacks[i].proc]->n[k] += r->stacks[i].count;
+		free(of);
+	}
+	struct group **v = ranked(tab, n, sides);
+	if (!v)
+		goto oom;
+	qsort(v, n, sizeof(*v), by_key);
+	double zcrit = wp_z_critical(0.05 / (double)(n ? n : 1));
+	char b[512], line[600];
+	fprintf(out, "\nProcesses (matched by command line, theirs and their parents'; share of all "
+		     "samples\nof each run; * beyond sampling noise at 95%%, corrected for the %zu "
+		     "processes):\n", n);
+	fprintf(out, "  %-34s  %-7s  %-13s  %-7s  %s\n", "command", "procs", "share %", "delta",
+		"CPU time");
+	fprintf(out, "  %.*s\n", 34 + 2 + 7 + 2 + 13 + 2 + 7 + 2 + 19, dashes);
+	for (size_t i = 0; i < n && i < LISTED; i++) {
+		const struct group *g = v[i];
+		/* the last command of the path, indented by its depth */
+		const char *last = strrchr(g->key, '\001');
+		int depth = 0;
+		for (const char *c = g->key; *c; c++)
+			depth += *c == '\001';
+		snprintf(line, sizeof(line), "%*s%s", 2 * (depth > 8 ? 8 : depth), "",
+			 last ? last + 1 : g->key);
+		char pr[32], sh[32], d[32], cpu[64];
+		snprintf(pr, sizeof(pr), "%zu->%zu", g->procs[0], g->procs[1]);
+		snprintf(sh, sizeof(sh), "%.1f->%.1f", pct(g->n[0], sides[0].total),
+			 pct(g->n[1], sides[1].total));
+		snprintf(d, sizeof(d), "%+.1f%s", g->delta, fabs(g->z) > zcrit ? " *" : "");
+		snprintf(cpu, sizeof(cpu), "%s->%s", secs(g->cpu[0]), secs(g->cpu[1]));
+		fprintf(out, "  %-34s  %-7s  %-13s  %-7s  %s%s\n", fit(line, 34, b, sizeof(b)), pr,
+			sh, d, cpu, !g->procs[0] ? " (new)" : !g->procs[1] ? " (gone)" : "");
+	}
+	if (n > LISTED)
+		fprintf(out, "  (%zu more)\n", n - LISTED);
+	free(v);
+	groups_free(tab);
+	return 0;
+oom:
+	groups_free(tab);
+	return -1;
+}
+
+/* Per wait object (wall mode): the share of all samples that waited in it, before and after:
+ * "lock table_lock: 31.0% -> 4.0%". Returns -1 when out of memory. */
+static int wait_changes(const struct side sides[2], FILE *out)
+{
+	struct group *tab = NULL;
+	size_t n = 0;
+	char key[1100];
+	for (int k = 0; k < 2; k++) {
+		const struct wp_resolved *r = sides[k].r;
+		for (size_t i = 0; i < r->nstacks; i++)
+			for (uint32_t j = 0; j < r->stacks[i].nwaits; j++) {
+				const struct wp_rwait *w = &r->stacks[i].waits[j];
+				int kl = snprintf(key, sizeof(key), "%c%s", 'a' + w->kind, w->object);
+				size_t len = kl < 0 ? 0 : (size_t)kl >= sizeof(key) ? sizeof(key) - 1
+										    : (size_t)kl;
+				struct group *g = group_get(&tab, key, len, &n);
+				if (!g)
+					goto oom;
+				g->n[k] += w->count;
+			}
+	}
+	if (!n)
+		return 0;
+	struct group **v = ranked(tab, n, sides);
+	if (!v)
+		goto oom;
+	double zcrit = wp_z_critical(0.05 / (double)n);
+	char b[512];
+	fprintf(out, "\nWaits (share of all samples waiting in each object, matched by kind and "
+		     "object;\n* beyond sampling noise at 95%%, corrected for the %zu objects):\n", n);
+	for (size_t i = 0; i < n && i < LISTED; i++) {
+		const struct group *g = v[i];
+		fprintf(out, "  %-9s  %s: %.1f%% -> %.1f%%  (%+.1f points%s)%s\n",
+			wp_wait_kind_name((enum wp_wait_kind)(g->key[0] - 'a')),
+			fit(g->key + 1, 48, b, sizeof(b)), pct(g->n[0], sides[0].total),
+			pct(g->n[1], sides[1].total), g->delta, fabs(g->z) > zcrit ? " *" : "",
+			!g->n[0] ? " (new)" : !g->n[1] ? " (gone)" : "");
+	}
+	if (n > LISTED)
+		fprintf(out, "  (%zu more)\n", n - LISTED);
+	free(v);
+	groups_free(tab);
+	return 0;
+oom:
+	groups_free(tab);
+	return -1;
 }
 
 static int text_diff(const struct wp_opts *o, struct side sides[2], FILE *out)
@@ -306,6 +547,10 @@ static int text_diff(const struct wp_opts *o, struct side sides[2], FILE *out)
 		rc = ferror(out) ? -1 : 0;
 		goto done;
 	}
+	if (process_changes(sides, out) != 0 || wait_changes(sides, out) != 0) {
+		fprintf(stderr, "wallprof: out of memory\n");
+		goto done;
+	}
 	section(out, sides, "Improved (faster):", better, nb);
 	section(out, sides, "Regressed (slower):", worse, nw);
 
@@ -365,11 +610,17 @@ static int add_path(struct path **tab, const struct wp_opts *o, const struct sid
 {
 	static char key[1 << 18];
 	size_t n = 0;
-	const struct wp_thread *t = o->per_thread ? wp_resolved_thread(sd->r, s->tid) : NULL;
-	/* per-thread roots by name only: tids differ from run to run */
+	const struct wp_thread *t = o->per_thread ? wp_resolved_thread_of(sd->r, s->proc, s->tid)
+						  : NULL;
+	/* per-process and per-thread roots by name only: pids and tids differ from run to run */
+	char prog[256];
+	const char *proot = o->per_process ? wp_resolved_program(sd->r, s->proc, prog,
+								  sizeof(prog)) : NULL;
 	const char *root = o->per_thread ? (t && t->name && *t->name ? t->name : "?") : NULL;
+	if (proot)
+		n += (size_t)snprintf(key, sizeof(key), "[%s]", proot) + 1;
 	if (root)
-		n += (size_t)snprintf(key, sizeof(key), "[%s]", root) + 1;
+		n += (size_t)snprintf(key + n, sizeof(key) - n, "[%s]", root) + 1;
 	for (uint32_t j = 0; j < s->n && n < sizeof(key) - 1; j++) {
 		const struct wp_func *f = &sd->r->funcs[s->frames[j].func];
 		int w = snprintf(key + n, sizeof(key) - n, "%s", f->name);
@@ -381,7 +632,7 @@ static int add_path(struct path **tab, const struct wp_opts *o, const struct sid
 	HASH_FIND(hh, *tab, key, n, p);
 	if (!p) {
 		p = calloc(1, sizeof(*p) + n);
-		struct wp_flame_frame *f = calloc(s->n + 2, sizeof(*f));
+		struct wp_flame_frame *f = calloc(s->n + 3, sizeof(*f));
 		if (!p || !f) {
 			free(p);
 			free(f);
@@ -391,7 +642,7 @@ static int add_path(struct path **tab, const struct wp_opts *o, const struct sid
 		/* names point into the key: "[root]\0name\0name\0" */
 		const char *at = p->key;
 		int nf = 0;
-		if (root) {
+		for (int q = 0; q < !!proot + !!root; q++) {
 			f[nf++] = (struct wp_flame_frame){ at, WP_KIND_THREAD };
 			at += strlen(at) + 1;
 		}
@@ -481,8 +732,7 @@ int wp_compare(const struct wp_opts *o, const char *before, const char *after, F
 done:
 	for (int k = 0; k < 2; k++) {
 		wp_resolved_free(sides[k].r);
-		if (sides[k].p)
-			wp_profile_free(sides[k].p);
+		wp_run_files_free(&sides[k].run);
 	}
 	return rc;
 }

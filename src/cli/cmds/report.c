@@ -302,6 +302,63 @@ int wp_report_files(const struct wp_opts *o, FILE *out)
 	return rc;
 }
 
+int wp_run_load(const char *path, int single_file, struct wp_run_files *rf)
+{
+	memset(rf, 0, sizeof(*rf));
+	struct wp_opts o = { .report_file = path, .single_file = single_file };
+	struct files f = { 0 };
+	struct loaded *l = NULL;
+	int rc = -1;
+	if (single_file ? add_path(&f, path) : gather(&o, &f, &rf->skipped))
+		goto out;
+	l = calloc(f.n ? f.n : 1, sizeof(*l));
+	rf->ps = calloc(f.n ? f.n : 1, sizeof(*rf->ps));
+	rf->paths = calloc(f.n ? f.n : 1, sizeof(*rf->paths));
+	if (!l || !rf->ps || !rf->paths) {
+		fprintf(stderr, "wallprof: out of memory\n");
+		goto out;
+	}
+	size_t n = load_all(&f, l, &rf->skipped);
+	if (!n) {
+		fprintf(stderr, "wallprof: %s: no profile could be read\n", path);
+		goto out;
+	}
+	qsort(l, n, sizeof(*l), by_start);
+	for (size_t i = 0; i < n; i++) {
+		rf->ps[i] = l[i].p;
+		rf->paths[i] = strdup(l[i].path);
+		l[i].p = NULL;
+		rf->n++;
+		if (!rf->paths[i]) {
+			fprintf(stderr, "wallprof: out of memory\n");
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	for (size_t i = 0; l && i < f.n; i++)
+		if (l[i].p)
+			wp_profile_free(l[i].p);
+	free(l);
+	for (size_t i = 0; i < f.n; i++)
+		free(f.paths[i]);
+	free(f.paths);
+	if (rc)
+		wp_run_files_free(rf);
+	return rc;
+}
+
+void wp_run_files_free(struct wp_run_files *rf)
+{
+	for (size_t i = 0; i < rf->n; i++) {
+		wp_profile_free(rf->ps[i]);
+		free(rf->paths[i]);
+	}
+	free(rf->ps);
+	free(rf->paths);
+	memset(rf, 0, sizeof(*rf));
+}
+
 FILE *wp_open_report(const struct wp_opts *o)
 {
 	if (!o->report_out)

@@ -432,9 +432,19 @@ struct cols {
 	int func, src, mod, samples;
 };
 
-/* "  pid N" of the process with most of function f's self samples, "+" when others had
- * some too (the PROCESSES section splits them). */
-static void main_process(const struct wp_resolved *r, uint32_t f, char *buf, size_t cap)
+/* Whether function f is anywhere in stack s. */
+static int in_stack(const struct wp_rstack *s, uint32_t f)
+{
+	for (uint32_t j = 0; j < s->n; j++)
+		if (s->frames[j].func == f)
+			return 1;
+	return 0;
+}
+
+/* "  pid N" of the process with most of function f's self samples (its total samples with
+ * `total`), "+" when others had some too (the PROCESSES section splits them). */
+static void main_process(const struct wp_resolved *r, uint32_t f, int total, char *buf,
+			 size_t cap)
 {
 	uint64_t *per = calloc(r->nprocs, sizeof(*per));
 	if (!per)
@@ -442,7 +452,7 @@ static void main_process(const struct wp_resolved *r, uint32_t f, char *buf, siz
 	size_t best = 0, with = 0;
 	for (size_t i = 0; i < r->nstacks; i++) {
 		const struct wp_rstack *s = &r->stacks[i];
-		if (s->n && s->frames[s->n - 1].func == f)
+		if (total ? in_stack(s, f) : s->n && s->frames[s->n - 1].func == f)
 			per[s->proc] += s->count;
 	}
 	/* the images of one pid are one process */
@@ -520,7 +530,7 @@ static void flat(struct text *t)
 		snprintf(ci, sizeof(ci), "%.1f-%.1f", lo, hi);
 		char pc[48] = "";
 		if (procs)
-			main_process(r, ids[i], pc, sizeof(pc));
+			main_process(r, ids[i], 0, pc, sizeof(pc));
 		fprintf(t->out, "  %5.1f%%  %-11s  %*s  %5.1f%%  %-*s  %-*s  %-*s%s\n",
 			wp_pct(f->self, r->total), ci, c.samples, wp_num(f->self), wp_pct(f->total, r->total),
 			c.func, fit_tail(f->name, c.func, b1, sizeof(b1)), c.src,
@@ -829,11 +839,17 @@ static void call_graph(struct text *t)
 		const struct wp_func *f = &r->funcs[id];
 		size_t nl = 0;
 		const char *src = source_of(f->file, f->line, b2, sizeof(b2));
+		/* over several processes, the one with most of its samples ("+": others too) */
+		char pc[48] = "";
+		if (r->nprocs > 1) {
+			main_process(r, id, 1, pc, sizeof(pc));
+			pc[0] = ',';
+		}
 		/* "[k] NAME  100.0% total, 100.0% self  (SRC, MODULE)": 41 columns besides */
-		int fw = WIDTH - 41 - (int)strlen(src) - (int)strlen(f->module);
-		fprintf(t->out, "\n[%zu] %s  %.1f%% total, %.1f%% self  (%s, %s)\n", k + 1,
+		int fw = WIDTH - 41 - (int)strlen(src) - (int)strlen(f->module) - (int)strlen(pc);
+		fprintf(t->out, "\n[%zu] %s  %.1f%% total, %.1f%% self  (%s, %s%s)\n", k + 1,
 			fit_tail(f->name, fw < 20 ? 20 : fw, b1, sizeof(b1)), wp_pct(f->total, t->total),
-			wp_pct(f->self, t->total), fit_tail(src, 30, b3, sizeof(b3)), f->module);
+			wp_pct(f->self, t->total), fit_tail(src, 30, b3, sizeof(b3)), f->module, pc);
 		HASH_ITER(hh, g.edges, e, tmp) {
 			if ((uint32_t)e->key == id)
 				links[nl++] = (struct link){ (uint32_t)(e->key >> 32), e->count };
@@ -862,12 +878,21 @@ done:
 /* ---------------------------------------------------------------------------------------- */
 /* Threads */
 
+/* A thread of the report: tids are a process's own, and the images of one pid share their
+ * threads (exec keeps the calling thread), so a thread is a (pid, tid). */
 struct tcount {
 	UT_hash_handle hh;
+	uint64_t key;  /* pid << 32 | tid */
 	uint32_t tid;
 	uint32_t proc; /* the process it was first met in */
+	long pid;
 	uint64_t samples, waiting;
 };
+
+static uint64_t thread_key(const struct wp_resolved *r, uint32_t proc, uint32_t tid)
+{
+	return (uint64_t)(uint32_t)wp_resolved_pid(r, proc) << 32 | tid;
+}
 
 static int by_samples(struct tcount *a, struct tcount *b)
 {
@@ -925,9 +950,15 @@ static void hidden_by_name(struct text *t, struct tcount *tc, size_t skip)
 		fprintf(t->out, "    (%s more names)\n", wp_num(groups - 8));
 }
 
-static int of_thread(const struct wp_rstack *s, void *tid)
+struct of_tid {
+	const struct wp_resolved *r;
+	uint64_t key;
+};
+
+static int of_thread(const struct wp_rstack *s, void *arg)
 {
-	return s->tid == *(const uint32_t *)tid;
+	const struct of_tid *a = arg;
+	return thread_key(a->r, s->proc, s->tid) == a->key;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -944,62 +975,164 @@ static int of_process(const struct wp_rstack *s, void *arg)
 	return wp_resolved_pid(a->r, s->proc) == a->pid;
 }
 
-static void process_sections(struct text *t)
+/* The heading of process `k`'s section (the first image of its pid): its share and its top
+ * functions over every image; its threads follow. */
+static void process_head(struct text *t, size_t k)
 {
 	const struct wp_resolved *r = t->r;
 	char b1[512], b2[256], b3[256], b4[256], prog[256];
-	banner(t, "PROCESSES (%zu profiles; the images of one pid are one process)", r->nprocs);
-	for (size_t k = 0; k < r->nprocs; k++) {
-		long pid = wp_resolved_pid(r, (uint32_t)k);
-		size_t j = 0;
-		while (j < k && wp_resolved_pid(r, (uint32_t)j) != pid)
-			j++;
-		if (j < k)
-			continue; /* an earlier image of this pid has the section */
-		struct of_pid arg = { r, pid };
-		struct wp_tally tally;
-		if (wp_tally(r, of_process, &arg, &tally) != 0)
-			return;
-		long long ppid = wp_profile_meta_ll(r->procs[k], "ppid", -1);
-		fprintf(t->out, "\n%s (pid %ld, parent %lld): %s sample%s, %.1f%% of all\n",
-			wp_resolved_program(r, (uint32_t)k, prog, sizeof(prog)), pid, ppid,
-			wp_num(tally.samples), tally.samples == 1 ? "" : "s",
-			wp_pct(tally.samples, t->total));
-		size_t n;
-		uint32_t *ids = wp_funcs_ranked(r, &tally, WP_RANK_SELF, &n);
-		for (size_t i = 0; ids && i < n && i < THREAD_FUNCS; i++) {
-			const struct wp_func *f = &r->funcs[ids[i]];
-			uint64_t self = tally.self[ids[i]];
-			fprintf(t->out, "    %5.1f%%  %8s  %-40s  %-24s  %s\n",
-				wp_pct(self, tally.samples), wp_num(self),
-				fit_tail(f->name, 40, b1, sizeof(b1)),
-				fit_tail(source_of(f->file, f->line, b2, sizeof(b2)), 24, b3, sizeof(b3)),
-				fit_head(f->module, 14, b4, sizeof(b4)));
-		}
-		if (ids && n > THREAD_FUNCS)
-			fprintf(t->out, "    %s more function%s\n", wp_num(n - THREAD_FUNCS),
-				n - THREAD_FUNCS == 1 ? "" : "s");
-		free(ids);
+	long pid = wp_resolved_pid(r, (uint32_t)k);
+	struct of_pid arg = { r, pid };
+	struct wp_tally tally;
+	if (wp_tally(r, of_process, &arg, &tally) != 0)
+		return;
+	long long ppid = wp_profile_meta_ll(r->procs[k], "ppid", -1);
+	size_t images = 0;
+	for (size_t j = 0; j < r->nprocs; j++)
+		images += wp_resolved_pid(r, (uint32_t)j) == pid;
+	/* how it ended: its last image's row of the run */
+	const char *end = NULL;
+	for (size_t j = 0; t->s->run && j < t->s->run->n; j++)
+		if (t->s->run->procs[j].pid == pid)
+			end = t->s->run->procs[j].end;
+	fprintf(t->out, "\n%s\n%s (pid %ld, parent %lld%s%s%s): %s sample%s, %.1f%% of all\n",
+		dashes, wp_resolved_program(r, (uint32_t)k, prog, sizeof(prog)), pid, ppid,
+		images > 1 ? ", exec'd" : "", end ? ", " : "", end ? end : "",
+		wp_num(tally.samples), tally.samples == 1 ? "" : "s",
+		wp_pct(tally.samples, t->total));
+	size_t n;
+	uint32_t *ids = wp_funcs_ranked(r, &tally, WP_RANK_SELF, &n);
+	for (size_t i = 0; ids && i < n && i < THREAD_FUNCS; i++) {
+		const struct wp_func *f = &r->funcs[ids[i]];
+		uint64_t self = tally.self[ids[i]];
+		fprintf(t->out, "    %5.1f%%  %8s  %-40s  %-24s  %s\n",
+			wp_pct(self, tally.samples), wp_num(self),
+			fit_tail(f->name, 40, b1, sizeof(b1)),
+			fit_tail(source_of(f->file, f->line, b2, sizeof(b2)), 24, b3, sizeof(b3)),
+			fit_head(f->module, 14, b4, sizeof(b4)));
+	}
+	if (ids && n > THREAD_FUNCS)
+		fprintf(t->out, "    %s more function%s\n", wp_num(n - THREAD_FUNCS),
+			n - THREAD_FUNCS == 1 ? "" : "s");
+	free(ids);
+	wp_tally_free(&tally);
+}
+
+/* One thread's section: its samples, and the functions it spent them in. Returns -1 when out
+ * of memory. */
+static int thread_section(struct text *t, const struct tcount *c, uint64_t all)
+{
+	char b1[512], b2[256], b3[256], b4[256];
+	const struct wp_thread *th = wp_resolved_thread_of(t->r, c->proc, c->tid);
+	char in[64] = "";
+	if (t->r->nprocs > 1)
+		snprintf(in, sizeof(in), ", pid %ld", c->pid);
+	fprintf(t->out, "\n%s (tid %u%s%s): %s sample%s, %.1f%% of the %s",
+		th && th->name && *th->name ? th->name : "?", c->tid, in,
+		th && (th->flags & WP_THREAD_EXITED) ? ", exited" : "", wp_num(c->samples),
+		c->samples == 1 ? "" : "s", wp_pct(c->samples, all),
+		t->r->nprocs > 1 ? "run" : "process");
+	if (t->wall)
+		fprintf(t->out, "; running %.1f%%, waiting %.1f%%",
+			wp_pct(c->samples - c->waiting, c->samples), wp_pct(c->waiting, c->samples));
+	fputc('\n', t->out);
+	struct wp_tally tally;
+	struct of_tid arg = { t->r, c->key };
+	if (wp_tally(t->r, of_thread, &arg, &tally) != 0)
+		return -1;
+	size_t n;
+	uint32_t *ids = wp_funcs_ranked(t->r, &tally, WP_RANK_SELF, &n);
+	if (!ids) {
 		wp_tally_free(&tally);
+		return -1;
+	}
+	int nw = (int)strlen(wp_num(c->samples)), fw = 8, sw = 8;
+	for (size_t i = 0; i < n && i < THREAD_FUNCS; i++) {
+		const struct wp_func *f = &t->r->funcs[ids[i]];
+		int l1 = (int)strlen(f->name), l2 = (int)strlen(source_of(f->file, f->line, b2,
+								      sizeof(b2)));
+		fw = l1 > fw ? l1 : fw;
+		sw = l2 > sw ? l2 : sw;
+	}
+	sw = sw > 24 ? 24 : sw;
+	int room = WIDTH - (4 + 6 + 2 + nw + 2 + 2 + sw + 2) - 14;
+	fw = fw > room ? room : fw;
+	for (size_t i = 0; i < n && i < THREAD_FUNCS; i++) {
+		const struct wp_func *f = &t->r->funcs[ids[i]];
+		const char *src = fit_tail(source_of(f->file, f->line, b2, sizeof(b2)), sw, b3,
+					   sizeof(b3));
+		uint64_t self = tally.self[ids[i]];
+		fprintf(t->out, "    %5.1f%%  %*s  %-*s  %-*s  %s\n", wp_pct(self, c->samples),
+			nw, wp_num(self), fw, fit_tail(f->name, fw, b1, sizeof(b1)), sw, src,
+			fit_head(f->module, 14, b4, sizeof(b4)));
+	}
+	if (n > THREAD_FUNCS)
+		fprintf(t->out, "    %s more function%s\n", wp_num(n - THREAD_FUNCS),
+			n - THREAD_FUNCS == 1 ? "" : "s");
+	free(ids);
+	wp_tally_free(&tally);
+	return 0;
+}
+
+/* The threads of process `pid` (every thread when pid < 0), most sampled first, at most
+ * `limit`; the rest summed up, by name. */
+static void threads_of(struct text *t, struct tcount *tc, long pid, size_t limit, uint64_t all)
+{
+	struct tcount *c, *tmp, *only = NULL;
+	size_t shown = 0, mine = 0;
+	uint64_t rest = 0;
+	HASH_ITER(hh, tc, c, tmp) {
+		if (pid >= 0 && c->pid == pid && !mine++)
+			only = c;
+	}
+	if (pid >= 0 && mine == 1) { /* its functions are the process's, just above */
+		const struct wp_thread *th = wp_resolved_thread_of(t->r, only->proc, only->tid);
+		fprintf(t->out, "    (one thread sampled: %s, tid %u%s)\n",
+			th && th->name && *th->name ? th->name : "?", only->tid,
+			!t->wall ? "" : only->waiting * 2 > only->samples ? ", mostly waiting"
+									    : ", mostly running");
+		return;
+	}
+	HASH_ITER(hh, tc, c, tmp) {
+		if (pid >= 0 && c->pid != pid)
+			continue;
+		if (shown++ >= limit) {
+			rest += c->samples;
+			continue;
+		}
+		if (thread_section(t, c, all) != 0)
+			break;
+	}
+	if (shown > limit) {
+		fprintf(t->out, "\n(%s more threads with %s samples, %.1f%%; --thread=NAME|TID shows "
+				"one)\n", wp_num(shown - limit), wp_num(rest), wp_pct(rest, all));
+		if (pid < 0)
+			hidden_by_name(t, tc, limit);
 	}
 }
 
+/* Per thread; over several processes, per process (the images of one pid are one process,
+ * in the order they started) with its threads within. */
 static void thread_sections(struct text *t)
 {
+	const struct wp_resolved *r = t->r;
 	struct tcount *tc = NULL, *c, *tmp;
 	size_t nthreads = 0;
-	for (size_t i = 0; i < t->r->nstacks; i++) {
-		const struct wp_rstack *s = &t->r->stacks[i];
+	for (size_t i = 0; i < r->nstacks; i++) {
+		const struct wp_rstack *s = &r->stacks[i];
 		if (!s->count)
 			continue;
-		HASH_FIND(hh, tc, &s->tid, sizeof(s->tid), c);
+		uint64_t key = thread_key(r, s->proc, s->tid);
+		HASH_FIND(hh, tc, &key, sizeof(key), c);
 		if (!c) {
 			c = calloc(1, sizeof(*c));
 			if (!c)
 				break;
+			c->key = key;
 			c->tid = s->tid;
 			c->proc = s->proc;
-			HASH_ADD(hh, tc, tid, sizeof(c->tid), c);
+			c->pid = wp_resolved_pid(r, s->proc);
+			HASH_ADD(hh, tc, key, sizeof(c->key), c);
 			nthreads++;
 		}
 		c->samples += s->count;
@@ -1008,71 +1141,35 @@ static void thread_sections(struct text *t)
 	}
 	HASH_SORT(tc, by_samples);
 	uint64_t all = t->s->samples_all;
-	size_t idle = 0, shown = 0, limit = t->r->filter.thread ? SIZE_MAX : MAX_THREADS;
-	for (size_t i = 0; i < t->r->nthreads; i++) {
-		HASH_FIND(hh, tc, &t->r->threads[i]->tid, sizeof(t->r->threads[i]->tid), c);
+	size_t idle = 0, limit = r->filter.thread ? SIZE_MAX : MAX_THREADS;
+	for (size_t i = 0; i < r->nthreads; i++) {
+		uint64_t key = thread_key(r, r->thread_procs[i], r->threads[i]->tid);
+		HASH_FIND(hh, tc, &key, sizeof(key), c);
 		idle += !c;
 	}
-	banner(t, "THREADS (%zu with samples, most sampled first)", nthreads);
-	char b1[512], b2[256], b3[256], b4[256];
-	uint64_t rest = 0;
-	HASH_ITER(hh, tc, c, tmp) {
-		if (shown++ >= limit) {
-			rest += c->samples;
-			continue;
+	if (r->nprocs > 1) {
+		size_t np = 0;
+		for (size_t k = 0; k < r->nprocs; k++) {
+			long pid = wp_resolved_pid(r, (uint32_t)k);
+			size_t j = 0;
+			while (j < k && wp_resolved_pid(r, (uint32_t)j) != pid)
+				j++;
+			np += j == k;
 		}
-		const struct wp_thread *th = wp_resolved_thread_of(t->r, c->proc, c->tid);
-		char in[64] = "";
-		if (t->r->nprocs > 1)
-			snprintf(in, sizeof(in), ", pid %ld", wp_resolved_pid(t->r, c->proc));
-		fprintf(t->out, "\n%s (tid %u%s%s): %s sample%s, %.1f%% of the %s",
-			th && th->name && *th->name ? th->name : "?", c->tid, in,
-			th && (th->flags & WP_THREAD_EXITED) ? ", exited" : "", wp_num(c->samples),
-			c->samples == 1 ? "" : "s", wp_pct(c->samples, all),
-			t->r->nprocs > 1 ? "run" : "process");
-		if (t->wall)
-			fprintf(t->out, "; running %.1f%%, waiting %.1f%%",
-				wp_pct(c->samples - c->waiting, c->samples), wp_pct(c->waiting, c->samples));
-		fputc('\n', t->out);
-		struct wp_tally tally;
-		if (wp_tally(t->r, of_thread, &c->tid, &tally) != 0)
-			break;
-		size_t n;
-		uint32_t *ids = wp_funcs_ranked(t->r, &tally, WP_RANK_SELF, &n);
-		if (!ids) {
-			wp_tally_free(&tally);
-			break;
+		banner(t, "PROCESSES (%zu) AND THEIR THREADS (%zu with samples)", np, nthreads);
+		for (size_t k = 0; k < r->nprocs; k++) {
+			long pid = wp_resolved_pid(r, (uint32_t)k);
+			size_t j = 0;
+			while (j < k && wp_resolved_pid(r, (uint32_t)j) != pid)
+				j++;
+			if (j < k)
+				continue; /* an earlier image of this pid has the section */
+			process_head(t, k);
+			threads_of(t, tc, pid, limit, all);
 		}
-		int nw = (int)strlen(wp_num(c->samples)), fw = 8, sw = 8;
-		for (size_t i = 0; i < n && i < THREAD_FUNCS; i++) {
-			const struct wp_func *f = &t->r->funcs[ids[i]];
-			int l1 = (int)strlen(f->name), l2 = (int)strlen(source_of(f->file, f->line, b2,
-									      sizeof(b2)));
-			fw = l1 > fw ? l1 : fw;
-			sw = l2 > sw ? l2 : sw;
-		}
-		sw = sw > 24 ? 24 : sw;
-		int room = WIDTH - (4 + 6 + 2 + nw + 2 + 2 + sw + 2) - 14;
-		fw = fw > room ? room : fw;
-		for (size_t i = 0; i < n && i < THREAD_FUNCS; i++) {
-			const struct wp_func *f = &t->r->funcs[ids[i]];
-			const char *src = fit_tail(source_of(f->file, f->line, b2, sizeof(b2)), sw, b3,
-						   sizeof(b3));
-			uint64_t self = tally.self[ids[i]];
-			fprintf(t->out, "    %5.1f%%  %*s  %-*s  %-*s  %s\n", wp_pct(self, c->samples),
-				nw, wp_num(self), fw, fit_tail(f->name, fw, b1, sizeof(b1)), sw, src,
-				fit_head(f->module, 14, b4, sizeof(b4)));
-		}
-		if (n > THREAD_FUNCS)
-			fprintf(t->out, "    %s more function%s\n", wp_num(n - THREAD_FUNCS),
-				n - THREAD_FUNCS == 1 ? "" : "s");
-		free(ids);
-		wp_tally_free(&tally);
-	}
-	if (shown > limit) {
-		fprintf(t->out, "\n(%s more threads with %s samples, %.1f%%; --thread=NAME|TID shows "
-				"one)\n", wp_num(shown - limit), wp_num(rest), wp_pct(rest, all));
-		hidden_by_name(t, tc, limit);
+	} else {
+		banner(t, "THREADS (%zu with samples, most sampled first)", nthreads);
+		threads_of(t, tc, -1, limit, all);
 	}
 	if (idle)
 		fprintf(t->out, "\n(%s thread%s seen but never sampled)\n", wp_num(idle),
@@ -1100,8 +1197,6 @@ int wp_report_text(const struct wp_opts *o, const struct wp_resolved *r,
 		flat(&t);
 		waits(&t);
 		call_graph(&t);
-		if (r->nprocs > 1)
-			process_sections(&t);
 		thread_sections(&t);
 	}
 	return ferror(out) ? -1 : 0;

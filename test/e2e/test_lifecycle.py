@@ -83,9 +83,15 @@ def main(t):
     before = out.replace(".prof", ".exec1.prof")
     t.check(os.path.exists(before) and funcs(before).through("burn_before_exec").total() > 300,
             "exec: the profile before exec was written and kept")
-    t.check(funcs(out).through("burn_after_exec").total() > 300 and
-            funcs(out).through("burn_before_exec").total() == 0,
+    # the main file reports its run (both images of the pid); --single-file the file alone
+    alone = wp.Profile.from_folded(wp.wallprof(["--report", out, "-f", "folded", "--per-thread",
+                                                "--single-file"]).stdout, per_thread=True)
+    t.check(alone.through("burn_after_exec").total() > 300 and
+            alone.through("burn_before_exec").total() == 0,
             "exec: the new image's profile has only its own work")
+    t.check(funcs(out).through("burn_after_exec").total() > 300 and
+            funcs(out).through("burn_before_exec").total() > 300,
+            "exec: --report of the main file covers the process, both images")
 
     # the program's own SIGPROF timer keeps working, and wallprof says it moved
     base = wp.run([wp.target("lifecycle"), "sigprof"], timeout=60)

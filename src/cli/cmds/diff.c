@@ -361,6 +361,26 @@ static size_t process_key(const struct wp_resolved *r, size_t j, char *buf, size
 	return at;
 }
 
+static uint64_t cpu_of(const struct wp_profile *p)
+{
+	long long u = wp_profile_meta_ll(p, "cpu_user_ns", 0), y = wp_profile_meta_ll(p, "cpu_sys_ns", 0);
+	return (uint64_t)(u > 0 ? u : 0) + (uint64_t)(y > 0 ? y : 0);
+}
+
+/* Image j's own CPU time: the kernel counts a process's across exec, so the image of its pid
+ * that ran before it is taken off. */
+static uint64_t own_cpu(const struct wp_resolved *r, size_t j)
+{
+	long long st = wp_profile_meta_ll(r->procs[j], "start_unix_ns", 0);
+	long prev = image_at(r, wp_resolved_pid(r, (uint32_t)j), st - 1);
+	uint64_t mine = cpu_of(r->procs[j]);
+	if (prev < 0 || (size_t)prev == j ||
+	    wp_profile_meta_ll(r->procs[prev], "start_unix_ns", 0) >= st)
+		return mine;
+	uint64_t before = cpu_of(r->procs[prev]);
+	return mine > before ? mine - before : 0;
+}
+
 static int by_key(const void *a, const void *b)
 {
 	return strcmp((*(struct group *const *)a)->key, (*(struct group *const *)b)->key);
@@ -387,8 +407,7 @@ static int process_changes(const struct side sides[2], FILE *out)
 				goto oom;
 			}
 			of[j]->procs[k]++;
-			of[j]->cpu[k] += (uint64_t)wp_profile_meta_ll(r->procs[j], "cpu_user_ns", 0) +
-					 (uint64_t)wp_profile_meta_ll(r->procs[j], "cpu_sys_ns", 0);
+			of[j]->cpu[k] += own_cpu(r, j);
 		}
 		for (size_t i = 0; i < r->nstacks; i++)
 			of[r->stacks[i].proc]->n[k] += r->stacks[i].count;
@@ -421,7 +440,12 @@ static int process_changes(const struct side sides[2], FILE *out)
 			 pct(g->n[1], sides[1].total));
 		snprintf(d, sizeof(d), "%+.1f%s", g->delta, fabs(g->z) > zcrit ? " *" : "");
 		snprintf(cpu, sizeof(cpu), "%s->%s", secs(g->cpu[0]), secs(g->cpu[1]));
-		fprintf(out, "  %-34s  %-7s  %-13s  %-7s  %s%s\n", fit(line, 34, b, sizeof(b)), pr,
+		/* a command line is told apart by its start: its end goes */
+		if (strlen(line) > 34)
+			snprintf(b, sizeof(b), "%.31s...", line);
+		else
+			snprintf(b, sizeof(b), "%s", line);
+		fprintf(out, "  %-34s  %-7s  %-13s  %-7s  %s%s\n", b, pr,
 			sh, d, cpu, !g->procs[0] ? " (new)" : !g->procs[1] ? " (gone)" : "");
 	}
 	if (n > LISTED)

@@ -179,6 +179,20 @@ static int siblings(const char *main_path, const char *id, int prefix, FILE *war
 	return rc;
 }
 
+/* The CPU time of an image of its own: the kernel counts a process's CPU time across exec,
+ * so an image's figure holds its pid's earlier images' too. `run` sorted by start. */
+static void own_cpu(struct wp_run *run)
+{
+	for (size_t i = run->n; i-- > 0;)
+		for (size_t j = i; j-- > 0;)
+			if (run->procs[j].pid == run->procs[i].pid && run->procs[i].pid > 0) {
+				uint64_t before = run->procs[j].cpu_ns;
+				run->procs[i].cpu_ns = run->procs[i].cpu_ns > before
+							       ? run->procs[i].cpu_ns - before : 0;
+				break;
+			}
+}
+
 int wp_run_find(const char *main_path, const struct wp_profile *main, FILE *warn,
 		struct wp_run *run)
 {
@@ -189,6 +203,7 @@ int wp_run_find(const char *main_path, const struct wp_profile *main, FILE *warn
 	run->n = 1;
 	if (siblings(main_path, wp_profile_meta(main, "run"), 0, warn, run, &cap))
 		goto oom;
+	own_cpu(run);
 	return 0;
 oom:
 	fprintf(stderr, "wallprof: out of memory\n");
@@ -226,6 +241,7 @@ int wp_run_of(const struct wp_profile *const *ps, const char *const *paths, size
 	}
 	run->skipped = skipped;
 	run->merged = 1;
+	own_cpu(run);
 	return 0;
 }
 

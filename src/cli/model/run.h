@@ -30,7 +30,9 @@ struct wp_run_proc {
 			      * killed), "exec'd", "checkpoint" (the last one written: it ended
 			      * without a final write, e.g. _exit, or is running), "ended" (how is
 			      * not known) */
-	uint64_t start_unix_ns, wall_ns, cpu_ns, samples;
+	uint64_t start_unix_ns, wall_ns, samples;
+	uint64_t cpu_ns;     /* this image's own: its pid's earlier images' taken off (the
+			      * kernel counts a process's CPU time across exec) */
 	int is_main;         /* the file the report is of */
 };
 

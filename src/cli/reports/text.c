@@ -500,17 +500,20 @@ static void flat(struct text *t)
 		if (ml > c.mod)
 			c.mod = ml;
 	}
-	/* Everything fits in WIDTH when it can; else the module gives way first (down to 14),
-	 * then the source (down to 18), then the function (down to 20). */
-	int avail = WIDTH - (2 + 6 + 2 + 11 + 2 + c.samples + 2 + 6 + 2) - 4;
+	/* Everything fits in WIDTH when it can; else the module gives way first (down to 14,
+	 * 10 beside a process column), then the source (down to 18, 14), then the function
+	 * (down to 20). */
+	int procs_col = r->nprocs > 1 ? 12 : 0; /* "  pid NNNNN+" */
+	int mod_min = procs_col ? 10 : 14, src_min = procs_col ? 14 : 18;
+	int avail = WIDTH - (2 + 6 + 2 + 11 + 2 + c.samples + 2 + 6 + 2) - 4 - procs_col;
 	if (c.mod > 24)
 		c.mod = 24;
 	if (c.src > 28)
 		c.src = 28;
-	if (c.func + c.src + c.mod > avail && c.mod > 14)
-		c.mod = c.func + c.src + 14 > avail ? 14 : avail - c.func - c.src;
-	if (c.func + c.src + c.mod > avail && c.src > 18)
-		c.src = c.func + 18 + c.mod > avail ? 18 : avail - c.func - c.mod;
+	if (c.func + c.src + c.mod > avail && c.mod > mod_min)
+		c.mod = c.func + c.src + mod_min > avail ? mod_min : avail - c.func - c.src;
+	if (c.func + c.src + c.mod > avail && c.src > src_min)
+		c.src = c.func + src_min + c.mod > avail ? src_min : avail - c.func - c.mod;
 	if (c.func + c.src + c.mod > avail)
 		c.func = avail - c.src - c.mod < 20 ? 20 : avail - c.src - c.mod;
 
@@ -846,10 +849,16 @@ static void call_graph(struct text *t)
 			pc[0] = ',';
 		}
 		/* "[k] NAME  100.0% total, 100.0% self  (SRC, MODULE)": 41 columns besides */
-		int fw = WIDTH - 41 - (int)strlen(src) - (int)strlen(f->module) - (int)strlen(pc);
+		int sw = (int)strlen(src) > 30 ? 30 : (int)strlen(src);
+		int fw = WIDTH - 41 - sw - (int)strlen(f->module) - (int)strlen(pc);
+		if (fw < 20) { /* the source gives way first, then the name */
+			sw -= 20 - fw;
+			sw = sw < 12 ? 12 : sw;
+			fw = 20;
+		}
 		fprintf(t->out, "\n[%zu] %s  %.1f%% total, %.1f%% self  (%s, %s%s)\n", k + 1,
-			fit_tail(f->name, fw < 20 ? 20 : fw, b1, sizeof(b1)), wp_pct(f->total, t->total),
-			wp_pct(f->self, t->total), fit_tail(src, 30, b3, sizeof(b3)), f->module, pc);
+			fit_tail(f->name, fw, b1, sizeof(b1)), wp_pct(f->total, t->total),
+			wp_pct(f->self, t->total), fit_tail(src, sw, b3, sizeof(b3)), f->module, pc);
 		HASH_ITER(hh, g.edges, e, tmp) {
 			if ((uint32_t)e->key == id)
 				links[nl++] = (struct link){ (uint32_t)(e->key >> 32), e->count };
@@ -987,17 +996,24 @@ static void process_head(struct text *t, size_t k)
 	if (wp_tally(r, of_process, &arg, &tally) != 0)
 		return;
 	long long ppid = wp_profile_meta_ll(r->procs[k], "ppid", -1);
-	size_t images = 0;
+	size_t images = 0, last = k;
 	for (size_t j = 0; j < r->nprocs; j++)
-		images += wp_resolved_pid(r, (uint32_t)j) == pid;
+		if (wp_resolved_pid(r, (uint32_t)j) == pid) {
+			images++;
+			last = j; /* procs are in the order they started */
+		}
+	char first[256], from[300] = "";
+	if (images > 1)
+		snprintf(from, sizeof(from), ", exec'd from %s",
+			 wp_resolved_program(r, (uint32_t)k, first, sizeof(first)));
 	/* how it ended: its last image's row of the run */
 	const char *end = NULL;
 	for (size_t j = 0; t->s->run && j < t->s->run->n; j++)
 		if (t->s->run->procs[j].pid == pid)
 			end = t->s->run->procs[j].end;
 	fprintf(t->out, "\n%s\n%s (pid %ld, parent %lld%s%s%s): %s sample%s, %.1f%% of all\n",
-		dashes, wp_resolved_program(r, (uint32_t)k, prog, sizeof(prog)), pid, ppid,
-		images > 1 ? ", exec'd" : "", end ? ", " : "", end ? end : "",
+		dashes, wp_resolved_program(r, (uint32_t)last, prog, sizeof(prog)), pid, ppid, from,
+		end ? ", " : "", end ? end : "",
 		wp_num(tally.samples), tally.samples == 1 ? "" : "s",
 		wp_pct(tally.samples, t->total));
 	size_t n;
@@ -1005,9 +1021,9 @@ static void process_head(struct text *t, size_t k)
 	for (size_t i = 0; ids && i < n && i < THREAD_FUNCS; i++) {
 		const struct wp_func *f = &r->funcs[ids[i]];
 		uint64_t self = tally.self[ids[i]];
-		fprintf(t->out, "    %5.1f%%  %8s  %-40s  %-24s  %s\n",
+		fprintf(t->out, "    %5.1f%%  %8s  %-36s  %-24s  %s\n",
 			wp_pct(self, tally.samples), wp_num(self),
-			fit_tail(f->name, 40, b1, sizeof(b1)),
+			fit_tail(f->name, 36, b1, sizeof(b1)),
 			fit_tail(source_of(f->file, f->line, b2, sizeof(b2)), 24, b3, sizeof(b3)),
 			fit_head(f->module, 14, b4, sizeof(b4)));
 	}

@@ -315,6 +315,20 @@ static double pct(uint64_t k, uint64_t n)
 	return n ? 100.0 * (double)k / (double)n : 0;
 }
 
+#define ROOT_KEY "\002" /* the key of a run's root: before any command line */
+
+/* A profile's command line with the program's directory left out. */
+static void short_command(const struct wp_profile *p, char *buf, size_t cap)
+{
+	const char *cmd = wp_profile_meta(p, "command");
+	cmd = cmd && *cmd ? cmd : "(command unknown)";
+	const char *sp = strchr(cmd, ' '), *w = cmd;
+	for (const char *c = cmd; *c && (!sp || c < sp); c++)
+		if (*c == '/')
+			w = c + 1;
+	snprintf(buf, cap, "%s", w);
+}
+
 /* The image of process `pid` among r's that was running at time `at` (the last to start by
  * then, else the first), or -1. */
 static long image_at(const struct wp_resolved *r, long pid, long long at)
@@ -349,12 +363,13 @@ static size_t process_key(const struct wp_resolved *r, size_t j, char *buf, size
 	size_t at = 0;
 	buf[0] = 0;
 	while (n-- > 0 && at + 1 < cap) {
-		const char *cmd = wp_profile_meta(r->procs[chain[n]], "command");
-		cmd = cmd && *cmd ? cmd : "(command unknown)";
-		const char *sp = strchr(cmd, ' '), *w = cmd;
-		for (const char *c = cmd; *c && (!sp || c < sp); c++)
-			if (*c == '/')
-				w = c + 1;
+		char w[4096];
+		/* the run's root (the first to start) is the command the user ran, whatever its
+		 * arguments: it matches the other run's root, and so do the paths below it */
+		if (chain[n] == 0)
+			snprintf(w, sizeof(w), "%s", ROOT_KEY);
+		else
+			short_command(r->procs[chain[n]], w, sizeof(w));
 		int l = snprintf(buf + at, cap - at, "%s%s", at ? "\001" : "", w);
 		at = l < 0 ? at : at + (size_t)l >= cap ? cap - 1 : at + (size_t)l;
 	}
@@ -419,21 +434,26 @@ static int process_changes(const struct side sides[2], FILE *out)
 	qsort(v, n, sizeof(*v), by_key);
 	double zcrit = wp_z_critical(0.05 / (double)(n ? n : 1));
 	char b[512], line[600];
-	fprintf(out, "\nProcesses (matched by command line, theirs and their parents'; share of all "
-		     "samples\nof each run; * beyond sampling noise at 95%%, corrected for the %zu "
-		     "processes):\n", n);
+	fprintf(out, "\nProcesses (matched by command line, theirs and their parents' below the "
+		     "root, which is\nthe command run; share of all samples of each run; * beyond "
+		     "sampling noise at 95%%,\ncorrected for the %zu processes):\n", n);
 	fprintf(out, "  %-34s  %-7s  %-13s  %-7s  %s\n", "command", "procs", "share %", "delta",
 		"CPU time");
 	fprintf(out, "  %.*s\n", 34 + 2 + 7 + 2 + 13 + 2 + 7 + 2 + 19, dashes);
 	for (size_t i = 0; i < n && i < LISTED; i++) {
 		const struct group *g = v[i];
-		/* the last command of the path, indented by its depth */
+		/* the last command of the path, indented by its depth; the root's is AFTER's */
 		const char *last = strrchr(g->key, '\001');
 		int depth = 0;
 		for (const char *c = g->key; *c; c++)
 			depth += *c == '\001';
-		snprintf(line, sizeof(line), "%*s%s", 2 * (depth > 8 ? 8 : depth), "",
-			 last ? last + 1 : g->key);
+		const char *shown = last ? last + 1 : g->key;
+		char root[4096];
+		if (!strcmp(shown, ROOT_KEY)) {
+			short_command(sides[1].r->procs[0], root, sizeof(root));
+			shown = root;
+		}
+		snprintf(line, sizeof(line), "%*s%.500s", 2 * (depth > 8 ? 8 : depth), "", shown);
 		char pr[32], sh[32], d[32], cpu[64];
 		snprintf(pr, sizeof(pr), "%zu->%zu", g->procs[0], g->procs[1]);
 		snprintf(sh, sizeof(sh), "%.1f->%.1f", pct(g->n[0], sides[0].total),

@@ -19,6 +19,7 @@
 #define GRAPH_EDGES 8   /* callers / callees listed per function */
 #define THREAD_FUNCS 5  /* functions listed per thread */
 #define MAX_THREADS 20  /* thread sections without --thread */
+#define MAX_PROCS 20    /* process sections without --process */
 #define FEW_SAMPLES 100 /* below this, warn that the shares are rough */
 
 static const char rule[] =
@@ -35,6 +36,16 @@ struct text {
 	int wall;
 	uint64_t total; /* samples kept by the filter */
 };
+
+/* The pid of each process of the model being reported (META lookups, once: the sections of
+ * a run of many processes ask for them per stack). Set and cleared by wp_report_text. */
+static const struct wp_resolved *pids_of;
+static long *pids;
+
+static long pid_of(const struct wp_resolved *r, uint32_t proc)
+{
+	return r == pids_of && pids && proc < r->nprocs ? pids[proc] : wp_resolved_pid(r, proc);
+}
 
 /* ---------------------------------------------------------------------------------------- */
 /* Formatting */
@@ -458,7 +469,7 @@ static void main_process(const struct wp_resolved *r, uint32_t f, int total, cha
 	/* the images of one pid are one process */
 	for (size_t k = 0; k < r->nprocs; k++)
 		for (size_t j = 0; j < k; j++)
-			if (per[k] && wp_resolved_pid(r, (uint32_t)j) == wp_resolved_pid(r, (uint32_t)k)) {
+			if (per[k] && pid_of(r, (uint32_t)j) == pid_of(r, (uint32_t)k)) {
 				per[j] += per[k];
 				per[k] = 0;
 			}
@@ -467,7 +478,7 @@ static void main_process(const struct wp_resolved *r, uint32_t f, int total, cha
 		if (per[k] > per[best])
 			best = k;
 	}
-	snprintf(buf, cap, "  pid %ld%s", wp_resolved_pid(r, (uint32_t)best), with > 1 ? "+" : "");
+	snprintf(buf, cap, "  pid %ld%s", pid_of(r, (uint32_t)best), with > 1 ? "+" : "");
 	free(per);
 }
 
@@ -900,7 +911,7 @@ struct tcount {
 
 static uint64_t thread_key(const struct wp_resolved *r, uint32_t proc, uint32_t tid)
 {
-	return (uint64_t)(uint32_t)wp_resolved_pid(r, proc) << 32 | tid;
+	return (uint64_t)(uint32_t)pid_of(r, proc) << 32 | tid;
 }
 
 static int by_samples(struct tcount *a, struct tcount *b)
@@ -981,7 +992,7 @@ struct of_pid {
 static int of_process(const struct wp_rstack *s, void *arg)
 {
 	const struct of_pid *a = arg;
-	return wp_resolved_pid(a->r, s->proc) == a->pid;
+	return pid_of(a->r, s->proc) == a->pid;
 }
 
 /* The heading of process `k`'s section (the first image of its pid): its share and its top
@@ -990,7 +1001,7 @@ static void process_head(struct text *t, size_t k)
 {
 	const struct wp_resolved *r = t->r;
 	char b1[512], b2[256], b3[256], b4[256], prog[256];
-	long pid = wp_resolved_pid(r, (uint32_t)k);
+	long pid = pid_of(r, (uint32_t)k);
 	struct of_pid arg = { r, pid };
 	struct wp_tally tally;
 	if (wp_tally(r, of_process, &arg, &tally) != 0)
@@ -998,7 +1009,7 @@ static void process_head(struct text *t, size_t k)
 	long long ppid = wp_profile_meta_ll(r->procs[k], "ppid", -1);
 	size_t images = 0, last = k;
 	for (size_t j = 0; j < r->nprocs; j++)
-		if (wp_resolved_pid(r, (uint32_t)j) == pid) {
+		if (pid_of(r, (uint32_t)j) == pid) {
 			images++;
 			last = j; /* procs are in the order they started */
 		}
@@ -1127,6 +1138,68 @@ static void threads_of(struct text *t, struct tcount *tc, long pid, size_t limit
 	}
 }
 
+static int by_u64_desc(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Over several processes: a section per process (the first image of each pid, in the order
+ * they started) with its threads within; the MAX_PROCS most sampled (all with --process),
+ * the rest summed up. */
+static void process_sections(struct text *t, struct tcount *tc, size_t limit, uint64_t all,
+			     size_t nthreads)
+{
+	const struct wp_resolved *r = t->r;
+	size_t np = 0;
+	uint64_t *per = calloc(r->nprocs, sizeof(*per)), *sorted = calloc(r->nprocs, sizeof(*per));
+	size_t *head = calloc(r->nprocs, sizeof(*head)); /* each image's pid's first image */
+	char *first = calloc(r->nprocs, 1);
+	if (!per || !sorted || !head || !first)
+		goto done;
+	for (size_t k = 0; k < r->nprocs; k++) {
+		size_t j = 0;
+		while (j < k && pid_of(r, (uint32_t)j) != pid_of(r, (uint32_t)k))
+			j++;
+		head[k] = j;
+		first[k] = j == k;
+		np += j == k;
+	}
+	for (size_t i = 0; i < r->nstacks; i++) /* samples per pid, on its first image */
+		per[head[r->stacks[i].proc]] += r->stacks[i].count;
+	size_t ns = 0;
+	for (size_t k = 0; k < r->nprocs; k++)
+		if (first[k])
+			sorted[ns++] = per[k];
+	qsort(sorted, ns, sizeof(*sorted), by_u64_desc);
+	size_t cap = r->filter.process ? SIZE_MAX : MAX_PROCS;
+	uint64_t floor = ns > cap ? sorted[cap - 1] : 0;
+	banner(t, "PROCESSES (%zu) AND THEIR THREADS (%zu with samples)", np, nthreads);
+	size_t shown = 0, rest = 0;
+	uint64_t rest_samples = 0;
+	for (size_t k = 0; k < r->nprocs; k++) {
+		if (!first[k])
+			continue; /* an earlier image of this pid has the section */
+		if (ns > cap && (per[k] < floor || shown >= cap || !per[k])) {
+			rest++;
+			rest_samples += per[k];
+			continue;
+		}
+		shown++;
+		process_head(t, k);
+		threads_of(t, tc, pid_of(r, (uint32_t)k), limit, all);
+	}
+	if (rest)
+		fprintf(t->out, "\n(%s more process%s with %s samples, %.1f%%; --process=PID|NAME "
+				"shows one)\n", wp_num(rest), rest == 1 ? "" : "es",
+			wp_num(rest_samples), wp_pct(rest_samples, t->total));
+done:
+	free(per);
+	free(sorted);
+	free(head);
+	free(first);
+}
+
 /* Per thread; over several processes, per process (the images of one pid are one process,
  * in the order they started) with its threads within. */
 static void thread_sections(struct text *t)
@@ -1147,7 +1220,7 @@ static void thread_sections(struct text *t)
 			c->key = key;
 			c->tid = s->tid;
 			c->proc = s->proc;
-			c->pid = wp_resolved_pid(r, s->proc);
+			c->pid = pid_of(r, s->proc);
 			HASH_ADD(hh, tc, key, sizeof(c->key), c);
 			nthreads++;
 		}
@@ -1164,25 +1237,7 @@ static void thread_sections(struct text *t)
 		idle += !c;
 	}
 	if (r->nprocs > 1) {
-		size_t np = 0;
-		for (size_t k = 0; k < r->nprocs; k++) {
-			long pid = wp_resolved_pid(r, (uint32_t)k);
-			size_t j = 0;
-			while (j < k && wp_resolved_pid(r, (uint32_t)j) != pid)
-				j++;
-			np += j == k;
-		}
-		banner(t, "PROCESSES (%zu) AND THEIR THREADS (%zu with samples)", np, nthreads);
-		for (size_t k = 0; k < r->nprocs; k++) {
-			long pid = wp_resolved_pid(r, (uint32_t)k);
-			size_t j = 0;
-			while (j < k && wp_resolved_pid(r, (uint32_t)j) != pid)
-				j++;
-			if (j < k)
-				continue; /* an earlier image of this pid has the section */
-			process_head(t, k);
-			threads_of(t, tc, pid, limit, all);
-		}
+		process_sections(t, tc, limit, all, nthreads);
 	} else {
 		banner(t, "THREADS (%zu with samples, most sampled first)", nthreads);
 		threads_of(t, tc, -1, limit, all);
@@ -1202,6 +1257,11 @@ int wp_report_text(const struct wp_opts *o, const struct wp_resolved *r,
 		   const struct wp_summary *s, FILE *out)
 {
 	struct text t = { o, r->p, r, s, out, !s->cpu_mode, s->samples };
+	if ((pids = calloc(r->nprocs ? r->nprocs : 1, sizeof(*pids)))) {
+		for (size_t k = 0; k < r->nprocs; k++)
+			pids[k] = wp_resolved_pid(r, (uint32_t)k);
+		pids_of = r;
+	}
 	header(&t);
 	stats(&t);
 	if (!t.total) {
@@ -1215,5 +1275,8 @@ int wp_report_text(const struct wp_opts *o, const struct wp_resolved *r,
 		call_graph(&t);
 		thread_sections(&t);
 	}
+	free(pids);
+	pids = NULL;
+	pids_of = NULL;
 	return ferror(out) ? -1 : 0;
 }

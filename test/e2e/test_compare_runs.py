@@ -74,6 +74,10 @@ def check_trees(t):
             role, a, want_a))
         t.near(b, want_b, 2.0, "the %s's share after (%.1f%%) is its CPU share (%.1f%%)" % (
             role, b, want_b))
+    t.check(re.search(r"^Within the processes that changed.*\n(  .*\n|    .*\n)*"
+                      r"  tree_burn 2 > tree_burn 2\n    \S", r.stdout, re.M),
+            "the child, which changed most, gets its own functions compared, named by its "
+            "path from the root", r.stdout[:3000])
     t.check(re.search(r"\(4 profiles of one run\)", r.stdout),
             "each side says it is a run of several profiles", r.stdout[:600])
     # the whole: burn_child's total share moved as the child's CPU did

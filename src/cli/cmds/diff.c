@@ -401,37 +401,125 @@ static int by_key(const void *a, const void *b)
 	return strcmp((*(struct group *const *)a)->key, (*(struct group *const *)b)->key);
 }
 
+#define WITHIN_PROCS 5 /* processes whose own functions are compared */
+#define WITHIN_FUNCS 3 /* functions listed for each */
+
+/* Within each process that changed beyond noise and ran in both runs (the WITHIN_PROCS
+ * largest changes): the functions whose share of that process's own samples (self) moved
+ * most. `of[k][j]`: the group of side k's process j. Returns -1 when out of memory. */
+static int within_processes(const struct side sides[2], struct group **of[2],
+			    struct group **v, size_t nv, double zcrit, FILE *out)
+{
+	int said = 0;
+	size_t done = 0;
+	char key[2 * WP_MAX_NAME + 2], b[512];
+	/* v is in tree order: take the largest changes first */
+	struct group **order = malloc((nv + 1) * sizeof(*order));
+	if (!order)
+		return -1;
+	memcpy(order, v, nv * sizeof(*order));
+	qsort(order, nv, sizeof(*order), by_group_delta);
+	for (size_t i = 0; i < nv && done < WITHIN_PROCS; i++) {
+		const struct group *g = order[i];
+		if (!(fabs(g->z) > zcrit) || !g->n[0] || !g->n[1])
+			continue;
+		done++;
+		struct group *funcs = NULL, *f, *tmp;
+		size_t nf = 0;
+		for (int k = 0; k < 2; k++) {
+			const struct wp_resolved *r = sides[k].r;
+			for (size_t s = 0; s < r->nstacks; s++) {
+				const struct wp_rstack *st = &r->stacks[s];
+				if (of[k][st->proc] != g || !st->n)
+					continue;
+				const struct wp_func *fn = &r->funcs[st->frames[st->n - 1].func];
+				int l = snprintf(key, sizeof(key), "%s%c%s", fn->name, 0, fn->module);
+				size_t len = l < 0 ? 0 : (size_t)l >= sizeof(key) ? sizeof(key) - 1
+										 : (size_t)l;
+				if (!(f = group_get(&funcs, key, len, &nf))) {
+					groups_free(funcs);
+					free(order);
+					return -1;
+				}
+				f->n[k] += st->count;
+			}
+		}
+		struct group **fv = calloc(nf + 1, sizeof(*fv));
+		size_t m = 0;
+		if (!fv) {
+			groups_free(funcs);
+			free(order);
+			return -1;
+		}
+		HASH_ITER(hh, funcs, f, tmp) {
+			f->delta = pct(f->n[1], g->n[1]) - pct(f->n[0], g->n[0]);
+			fv[m++] = f;
+		}
+		qsort(fv, m, sizeof(*fv), by_group_delta);
+		if (!said++)
+			fprintf(out, "\nWithin the processes that changed (self share of each one's own "
+				     "samples, the largest moves):\n");
+		/* the process by its path from the root: "bash -c ... > make > cc1" */
+		char path[1024];
+		size_t at = 0;
+		for (const char *c = g->key; *c && at + 1 < sizeof(path);) {
+			size_t l = strcspn(c, "\001");
+			char w[4096];
+			if (l == strlen(ROOT_KEY) && !strncmp(c, ROOT_KEY, l))
+				short_command(sides[1].r->procs[0], w, sizeof(w));
+			else
+				snprintf(w, sizeof(w), "%.*s", (int)l, c);
+			int wl = snprintf(path + at, sizeof(path) - at, "%s%.60s%s", at ? " > " : "", w,
+					  strlen(w) > 60 ? "..." : "");
+			at = wl < 0 ? at : at + (size_t)wl >= sizeof(path) ? sizeof(path) - 1
+									   : at + (size_t)wl;
+			c += l + (c[l] != 0);
+		}
+		if (at > 96)
+			fprintf(out, "  ...%s\n", path + at - 93);
+		else
+			fprintf(out, "  %s\n", path);
+		for (size_t j = 0; j < m && j < WITHIN_FUNCS; j++) {
+			const char *fname = fv[j]->key, *mod = fname + strlen(fname) + 1;
+			fprintf(out, "    %-40s  %-14.14s  %5.1f%% -> %5.1f%%  (%+.1f)\n",
+				fit(fname, 40, b, sizeof(b)), mod, pct(fv[j]->n[0], g->n[0]),
+				pct(fv[j]->n[1], g->n[1]), fv[j]->delta);
+		}
+		free(fv);
+		groups_free(funcs);
+	}
+	free(order);
+	return 0;
+}
+
 /* Per process, when either run has several: share of the samples and CPU time, before and
  * after, in tree order. Returns -1 when out of memory. */
 static int process_changes(const struct side sides[2], FILE *out)
 {
 	if (sides[0].r->nprocs < 2 && sides[1].r->nprocs < 2)
 		return 0;
-	struct group *tab = NULL;
+	struct group *tab = NULL, **v = NULL, **of[2] = { NULL, NULL };
 	size_t n = 0;
 	for (int k = 0; k < 2; k++) {
 		const struct wp_resolved *r = sides[k].r;
-		struct group **of = calloc(r->nprocs, sizeof(*of));
-		if (!of)
+		if (!(of[k] = calloc(r->nprocs, sizeof(*of[k]))))
 			goto oom;
 		for (size_t j = 0; j < r->nprocs; j++) {
 			char key[4096];
 			size_t kl = process_key(r, j, key, sizeof(key));
-			if (!(of[j] = group_get(&tab, key, kl, &n))) {
-				free(of);
+			if (!(of[k][j] = group_get(&tab, key, kl, &n)))
 				goto oom;
-			}
-			of[j]->procs[k]++;
-			of[j]->cpu[k] += own_cpu(r, j);
+			of[k][j]->procs[k]++;
+			of[k][j]->cpu[k] += own_cpu(r, j);
 		}
 		for (size_t i = 0; i < r->nstacks; i++)
-			of[r->stacks[i].proc]->n[k] += r->stacks[i].count;
-		free(of);
+			of[k][r->stacks[i].proc]->n[k] += r->stacks[i].count;
 	}
-	struct group **v = ranked(tab, n, sides);
-	if (!v)
+	if (!(v = ranked(tab, n, sides)))
 		goto oom;
-	qsort(v, n, sizeof(*v), by_key);
+	/* the LISTED largest changes, shown in tree order */
+	size_t listed = n < LISTED ? n : LISTED;
+	qsort(v, listed, sizeof(*v), by_key);
 	double zcrit = wp_z_critical(0.05 / (double)(n ? n : 1));
 	char b[512], line[600];
 	fprintf(out, "\nProcesses (matched by command line, theirs and their parents' below the "
@@ -440,7 +528,7 @@ static int process_changes(const struct side sides[2], FILE *out)
 	fprintf(out, "  %-34s  %-7s  %-13s  %-7s  %s\n", "command", "procs", "share %", "delta",
 		"CPU time");
 	fprintf(out, "  %.*s\n", 34 + 2 + 7 + 2 + 13 + 2 + 7 + 2 + 19, dashes);
-	for (size_t i = 0; i < n && i < LISTED; i++) {
+	for (size_t i = 0; i < listed; i++) {
 		const struct group *g = v[i];
 		/* the last command of the path, indented by its depth; the root's is AFTER's */
 		const char *last = strrchr(g->key, '\001');
@@ -470,10 +558,17 @@ static int process_changes(const struct side sides[2], FILE *out)
 	}
 	if (n > LISTED)
 		fprintf(out, "  (%zu more)\n", n - LISTED);
+	if (within_processes(sides, of, v, listed, zcrit, out) != 0)
+		goto oom;
 	free(v);
+	free(of[0]);
+	free(of[1]);
 	groups_free(tab);
 	return 0;
 oom:
+	free(v);
+	free(of[0]);
+	free(of[1]);
 	groups_free(tab);
 	return -1;
 }

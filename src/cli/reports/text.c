@@ -349,6 +349,11 @@ static void header(struct text *t)
 				wp_num(s->samples_all), wp_dur(s->program_cpu_ns));
 		}
 	}
+	if (t->r->filter.process)
+		fprintf(t->out, "[FILTER]  --process%s=%s%s: %s of %s samples (%.1f%%)\n",
+			t->r->filter.descendants ? "-tree" : "", t->r->filter.process,
+			t->r->filter.descendants ? " and its descendants" : "", wp_num(t->total),
+			wp_num(s->samples_all), wp_pct(t->total, s->samples_all));
 	if (t->r->filter.thread)
 		fprintf(t->out, "[FILTER]  --thread=%s: %s of %s samples (%.1f%%)\n",
 			t->r->filter.thread, wp_num(t->total), wp_num(s->samples_all),

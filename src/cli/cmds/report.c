@@ -142,7 +142,8 @@ static int add_dir(struct files *f, const char *dir)
 		rc = add_path(f, path);
 	}
 	closedir(d);
-	qsort(f->paths + first, f->n - first, sizeof(*f->paths), by_name);
+	if (f->n > first)
+		qsort(f->paths + first, f->n - first, sizeof(*f->paths), by_name);
 	return rc;
 }
 

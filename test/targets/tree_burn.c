@@ -3,7 +3,8 @@
  * amount of CPU in a function of its own and appends "pid ppid main_thread_cpu_ns role" to
  * $WP_TRUTH (O_APPEND, one write per process, so the lines of the tree never mix).
  * Usage: tree_burn [SCALE] (SCALE multiplies the burns; default 1 = 150..400 ms each).
- * TREE_BURN_ROOT_EXIT=1: the root ends with _exit. */
+ * TREE_BURN_ROOT_EXIT=1: the root ends with _exit. TREE_BURN_CHILD_SCALE=F: the child burns F
+ * times as long (a change for --compare). */
 #include <fcntl.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -72,7 +73,8 @@ int main(int argc, char **argv)
 			report("grandchild");
 			exit(0);
 		}
-		burn_child(300 * scale);
+		const char *cs = getenv("TREE_BURN_CHILD_SCALE");
+		burn_child(300 * scale * (cs && atof(cs) > 0 ? atof(cs) : 1));
 		wait_all();
 		report("child");
 		exit(0);

@@ -16,9 +16,11 @@
  *               loop: a holder blocked in the kernel, sampled from /proc or its last stack)
  *   naplocker   pthread_mutex_lock(&nap_lock): blocked behind napper
  *
- * Usage: waits [SECONDS] (default 2). WP_TRUTH=FILE receives "tid.NAME N" per thread,
+ * Usage: waits [SECONDS] (default 2). WAITS_HOLD_FRACTION=F (0 < F < 1): the holder lets
+ * big_lock go after that fraction of the run (then holder and lockers end), for --compare. WP_TRUTH=FILE receives "tid.NAME N" per thread,
  * "pipe pipe:[INODE]" and "sock socket:[INODE]", the read ends' targets as /proc names them,
- * and "child PID". */
+ * and "child PID"; "life_ns.NAME N" per thread (and main), "lockwait_ns.NAME N" the time a
+ * locker was blocked on big_lock. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -52,7 +54,19 @@ struct thr {
 	void *(*fn)(void *);
 	pthread_t handle;
 	pid_t tid;
+	uint64_t life_ns;     /* from its start to its return */
+	uint64_t lockwait_ns; /* a locker: blocked in pthread_mutex_lock(&big_lock) */
 };
+
+/* Every thread starts here: its lifetime, measured around its function. */
+static void *start(void *arg)
+{
+	struct thr *t = arg;
+	uint64_t born = mono_ns();
+	void *r = t->fn(arg);
+	t->life_ns = mono_ns() - born;
+	return r;
+}
 
 static void set_me(struct thr *t)
 {
@@ -60,10 +74,12 @@ static void set_me(struct thr *t)
 	pthread_setname_np(pthread_self(), t->name);
 }
 
+static uint64_t hold_until; /* the holder lets big_lock go then (WAITS_HOLD_FRACTION) */
+
 static KEEP void compute_holding_lock(void)
 {
 	uint64_t x = 1;
-	while (mono_ns() < deadline)
+	while (mono_ns() < hold_until)
 		for (int i = 0; i < 10000; i++)
 			x = x * 6364136223846793005ull + 1442695040888963407ull;
 	sink = x;
@@ -143,9 +159,12 @@ static void *holder_fn(void *arg)
 
 static void *locker_fn(void *arg)
 {
-	set_me(arg);
+	struct thr *t = arg;
+	set_me(t);
 	pthread_barrier_wait(&locked);
+	uint64_t t0 = mono_ns();
 	pthread_mutex_lock(&big_lock);
+	t->lockwait_ns = mono_ns() - t0;
 	pthread_mutex_unlock(&big_lock);
 	return NULL;
 }
@@ -241,9 +260,13 @@ static int tcp_pair(void)
 
 int main(int argc, char **argv)
 {
+	uint64_t born = mono_ns();
 	double secs = run_seconds(argc, argv, 2.0);
 	truth_open();
 	deadline = mono_ns() + (uint64_t)(secs * 1e9);
+	const char *hf = getenv("WAITS_HOLD_FRACTION");
+	double hold = hf ? atof(hf) : 1.0;
+	hold_until = mono_ns() + (uint64_t)(secs * 1e9 * (hold > 0 && hold < 1 ? hold : 1.0));
 	if (pipe(pipefd) != 0)
 		return 3;
 	struct stat st;
@@ -265,7 +288,7 @@ int main(int argc, char **argv)
 	thrs[7].fn = joiner_fn;
 	thrs[8].fn = condwaiter_fn;
 	for (size_t i = 0; i < NTHR; i++)
-		pthread_create(&thrs[i].handle, NULL, thrs[i].fn, &thrs[i]);
+		pthread_create(&thrs[i].handle, NULL, start, &thrs[i]);
 	sleep_ns((uint64_t)(secs * 1e9));
 	if (write(pipefd[1], "x", 1) != 1 || send(sock_w, "x", 1, 0) != 1)
 		return 3;
@@ -276,8 +299,14 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < NTHR; i++)
 		if (i != 6) /* joinee: the joiner's */
 			pthread_join(thrs[i].handle, NULL);
+	/* every life_ns is written: each thread was joined, the joinee by the joiner */
 	for (size_t i = 0; i < NTHR; i++)
 		truth("tid.%s %d", thrs[i].name, (int)thrs[i].tid);
+	for (size_t i = 0; i < NTHR; i++)
+		truth("life_ns.%s %llu\nlockwait_ns.%s %llu", thrs[i].name,
+		      (unsigned long long)thrs[i].life_ns, thrs[i].name,
+		      (unsigned long long)thrs[i].lockwait_ns);
+	truth("life_ns.main %llu", (unsigned long long)(mono_ns() - born));
 	truth_close();
 	puts("waits done");
 	return 0;

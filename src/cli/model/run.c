@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 /* "digits" */
 static int all_digits(const char *s, size_t n)
@@ -45,6 +46,18 @@ static uint64_t meta_u(const struct wp_profile *p, const char *key)
 	return v > 0 ? (uint64_t)v : 0;
 }
 
+/* The header's word for a known exit status: "exit N" or "signal N". */
+static void end_text(struct wp_run_proc *rp)
+{
+	int st = rp->exit_status;
+	if (!rp->exit_known)
+		return;
+	if (WIFEXITED(st))
+		snprintf(rp->end, sizeof(rp->end), "exit %d", WEXITSTATUS(st));
+	else if (WIFSIGNALED(st))
+		snprintf(rp->end, sizeof(rp->end), "signal %d", WTERMSIG(st));
+}
+
 /* What the header says of one process, from its META. */
 static int describe(const struct wp_profile *p, const char *path, int is_main,
 		    struct wp_run_proc *rp)
@@ -69,6 +82,11 @@ static int describe(const struct wp_profile *p, const char *path, int is_main,
 	for (size_t i = 0; i < p->nstacks; i++)
 		rp->samples += p->stacks[i].count;
 	rp->is_main = is_main;
+	const char *st = wp_profile_meta(p, "exit_status");
+	if (st && *st && !wp_profile_meta(p, "exec")) {
+		rp->exit_known = 1;
+		rp->exit_status = atoi(st);
+	}
 	long long sig = wp_profile_meta_ll(p, "died_of_signal", 0);
 	if (wp_profile_meta(p, "exec"))
 		snprintf(rp->end, sizeof(rp->end), "exec'd");
@@ -78,6 +96,7 @@ static int describe(const struct wp_profile *p, const char *path, int is_main,
 		snprintf(rp->end, sizeof(rp->end), "checkpoint");
 	else
 		snprintf(rp->end, sizeof(rp->end), "ended");
+	end_text(rp);
 	return 0;
 }
 
@@ -160,6 +179,20 @@ static int siblings(const char *main_path, const char *id, int prefix, FILE *war
 	return rc;
 }
 
+/* The CPU time of an image of its own: the kernel counts a process's CPU time across exec,
+ * so an image's figure holds its pid's earlier images' too. `run` sorted by start. */
+static void own_cpu(struct wp_run *run)
+{
+	for (size_t i = run->n; i-- > 0;)
+		for (size_t j = i; j-- > 0;)
+			if (run->procs[j].pid == run->procs[i].pid && run->procs[i].pid > 0) {
+				uint64_t before = run->procs[j].cpu_ns;
+				run->procs[i].cpu_ns = run->procs[i].cpu_ns > before
+							       ? run->procs[i].cpu_ns - before : 0;
+				break;
+			}
+}
+
 int wp_run_find(const char *main_path, const struct wp_profile *main, FILE *warn,
 		struct wp_run *run)
 {
@@ -170,6 +203,7 @@ int wp_run_find(const char *main_path, const struct wp_profile *main, FILE *warn
 	run->n = 1;
 	if (siblings(main_path, wp_profile_meta(main, "run"), 0, warn, run, &cap))
 		goto oom;
+	own_cpu(run);
 	return 0;
 oom:
 	fprintf(stderr, "wallprof: out of memory\n");
@@ -207,7 +241,61 @@ int wp_run_of(const struct wp_profile *const *ps, const char *const *paths, size
 	}
 	run->skipped = skipped;
 	run->merged = 1;
+	own_cpu(run);
 	return 0;
+}
+
+void wp_run_set_exit(struct wp_run *run, long pid, int status)
+{
+	struct wp_run_proc *last = NULL;
+	for (size_t i = 0; i < run->n; i++)
+		if (run->procs[i].pid == pid && strcmp(run->procs[i].end, "exec'd"))
+			last = &run->procs[i];
+	if (!last)
+		return;
+	last->exit_known = 1;
+	last->exit_status = status;
+	end_text(last);
+}
+
+static const struct wp_run_proc *by_pid(const struct wp_run *run, long pid)
+{
+	for (size_t i = 0; pid > 0 && i < run->n; i++)
+		if (run->procs[i].pid == pid)
+			return &run->procs[i];
+	return NULL;
+}
+
+const struct wp_run_proc *wp_run_root(const struct wp_run *run)
+{
+	for (size_t i = 0; i < run->n; i++)
+		if (!by_pid(run, run->procs[i].ppid))
+			return &run->procs[i];
+	return run->n ? &run->procs[0] : NULL;
+}
+
+int wp_run_depth(const struct wp_run *run, size_t i)
+{
+	int d = 0;
+	for (const struct wp_run_proc *p = by_pid(run, run->procs[i].ppid); p && d < 8;
+	     p = by_pid(run, p->ppid))
+		d++;
+	return d;
+}
+
+uint64_t wp_run_pid_wall(const struct wp_run *run, long pid)
+{
+	uint64_t first = UINT64_MAX, last = 0;
+	for (size_t i = 0; i < run->n; i++) {
+		const struct wp_run_proc *p = &run->procs[i];
+		if (p->pid != pid)
+			continue;
+		if (p->start_unix_ns < first)
+			first = p->start_unix_ns;
+		if (p->start_unix_ns + p->wall_ns > last)
+			last = p->start_unix_ns + p->wall_ns;
+	}
+	return last > first ? last - first : 0;
 }
 
 void wp_run_free(struct wp_run *run)

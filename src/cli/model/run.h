@@ -21,9 +21,18 @@ struct wp_run_proc {
 	char *path;          /* the file as found (directory and name) */
 	long pid, ppid;      /* -1 when unknown */
 	char *command;       /* "" when unknown */
-	char end[32];        /* "exec'd", "signal 11" (died of it), "checkpoint" (the last one
-			      * written: it ended without a final write, e.g. _exit), "ended" */
-	uint64_t start_unix_ns, wall_ns, cpu_ns, samples;
+	/* How it ended, when known: a wait status as waitpid gives it (WIFEXITED, WIFSIGNALED).
+	 * The hook for the recording side: filled from META exit_status (the same encoding),
+	 * which the agent does not record yet; for the run's root, the command's own waitpid
+	 * (wp_run_set_exit). exit_known is 0 until one of them says. */
+	int exit_known, exit_status;
+	char end[32];        /* what the header says: "exit 0", "signal 11" (died of it, or
+			      * killed), "exec'd", "checkpoint" (the last one written: it ended
+			      * without a final write, e.g. _exit, or is running), "ended" (how is
+			      * not known) */
+	uint64_t start_unix_ns, wall_ns, samples;
+	uint64_t cpu_ns;     /* this image's own: its pid's earlier images' taken off (the
+			      * kernel counts a process's CPU time across exec) */
 	int is_main;         /* the file the report is of */
 };
 
@@ -48,6 +57,15 @@ int wp_run_find_orphans(const char *main_path, long root_pid, FILE *warn, struct
  * Returns 0, or -1 when out of memory. */
 int wp_run_of(const struct wp_profile *const *ps, const char *const *paths, size_t n,
 	      size_t skipped, struct wp_run *run);
+/* The exit status the command saw (waitpid's) for process `pid` of the run: its last image's
+ * row says it (the others were exec'd). */
+void wp_run_set_exit(struct wp_run *run, long pid, int status);
+/* The run's root: the first process (by start) whose parent is not in the run, or NULL. */
+const struct wp_run_proc *wp_run_root(const struct wp_run *run);
+/* The depth of procs[i] in the tree (0: its parent is not in the run; at most 8). */
+int wp_run_depth(const struct wp_run *run, size_t i);
+/* The time between the first start and the last end of process `pid`'s images, in ns. */
+uint64_t wp_run_pid_wall(const struct wp_run *run, long pid);
 void wp_run_free(struct wp_run *run);
 
 #endif

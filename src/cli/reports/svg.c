@@ -1,6 +1,8 @@
-/* The SVG flame graph of a profile: the resolved stacks handed to the flame graph writer, each
- * frame coloured by what it is (program, library, unknown), with a "[NAME tid=N]" root per
- * thread under --per-thread. --thread keeps one thread's stacks.
+/* The SVG flame graph of a profile, or of the processes of a run: the resolved stacks handed
+ * to the flame graph writer, each frame coloured by what it is (program, library, unknown),
+ * with a "[PROGRAM pid=N]" root per process under --per-process and a "[NAME tid=N]" root
+ * per thread under --per-thread (below its process's root with both), as in folded output.
+ * --thread, --process keep some of the stacks.
  *
  * Wall mode is hot/cold (flame.h): a running sample's frames warm, a waiting sample's cool,
  * and a waiting sample the agent read a wait for ends with the wait as a leaf frame "[wait
@@ -63,13 +65,21 @@ static int add_stack(struct build *b, const struct wp_opts *o, const struct wp_r
 {
 	enum wp_flame_state st = hotcold && (s->flags & WP_STACK_WAITING) ? WP_FLAME_WAITING
 									  : WP_FLAME_RUNNING;
-	size_t extra = (o->per_thread ? 1 : 0) + (s->n ? 0 : 1) + (w ? 2 + w->holder_n : 0);
+	size_t extra = (o->per_process ? 1 : 0) + (o->per_thread ? 1 : 0) + (s->n ? 0 : 1) +
+		       (w ? 2 + w->holder_n : 0);
 	struct wp_flame_frame *f = malloc((s->n + extra) * sizeof(*f));
 	if (own(b, f))
 		return -1;
 	int k = 0;
+	if (o->per_process) {
+		char prog[256], *root = NULL;
+		if (asprintf(&root, "[%s pid=%ld]", wp_resolved_program(r, s->proc, prog, sizeof(prog)),
+			     wp_resolved_pid(r, s->proc)) < 0 || own(b, root))
+			return -1;
+		f[k++] = (struct wp_flame_frame){ root, WP_KIND_THREAD, WP_FLAME_RUNNING };
+	}
 	if (o->per_thread) {
-		const struct wp_thread *t = wp_resolved_thread(r, s->tid);
+		const struct wp_thread *t = wp_resolved_thread_of(r, s->proc, s->tid);
 		char *root = own_tid(b, "", t && t->name && *t->name ? t->name : "?",
 				     s->tid);
 		if (!root)
@@ -144,6 +154,12 @@ int wp_report_svg(const struct wp_opts *o, const struct wp_resolved *r,
 	int sl = snprintf(sub, sizeof(sub), "wallprof: %llu samples at %s Hz over %.2f s",
 			  (unsigned long long)sum->samples, meta_or(p, "hz", "?"),
 			  (double)sum->duration_ns / 1e9);
+	if (r->nprocs > 1 && sl > 0 && (size_t)sl < sizeof(sub))
+		sl += snprintf(sub + sl, sizeof(sub) - (size_t)sl, ", %zu profiles of one run",
+			       r->nprocs);
+	if (r->filter.process && sl > 0 && (size_t)sl < sizeof(sub))
+		sl += snprintf(sub + sl, sizeof(sub) - (size_t)sl, ", process %s%s",
+			       r->filter.process, r->filter.descendants ? " and its descendants" : "");
 	if (r->filter.thread && sl > 0 && (size_t)sl < sizeof(sub))
 		snprintf(sub + sl, sizeof(sub) - (size_t)sl, ", thread %s", r->filter.thread);
 	struct wp_flame_opts fo = { .title = title, .subtitle = sub, .hotcold = hotcold };

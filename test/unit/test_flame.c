@@ -40,6 +40,7 @@ static void mk(struct stk *k, const char *folded, uint64_t count, uint64_t base,
 	for (tok = strtok_r(copy, ";", &save); tok && n < MAXF; tok = strtok_r(NULL, ";", &save)) {
 		k->fr[n].name = tok;
 		k->fr[n].kind = kind;
+		k->fr[n].state = WP_FLAME_RUNNING; /* k is on the caller's stack: uninitialised */
 		n++;
 	}
 	k->s.frames = k->fr;

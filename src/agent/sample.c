@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -707,6 +708,12 @@ void wp_sample_holders(struct wp_athread **ts, size_t n, uint64_t now)
 		if (!done)
 			sample_signalled(t, 0, now);
 	}
+	/* WALLPROF_TEST=slow-holders: the first time, wait here (no thread held yet) so that a
+	 * fork lands in this half-done tick (test_fork_mid_tick.py); poll, which the sampler
+	 * calls nowhere else, tells the test it is there. */
+	static int slowed;
+	if (cfg.test_slow_holders && !slowed++)
+		syscall(SYS_poll, NULL, 0, 1000);
 	flush_jobs(now);
 	holder_only = 0;
 }
@@ -821,6 +828,11 @@ void wp_sample_tick(uint64_t now)
 
 void wp_sample_forget(void)
 {
+	/* A fork child may have copied a tick half done (fork_prepare waits for it 200 ms at
+	 * most): its queued jobs name thread entries the child frees, and its holder_only
+	 * would leave every later sample uncounted. */
+	njobs = 0;
+	holder_only = 0;
 	memset(backoffs, 0, sizeof(backoffs));
 	first_look_tokens = FIRST_LOOK_BURST_NS;
 	first_look_refilled = 0;

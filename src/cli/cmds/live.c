@@ -1,20 +1,23 @@
 /* --live: a full-screen terminal view of where the program's threads are, refreshed as it
  * runs, like top for stacks; then the usual final report.
  *
- * The program runs under the agent with WALLPROF_CHECKPOINT=1: once a second the agent
- * replaces the profile file (atomically, by rename) with everything sampled so far. This
- * process only watches that file (a stat every 200 ms), reads each new checkpoint, brings
- * the report's model up to date with it (model/resolve.h: wp_resolve_update) and counts every
- * stack's leaf function. The difference from the previous checkpoint is the LAST INTERVAL
- * column; the counts themselves are OVERALL. Addresses are symbolized once: the model keeps
- * its symbolizer, locations and function ids across refreshes (rebuilt only when the module
- * map changes), so a refresh costs a file read and a walk over the stacks.
+ * The program runs under the agent with WALLPROF_CHECKPOINT=1: once a second the agent of
+ * every process of the tree replaces its profile file (atomically, by rename) with
+ * everything sampled so far: the main file for the process started here, NAME.PID.EXT beside
+ * it for the others (live/procfiles.c). This process only watches those files (a directory
+ * scan and a stat each every 200 ms), reads each new checkpoint, brings that process's model
+ * up to date with it (model/resolve.h: wp_resolve_update) and counts every stack's leaf
+ * function and wait. The difference from the process's previous checkpoint is the LAST
+ * INTERVAL column; the counts themselves are OVERALL. Addresses are symbolized once: each
+ * model keeps its symbolizer, locations and function ids across refreshes (rebuilt only when
+ * the module map changes), so a refresh costs a file read and a walk over the stacks.
  *
- * Keys: q closes the view (the program runs on; its report follows when it exits), t switches
- * between functions and threads, s sorts by the last interval or the whole run, j/k or the
- * arrows (PgUp/PgDn, Home/End, g/G) move the selection, Enter shows the selected function's
- * threads (or, in the thread list, that thread's functions), Esc or a goes back to all
- * threads, p or space pauses the numbers.
+ * Keys (live/keys.c: keys_action): q closes the view (the program runs on; its report
+ * follows when it exits), t switches between functions and threads, w between functions and
+ * waits, s sorts by the last interval or the whole run, j/k or the arrows (PgUp/PgDn,
+ * Home/End, g/G) move the selection, Enter shows the selected function's threads (or, in the
+ * thread list, that thread's functions), Esc or a goes back to all threads, p or space
+ * pauses the numbers.
  *
  * This file is the model, the view (rows, drawing, what keys do) and the run (starting the
  * program, the loop, the end). The parts that know nothing of the profile are in src/cli/live/:

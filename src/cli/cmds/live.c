@@ -594,7 +594,8 @@ static void tally(struct live *L)
 			L->ivl_ns = d;
 		L->threads_seen += P->threads_seen;
 		L->nthreads_live += P->ended ? 0 : P->threads_live;
-		L->sampler_pct += P->sampler_pct; /* a sampler per process: of one core, summed */
+		/* a sampler per process: of one core, summed over those running now */
+		L->sampler_pct += P->ended ? 0 : P->sampler_pct;
 		L->held_pct += P->held_pct * (double)P->total; /* weighted by samples, below */
 	}
 	L->held_pct = L->total_now ? L->held_pct / (double)L->total_now : 0;
@@ -661,6 +662,21 @@ static int poll_proc(struct live *L, uint32_t k, uint64_t now)
 	return ours;
 }
 
+/* Process k ended: its counts stay, its model goes (a build runs hundreds of processes; the
+ * view must not keep a symbolizer for each). A later checkpoint at its path (an image its
+ * pid exec'd) builds a new one. */
+static void release(struct lproc *P)
+{
+	wp_resolved_free(P->model);
+	P->model = NULL;
+	if (P->prof)
+		wp_profile_free(P->prof);
+	P->prof = NULL;
+	free(P->fmap);
+	P->fmap = NULL;
+	P->nfmap = 0;
+}
+
 static void found_proc(const char *path, long pid, void *arg)
 {
 	proc_at(arg, path, pid, 0);
@@ -692,6 +708,8 @@ static int poll_checkpoints(struct live *L)
 			L->procs[k]->ended = 1;
 			changed = 1;
 		}
+		if (L->procs[k]->ended && L->procs[k]->model)
+			release(L->procs[k]);
 	}
 	if (changed)
 		tally(L);

@@ -174,6 +174,7 @@ struct live {
 	/* the processes, each with its model; procs[0] is the main file's */
 	struct lproc **procs;
 	size_t nprocs, capprocs;
+	struct wp_symcache *symcache; /* the module files the processes' models have read */
 	struct lfunc *func_by_key; /* the view's functions, by name and module */
 	struct lfunc **funcs;      /* by id */
 	size_t nfuncs, capfuncs;
@@ -463,7 +464,7 @@ static void absorb(struct live *L, uint32_t k, struct wp_profile *p)
 	/* A new program image (exec) starts counting afresh: no interval to take. */
 	int fresh = !P->loaded || start != P->start_unix || total < P->total;
 	if (!P->model)
-		P->model = wp_resolve(p, NULL);
+		P->model = wp_resolve_cached(p, NULL, L->symcache);
 	else if (wp_resolve_update(P->model, p) != 0)
 		oom();
 	if (!P->model)
@@ -1486,6 +1487,7 @@ static void free_model(struct live *L)
 		free(P);
 	}
 	free(L->procs);
+	wp_symcache_free(L->symcache); /* after the models that used it */
 }
 
 int wp_live(struct wp_opts *o)
@@ -1525,6 +1527,10 @@ int wp_live(struct wp_opts *o)
 		snprintf(L.path, sizeof(L.path), "wallprof.%ld.prof", (long)getpid());
 	if (wp_check_profile_path(L.path) != 0)
 		return 2;
+	if (!(L.symcache = wp_symcache_new())) {
+		fprintf(stderr, "wallprof: out of memory\n");
+		return 1;
+	}
 
 	term_open();
 	if (term_signals_init() != 0) {

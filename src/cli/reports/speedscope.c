@@ -209,19 +209,6 @@ static struct part part_of(const struct wframes *wf, const struct wp_resolved *r
 	return pt;
 }
 
-/* How many of stack s's samples each of its waits holds (the waits' counts, capped by what
- * is left of the stack's count, as the folded --waits report takes them); the rest (no wait
- * known) is returned. counts has room for s->nwaits. */
-static uint64_t wait_counts(const struct wp_rstack *s, uint64_t *counts)
-{
-	uint64_t rest = s->count;
-	for (uint32_t k = 0; k < s->nwaits; k++) {
-		counts[k] = s->waits[k].count < rest ? s->waits[k].count : rest;
-		rest -= counts[k];
-	}
-	return rest;
-}
-
 /* The timeline says which stack each sample had, not which of the stack's waits: a stack
  * whose waits split over several objects has its timeline samples dealt out among them in
  * proportion to their counts, interleaved (smooth weighted round robin: each part gains its
@@ -233,23 +220,31 @@ static int deal_wait(const struct wp_resolved *r, const struct wp_rstack *s, int
 {
 	if (!s || !s->nwaits)
 		return -1;
-	uint64_t counts[64];
-	uint32_t n = s->nwaits < 64 ? s->nwaits : 64;
-	uint64_t rest = wait_counts(s, counts);
 	int64_t *cw = &credit[s->waits - r->waits];
 	int64_t *cr = &credit[r->nwaits + (size_t)(s - r->stacks)];
-	int best = -1;
-	*cr += (int64_t)rest;
-	int64_t top = rest ? *cr : INT64_MIN;
-	for (uint32_t k = 0; k < n; k++) {
-		if (!counts[k])
+	int64_t top = INT64_MIN;
+	int best = -1, any = 0;
+	/* each wait holds its count of the stack's samples, capped by what is left of them (as
+	 * the folded --waits report takes them); the rest waited in no known call */
+	uint64_t rest = s->count;
+	for (uint32_t k = 0; k < s->nwaits; k++) {
+		uint64_t c = s->waits[k].count < rest ? s->waits[k].count : rest;
+		if (!c)
 			continue;
-		cw[k] += (int64_t)counts[k];
-		if (cw[k] > top) {
+		rest -= c;
+		cw[k] += (int64_t)c;
+		if (!any++ || cw[k] > top) {
 			top = cw[k];
 			best = (int)k;
 		}
 	}
+	if (rest) {
+		*cr += (int64_t)rest;
+		if (!any++ || *cr > top)
+			best = -1;
+	}
+	if (!any)
+		return -1;
 	if (best < 0)
 		*cr -= (int64_t)s->count;
 	else
@@ -323,19 +318,19 @@ static void stack_samples(struct emitter *em, const struct wframes *wf, uint32_t
 		if (s->proc != proc || s->tid != tid || !s->count)
 			continue;
 		uint64_t w = s->weight_ns ? s->weight_ns : s->count * interval;
-		uint64_t counts[64], rest_w = w;
-		uint32_t n = s->nwaits < 64 ? s->nwaits : 64;
-		uint64_t rest = wait_counts(s, counts);
-		for (uint32_t k = 0; k < n; k++) {
-			if (!counts[k])
+		uint64_t rest = s->count, rest_w = w;
+		for (uint32_t k = 0; k < s->nwaits; k++) {
+			uint64_t c = s->waits[k].count < rest ? s->waits[k].count : rest;
+			if (!c)
 				continue;
-			uint64_t wk = s->weight_ns ? s->waits[k].weight_ns : counts[k] * interval;
-			if (wk > rest_w || (!rest && k + 1 == n))
+			rest -= c;
+			uint64_t wk = s->weight_ns ? s->waits[k].weight_ns : c * interval;
+			if (wk > rest_w || !rest)
 				wk = rest_w; /* the last part takes what the rounding left */
 			rest_w -= wk;
 			emit(em, part_of(wf, r, s, (int)k), wk);
 		}
-		emit(em, part_of(wf, r, s, -1), rest_w);
+		emit(em, part_of(wf, r, s, -1), rest_w); /* nothing when rest_w is 0 */
 		at += w;
 	}
 	*cursor = at;

@@ -29,7 +29,10 @@ settings it left (`stty -a`), then keeps the pane open so the screen can still b
     line lists sh, live_target and waits with their pids as they appear, the functions of the
     children (live_hot_first, compute_holding_lock) are in the table, the thread list has a
     process column, the waits view has the child's big_lock, and live_target is marked
-    ended once it exits while waits runs on.
+    ended once it exits while waits runs on;
+  * a root that execs after a child ended (`sh -c 'live_target; sleep 1; exec waits'`): the
+    processes line names the root's new image with the same pid, and the library functions
+    of the last interval have their names (the models share one symbol cache).
 """
 import os
 import re
@@ -520,6 +523,32 @@ def tree_view(t):
         pane.close()
 
 
+def exec_view(t):
+    """The root execs (its image replaced, its pid kept) after a child ended: the view follows
+    the new image, and the libraries' function names stay right (the processes' models share
+    one symbol cache; a model freed on exec or end must not take names the others use)."""
+    prof = wp.tmp_path("exec.prof")
+    script = "%s 1 0 >/dev/null; sleep 1; exec %s 5 >/dev/null" % (wp.target("live_target"),
+                                                                 wp.target("waits"))
+    pane = Pane([wp.cli(), "--live", "-o", prof, "--", "sh", "-c", script])
+    try:
+        def after_exec(x):
+            m = re.search(r"^pid (\d+)", x, re.M)
+            return m and int(m.group(1)) in [p for p, _ in proc_line(x).get("waits", [])]
+        s = pane.wait(after_exec, 10)
+        t.check(s is not None, "[exec] the processes line names the root by its new image, "
+                "waits, with the same pid", lambda: getattr(pane, "last", ""))
+        want = {"clock_nanosleep", "futex_wait", "compute_holding_lock"}
+        s = pane.wait(lambda x: want <= {n for n, v in func_rows(x).items() if v[0]}, 5)
+        t.check(s is not None, "[exec] after the exec and live_target's end, the last interval "
+                "has %s by name" % ", ".join(sorted(want)), lambda: getattr(pane, "last", ""))
+        st = pane.wait_exit(20)
+        t.check(st is not None and st.get("status") == 0, "[exec] wallprof exits 0",
+                lambda: pane.screen())
+    finally:
+        pane.close()
+
+
 def main(t):
     if not shutil.which("tmux"):
         t.fail("tmux is missing: run ./scripts/deps")
@@ -533,7 +562,7 @@ def main(t):
         steps = [("not_a_terminal", not_a_terminal), ("full_run", full_run),
                  ("quit_key", quit_key), ("ctrl_c", lambda t: interrupted(t, "ctrl-c")),
                  ("sigterm", lambda t: interrupted(t, "sigterm")), ("waits_view", waits_view),
-                 ("tree_view", tree_view), ("slowdown", slowdown)]
+                 ("tree_view", tree_view), ("exec_view", exec_view), ("slowdown", slowdown)]
         for name, fn in steps:
             if not only or name in only:
                 fn(t)

@@ -525,8 +525,9 @@ def tree_view(t):
 
 def exec_view(t):
     """The root execs (its image replaced, its pid kept) after a child ended: the view follows
-    the new image, and the libraries' function names stay right (the processes' models share
-    one symbol cache; a model freed on exec or end must not take names the others use)."""
+    the new image, with the libraries' function names (the processes' models share one symbol
+    cache, and a model freed on exec or end must not take names the others use: that is
+    checked for sure by test_symbolize's test_shared_outlives, here as far as it shows)."""
     prof = wp.tmp_path("exec.prof")
     script = "%s 1 0 >/dev/null; sleep 1; exec %s 5 >/dev/null" % (wp.target("live_target"),
                                                                  wp.target("waits"))

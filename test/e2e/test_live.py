@@ -479,7 +479,6 @@ def tree_view(t):
         s = pane.wait(lambda s: {"sh", "live_target", "waits"} <= set(proc_line(s)), 10)
         listed = t.check(s is not None, "[tree] the processes line lists sh, live_target and "
                          "waits", lambda: getattr(pane, "last", ""))
-        procs = proc_line(s or "")
         t.check(listed and re.search(r"^processes \d+ \(\d+ live\):", s, re.M) is not None,
                 "[tree] the processes line says how many, and how many live", s)
         s = pane.wait(lambda x: {"live_hot_first", "compute_holding_lock"} <= set(func_rows(x)),
@@ -497,7 +496,7 @@ def tree_view(t):
                     "[tree] the thread list has a process column", s)
             line = [x for x in s.splitlines() if "locker-1" in x]
             m = re.search(r"\bwaits (\d+)\b", line[0]) if line else None
-            pids = [p for p, _ in procs["waits"]]
+            pids = [p for p, _ in proc_line(s).get("waits", [])]  # as listed now
             t.check(m and int(m.group(1)) in pids,
                     "[tree] locker-1's row names its process, waits %s" % (
                         m.group(1) if m else "?"), s)

@@ -762,6 +762,14 @@ static int cmp_breakdown(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
+/* Sorts the rows from `from` on (none yet: rowv may be NULL, which qsort must not get). */
+static void sort_rows(struct live *L, size_t from)
+{
+	if (L->nrows > from)
+		qsort_r(L->rowv + from, L->nrows - from, sizeof(*L->rowv), cmp_rows,
+			&L->sort_overall);
+}
+
 /* The waits view's rows: the kinds, then the objects, each sorted. */
 static void build_wait_rows(struct live *L)
 {
@@ -770,14 +778,14 @@ static void build_wait_rows(struct live *L)
 			add_row(L, (struct row){ ROW_WAIT_KIND, (uint64_t)k, L->kind_ivl[k],
 						 L->kind_now[k], L->kind_ns_ivl[k],
 						 L->kind_ns_now[k] });
-	qsort_r(L->rowv, L->nrows, sizeof(*L->rowv), cmp_rows, &L->sort_overall);
+	sort_rows(L, 0);
 	size_t kinds = L->nrows;
 	for (size_t i = 0; i < L->nwaits; i++) {
 		const struct lwait *w = L->waits[i];
 		if (w->now)
 			add_row(L, (struct row){ ROW_WAIT, w->id, w->ivl, w->now, w->ns_ivl, w->ns_now });
 	}
-	qsort_r(L->rowv + kinds, L->nrows - kinds, sizeof(*L->rowv), cmp_rows, &L->sort_overall);
+	sort_rows(L, kinds);
 }
 
 /* The rows of the current view, sorted; an expanded function followed by its threads. */
@@ -796,7 +804,7 @@ static void build_rows(struct live *L)
 			add_row(L, (struct row){ ROW_THREAD, t->key, t->ivl, t->now, t->wait_ivl,
 						 t->wait_now });
 		}
-		qsort_r(L->rowv, L->nrows, sizeof(*L->rowv), cmp_rows, &L->sort_overall);
+		sort_rows(L, 0);
 		return;
 	}
 	if (L->filter_on) {
@@ -811,7 +819,7 @@ static void build_rows(struct live *L)
 				add_row(L, (struct row){ ROW_FUNC, (uint32_t)i, L->funcs[i]->ivl,
 							 L->funcs[i]->now, 0, 0 });
 	}
-	qsort_r(L->rowv, L->nrows, sizeof(*L->rowv), cmp_rows, &L->sort_overall);
+	sort_rows(L, 0);
 	if (!L->expanded_on || L->filter_on)
 		return;
 	size_t at = L->nrows;

@@ -15,7 +15,8 @@ Wall mode, `--format=pprof`, then `go tool pprof`:
                carry holder=holder tid=N in >= 90%; wait_object=pipe:[INODE] is the reader's,
                socket:[INODE] the sockreader's; wait=sleep -top shows clock_nanosleep only
   wait_split   one stack, two objects: two samples with the same locations; -tags
-               wait_object 10ms:30ms within 5 points of the napper's own 1:3 time split.
+               wait_object 10ms and 30ms exactly the folded --waits split, and within 8
+               points of the napper's own 1:3 time split.
 The decoded wire: every waiting sample with a known wait has both `wait` and `wait_object`.
 """
 import gzip
@@ -163,9 +164,15 @@ def split_run(t, pp):
     r = pp.run("-tags", "-sample_index=samples", pb)
     w = parse_tags(r.stdout).get("wait_object", {})
     a, b = w.get("10ms", 0), w.get("30ms", 0)
+    objs_f, _ = folded_waits(prof)
+    t.check((a, b) == (objs_f.get(("sleep", "10ms"), -1), objs_f.get(("sleep", "30ms"), -1)),
+            "-tags wait_object 10ms %d, 30ms %d: the folded --waits split" % (a, b),
+            lambda: "folded: %r\n%s" % (objs_f, r.stdout))
     ta, tb = truth.get("ns.10ms", 0), truth.get("ns.30ms", 0)
     if t.check(a + b > 0 and ta + tb > 0, "-tags wait_object lists 10ms and 30ms", r.stdout):
-        t.near(100.0 * a / (a + b), 100.0 * ta / (ta + tb), 5.0,
+        # within 8 points: on a loaded machine a nap overruns while the thread waits for a
+        # CPU, time the target counts and no wait record has
+        t.near(100.0 * a / (a + b), 100.0 * ta / (ta + tb), 8.0,
                "-tags wait_object 10ms share of the napper's naps (its own clock: %.1f%%)"
                % (100.0 * ta / (ta + tb)), r.stdout)
 

@@ -72,6 +72,7 @@ static const char usage_text[] =
 "                       with --flame-graph, a red/blue differential SVG\n"
 "  --overhead-test      time a workload unprofiled and at 100, 1000 and 10000 Hz\n"
 "  --live               a live terminal view of the hottest functions while COMMAND runs\n"
+"                       (every process of its tree; keys: t threads, w waits, q close)\n"
 "  -h, --help           this text;   -V, --version   the version\n"
 "\n"
 "Environment (the agent's settings, also usable with LD_PRELOAD=libwallprof.so directly):\n"

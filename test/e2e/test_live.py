@@ -19,7 +19,20 @@ settings it left (`stty -a`), then keeps the pane open so the screen can still b
     SIGTERM sent to wallprof likewise;
   * slowdown: a fixed CPU workload's wall and CPU time plain, under `wallprof` and under
     `wallprof --live` (notes only: timing on a shared machine is too noisy for a check; the
-    view's own CPU use above is the checked part).
+    view's own CPU use above is the checked part);
+  * `w`, the waits view (issue 13), on test/targets/waits.c: time per kind, then per object,
+    over the last interval and overall; big_lock's row names its real holder (the target's
+    own tid) and has the lockers' share of the samples (3 of the 13 threads of the target and
+    its forked child, every one sampled every tick); the reader's pipe and the sleeper's 10ms are there; `w` again: back
+    to the functions;
+  * a process tree (issue 12): `sh -c 'live_target 3 0 & waits 7; wait'`: the processes
+    line lists sh, live_target and waits with their pids as they appear, the functions of the
+    children (live_hot_first, compute_holding_lock) are in the table, the thread list has a
+    process column, the waits view has the child's big_lock, and live_target is marked
+    ended once it exits while waits runs on;
+  * a root that execs after a child ended (`sh -c 'live_target; sleep 1; exec waits'`): the
+    processes line names the root's new image with the same pid, and the library functions
+    of the last interval have their names (the models share one symbol cache).
 """
 import os
 import re
@@ -387,20 +400,172 @@ def slowdown(t):
                    100 * (c[i] / a[i] - 1), 100 * (c[i] / b[i] - 1)))
 
 
+WROW = re.compile(r"^\s*(\d+\.\d)%\s+([\d.]+ \S+)\s+(\d+\.\d)%\s+([\d.]+ \S+)\s+(\S.*?)\s*$")
+
+
+def wait_rows(screen):
+    """[(interval share, overall share, text)] of the waits view, in screen order."""
+    return [(float(m.group(1)), float(m.group(3)), m.group(5))
+            for m in map(WROW.match, screen.splitlines()) if m]
+
+
+def waits_view(t):
+    prof, truth_path = wp.tmp_path("waits.prof"), wp.tmp_path("waits.truth")
+    cmd = ["env", "WP_TRUTH=" + truth_path, wp.cli(), "--live", "-o", prof, "--",
+           wp.target("waits"), "8"]
+    pane = Pane(cmd, width=160)  # room for a wait row's holder and waiting threads
+    try:
+        s = pane.wait(lambda s: "compute_holding_lock" in func_rows(s), 10)
+        if not t.check(s is not None, "[waits] the view is up", lambda: getattr(pane, "last", "")):
+            return
+        t.check("w waits" in s, "[waits] the help bar offers `w waits`", s)
+        pane.keys("w")
+        s = pane.wait(lambda x: any(r[2].startswith("lock ") and "big_lock" in r[2]
+                                    for r in wait_rows(x)), 5)
+        if not t.check(s is not None, "`w`: the waits view lists big_lock",
+                       lambda: getattr(pane, "last", "")):
+            return
+        rows = wait_rows(s)
+        t.check(re.search(r"WAITS: time per kind, then per object", s) and
+                re.search(r"share\s+time\s+share\s+time\s+kind\s+object \(held by\)", s),
+                "the waits view's titles: share and time, last interval and overall", s)
+        kinds = [r[2] for r in rows if " " not in r[2]]
+        t.check({"lock", "io", "sleep", "join", "condition", "child"} <= set(kinds),
+                "the kinds: lock, io, sleep, join, condition, child (%s)" % ", ".join(kinds), s)
+        lock = [r for r in rows if r[2].startswith("lock ") and "big_lock" in r[2]][0]
+        t.check(re.search(r"big_lock( in waits \d+)? \(held by holder tid=\d+\): locker-\d "
+                          r"tid=\d+ and others", lock[2]) is not None,
+                "big_lock's row names a waiting locker, and others", lock[2])
+        # every thread is sampled every tick: 3 lockers of 13 threads (waits' 12 and its
+        # forked child's one)
+        t.near(lock[0], 100.0 * 3 / 13, 8.0, "big_lock's share of the last interval's samples "
+               "(3 lockers of 13 threads)", s)
+        t.check(any(re.match(r"sleep +10ms( in waits \d+)?: sleeper", r[2]) for r in rows),
+                "the sleeper's 10ms is listed", s)
+        pane.keys("w")
+        s2 = pane.wait(lambda x: re.search(r"self\s+samples\s+self\s+samples\s+function", x), 3)
+        t.check(s2 is not None, "`w` again: back to the functions",
+                lambda: getattr(pane, "last", ""))
+        st = pane.wait_exit(20)
+        t.check(st is not None and st.get("status") == 0, "[waits] wallprof exits 0 with it",
+                lambda: pane.screen())
+        # the target writes its truth (tids, the pipe) as it ends
+        truth = wp.read_truth(truth_path)
+        holder = "(held by holder tid=%d)" % truth.get("tid.holder", -1)
+        t.check(holder in lock[2], "big_lock's row named its real holder %s" % holder, lock[2])
+        t.check(any(r[2].startswith("io ") and truth.get("pipe", "?") in r[2] for r in rows),
+                "the reader's pipe %s was listed under io" % truth.get("pipe"), s)
+    finally:
+        pane.close()
+
+
+def proc_line(screen):
+    """{program: [(pid, ended)]} from the processes line(s) of the header."""
+    m = re.search(r"^processes (\d+) \((\d+) live\):(.*?)(?=^profile:|^warning:|^SIGINT|\Z)",
+                  screen, re.M | re.S)
+    out = {}
+    if m:
+        for prog, pid, ended in re.findall(r"(\S+) (\d+)( \(ended\))?", m.group(3)):
+            out.setdefault(prog, []).append((int(pid), bool(ended)))
+    return out
+
+
+def tree_view(t):
+    prof = wp.tmp_path("tree.prof")
+    script = "%s 3 0 >/dev/null & %s 7 >/dev/null; wait" % (wp.target("live_target"),
+                                                            wp.target("waits"))
+    pane = Pane([wp.cli(), "--live", "-o", prof, "--", "sh", "-c", script])
+    try:
+        s = pane.wait(lambda s: {"sh", "live_target", "waits"} <= set(proc_line(s)), 10)
+        listed = t.check(s is not None, "[tree] the processes line lists sh, live_target and "
+                         "waits", lambda: getattr(pane, "last", ""))
+        t.check(listed and re.search(r"^processes \d+ \(\d+ live\):", s, re.M) is not None,
+                "[tree] the processes line says how many, and how many live", s)
+        s = pane.wait(lambda x: {"live_hot_first", "compute_holding_lock"} <= set(func_rows(x)),
+                      5)
+        t.check(s is not None, "[tree] the children's functions are in the table "
+                "(live_hot_first of live_target, compute_holding_lock of waits)",
+                lambda: getattr(pane, "last", ""))
+        if not listed:
+            return
+        pane.keys("t")
+        s = pane.wait(lambda x: "live-worker" in x and "locker-1" in x, 4)
+        if t.check(s is not None, "[tree] the thread list has the threads of both children",
+                   lambda: getattr(pane, "last", "")):
+            t.check(re.search(r"\btid\s+thread\s+process\b", s) is not None,
+                    "[tree] the thread list has a process column", s)
+            line = [x for x in s.splitlines() if "locker-1" in x]
+            m = re.search(r"\bwaits (\d+)\b", line[0]) if line else None
+            pids = [p for p, _ in proc_line(s).get("waits", [])]  # as listed now
+            t.check(m and int(m.group(1)) in pids,
+                    "[tree] locker-1's row names its process, waits %s" % (
+                        m.group(1) if m else "?"), s)
+        pane.keys("w")
+        s = pane.wait(lambda x: any("big_lock" in r[2] for r in wait_rows(x)), 4)
+        t.check(s is not None and any(re.search(r"big_lock in waits \d+ \(held by holder tid=\d+\): locker-", r[2])
+                                      for r in wait_rows(s)),
+                "[tree] `w`: the waits view has waits' big_lock, with its process",
+                lambda: s or getattr(pane, "last", ""))
+        pane.keys("w")
+        # live_target runs 3 s, waits 7 s: live_target ends first
+        def lt_ended(x):
+            p = proc_line(x)
+            return (any(e for _, e in p.get("live_target", [])) and
+                    any(not e for _, e in p.get("waits", [])))
+        s = pane.wait(lt_ended, 10)
+        t.check(s is not None, "[tree] once live_target exits it is marked ended, waits is not",
+                lambda: getattr(pane, "last", ""))
+        st = pane.wait_exit(25)
+        t.check(st is not None and st.get("status") == 0, "[tree] wallprof exits 0 with sh",
+                lambda: pane.screen())
+    finally:
+        pane.close()
+
+
+def exec_view(t):
+    """The root execs (its image replaced, its pid kept) after a child ended: the view follows
+    the new image, with the libraries' function names (the processes' models share one symbol
+    cache, and a model freed on exec or end must not take names the others use: that is
+    checked for sure by test_symbolize's test_shared_outlives, here as far as it shows)."""
+    prof = wp.tmp_path("exec.prof")
+    script = "%s 1 0 >/dev/null; sleep 1; exec %s 5 >/dev/null" % (wp.target("live_target"),
+                                                                 wp.target("waits"))
+    pane = Pane([wp.cli(), "--live", "-o", prof, "--", "sh", "-c", script])
+    try:
+        def after_exec(x):
+            m = re.search(r"^pid (\d+)", x, re.M)
+            return m and int(m.group(1)) in [p for p, _ in proc_line(x).get("waits", [])]
+        s = pane.wait(after_exec, 10)
+        t.check(s is not None, "[exec] the processes line names the root by its new image, "
+                "waits, with the same pid", lambda: getattr(pane, "last", ""))
+        want = {"clock_nanosleep", "futex_wait", "compute_holding_lock"}
+        s = pane.wait(lambda x: want <= {n for n, v in func_rows(x).items() if v[0]}, 5)
+        t.check(s is not None, "[exec] after the exec and live_target's end, the last interval "
+                "has %s by name" % ", ".join(sorted(want)), lambda: getattr(pane, "last", ""))
+        st = pane.wait_exit(20)
+        t.check(st is not None and st.get("status") == 0, "[exec] wallprof exits 0",
+                lambda: pane.screen())
+    finally:
+        pane.close()
+
+
 def main(t):
     if not shutil.which("tmux"):
         t.fail("tmux is missing: run ./scripts/deps")
         return
-    if not wp.require_built(wp.target("live_target")):
+    if not wp.require_built(wp.target("live_target"), wp.target("waits")):
         return
     sock = wp.tmp_path("tmux.sock")
     try:
-        not_a_terminal(t)
-        full_run(t)
-        quit_key(t)
-        interrupted(t, "ctrl-c")
-        interrupted(t, "sigterm")
-        slowdown(t)
+        # LIVE_ONLY=name,name runs only those (while working on one)
+        only = set(filter(None, os.environ.get("LIVE_ONLY", "").split(",")))
+        steps = [("not_a_terminal", not_a_terminal), ("full_run", full_run),
+                 ("quit_key", quit_key), ("ctrl_c", lambda t: interrupted(t, "ctrl-c")),
+                 ("sigterm", lambda t: interrupted(t, "sigterm")), ("waits_view", waits_view),
+                 ("tree_view", tree_view), ("exec_view", exec_view), ("slowdown", slowdown)]
+        for name, fn in steps:
+            if not only or name in only:
+                fn(t)
     finally:
         kill_server(sock)
 

@@ -220,18 +220,21 @@ def check_wire(t, data, raw, what):
     t.eq(len(p["locations"]), len(want), "%s: one location per distinct pc and role" % what)
     t.check({l["address"] for l in p["locations"]} == {pc for pc, _ in want},
             "%s: location addresses are the profile's pcs" % what)
-    # Samples: one per stack, leaf first, values count and weight_ns.
+    # Samples: the stacks, leaf first, values count and weight_ns (a stack whose waits split
+    # over several objects is several samples: their values add up to the stack's).
     by_stack = collections.Counter()
     for st in raw.stacks:
         pcs = tuple(pc for pc in st["pcs"] if not agent(pc))
         if st["count"] and pcs:
-            by_stack[(pcs, st["count"], st["weight_ns"])] += 1
+            by_stack[(pcs, "count")] += st["count"]
+            by_stack[(pcs, "ns")] += st["weight_ns"]
     got = collections.Counter()
     for smp in p["samples"]:
-        got[(tuple(locs[i]["address"] for i in smp["locs"]), smp["values"][0],
-             smp["values"][1])] += 1
+        pcs = tuple(locs[i]["address"] for i in smp["locs"])
+        got[(pcs, "count")] += smp["values"][0]
+        got[(pcs, "ns")] += smp["values"][1]
     t.check(got == by_stack, "%s: samples are the stacks (leaf-first pcs, count, weight_ns)" % what,
-            lambda: "%d samples vs %d stacks" % (sum(got.values()), sum(by_stack.values())))
+            lambda: "%d samples vs %d stacks" % (len(p["samples"]), len(raw.stacks)))
     return p, S
 
 
@@ -572,4 +575,5 @@ def main(t):
             r.stdout)
 
 
-wp.main(main)
+if __name__ == "__main__":
+    wp.main(main)

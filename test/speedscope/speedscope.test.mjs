@@ -6,7 +6,15 @@
 // The profiled program is test/targets/export_threads.c --phases --weird-name: exp-main
 // (blocked in join), exp-alpha (mix inlined in alpha_hot), exp-beta (beta_hot for the first
 // 75% of the run, then gamma_hot) and a sleeper whose name holds a quote, a backslash, a tab,
-// a control byte, an invalid UTF-8 byte and an "é".
+// a control byte, an invalid UTF-8 byte and an "é". Its stacks are compared with the folded
+// report's with --waits: a waiting sample ends with its [wait KIND OBJECT] frame.
+//
+// The wait frames (issue 13) on test/targets/waits.c (lockers blocked on big_lock behind a
+// holder thread, a reader on a pipe) and test/targets/wait_split.c (one stack, two sleep
+// objects, 1:3 in the target's own time): every waiting sample of those threads ends with the
+// right [wait ...] frame, the lockers' with [held by holder tid=N] after it, the napper's time
+// splits over its two objects as its samples do, and speedscope's time-order view shows
+// [held by ...] as the deepest frame of a locker's timeline.
 //
 // Run by `meson test speedscope`, which sets WP_BUILD and EXPORT_TARGET; the screenshots go
 // to SPEEDSCOPE_SCREENSHOT_DIR (default: the temporary directory). Missing chromium, go or
@@ -119,7 +127,7 @@ before(() => {
 		const rec = run([WALLPROF, '--mode=wall', '--hz=1000', '-q', '-o', F.prof, '-f', 'speedscope', '--',
 				 TARGET, `--seconds=${SECONDS}`, `--beta-share=${BETA_SHARE}`, '--phases', '--weird-name']);
 		F.recordStdout = rec.stdout;
-		F.folded = run([WALLPROF, '--report', F.prof, '--format=folded', '--per-thread']).stdout.toString('utf8');
+		F.folded = run([WALLPROF, '--report', F.prof, '--format=folded', '--per-thread', '--waits']).stdout.toString('utf8');
 		const beta = /\[exp-beta tid=\d+\];[^\n]*;beta_hot (\d+)\n/.exec(F.folded);
 		const gamma = /\[exp-beta tid=\d+\];[^\n]*;gamma_hot (\d+)\n/.exec(F.folded);
 		if (beta && gamma && Number(beta[1]) >= 20 && Number(gamma[1]) >= 20) break;
@@ -346,8 +354,9 @@ async function tooltipAt(page, x, y) {
 	await page.mouse.move(x, y);
 	await page.waitForTimeout(60);
 	const text = await page.evaluate(() => document.body.innerText);
-	const m = /\n[\d.]+\s*(?:ns|µs|us|ms|s) \([<>]?[\d.]+%\) ([^\n]+)\n([^\n]*)\s*$/.exec(text);
-	return m ? { name: m[1], file: m[2] } : null;
+	// the file line is missing for a frame without one (a wait frame)
+	const m = /\n[\d.]+\s*(?:ns|µs|us|ms|s) \([<>]?[\d.]+%\) ([^\n]+)(?:\n([^\n]*))?\s*$/.exec(text);
+	return m ? { name: m[1], file: m[2] ?? '' } : null;
 }
 
 // The deepest frame under x in the time-order flame chart (rows start below the minimap).
@@ -428,6 +437,114 @@ test('speedscope\'s viewer loads it: profiles listed, frames shown in time order
 		assert.ok(body.includes('[no timeline: grouped by stack, not in time order]'), body);
 		await second.page.screenshot({ path: path.join(SHOTS, 'speedscope-no-timeline.png') });
 		assert.deepEqual(second.problems, []);
+	} finally {
+		await browser.close();
+		server.close();
+	}
+});
+
+// ---- wait frames (issue 13) ----
+const WAITS = path.join(BUILD, 'test', 'targets', 'waits');
+const SPLIT = path.join(BUILD, 'test', 'targets', 'wait_split');
+function truthOf(file) {
+	const t = {};
+	for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
+		const i = line.indexOf(' ');
+		if (i > 0) t[line.slice(0, i)] = line.slice(i + 1);
+	}
+	return t;
+}
+function recordWaits(target, name) {
+	for (const p of [target]) if (!fs.existsSync(p)) throw new Error(`${p} is missing: build it (meson compile)`);
+	const prof = path.join(tmp, `${name}.prof`), truth = path.join(tmp, `${name}.truth`);
+	run([WALLPROF, '--mode=wall', '--hz=200', '-q', '-o', prof, '--', target, '1.5'],
+	    { env: { ...process.env, WP_TRUTH: truth } });
+	const text = run([WALLPROF, '--report', prof, '--format=speedscope']).stdout.toString('utf8');
+	return { prof, truth: truthOf(truth), text, json: JSON.parse(text) };
+}
+// A profile's samples -> Map "last two frames" -> weight (idle samples left out).
+function tails(doc, p) {
+	const m = new Map();
+	p.samples.forEach((s, i) => {
+		if (!s.length) return;
+		const key = names(doc, s).slice(-2).join(' | ');
+		m.set(key, (m.get(key) || 0) + p.weights[i]);
+	});
+	return m;
+}
+const W = {};
+before(() => {
+	W.waits = recordWaits(WAITS, 'waits');
+	W.split = recordWaits(SPLIT, 'split');
+});
+
+test('waiting samples end with [wait KIND OBJECT], a lock\'s with [held by NAME tid=N]', () => {
+	const { json: doc, truth } = W.waits;
+	assert.ok(validator()(doc), 'the document validates');
+	const byName = new Map(doc.profiles.map(p => [p.name.replace(/ \(tid \d+\)$/, ''), p]));
+	const held = `[held by holder tid=${truth['tid.holder']}]`;
+	for (const n of ['locker-1', 'locker-2', 'locker-3']) {
+		const t = tails(doc, byName.get(n));
+		const total = [...t.values()].reduce((a, b) => a + b, 0);
+		const good = t.get(`[wait lock big_lock] | ${held}`) || 0;
+		assert.ok(total && good >= 0.9 * total, `${n}: ${good} of ${total} ns end with [wait lock big_lock], ${held}: ${JSON.stringify([...t])}`);
+	}
+	const reader = tails(doc, byName.get('reader'));
+	const rt = [...reader.values()].reduce((a, b) => a + b, 0);
+	const rk = [...reader.keys()].find(k => k.endsWith(`[wait io ${truth.pipe}]`));
+	assert.ok(rk && reader.get(rk) >= 0.9 * rt, `reader ends with [wait io ${truth.pipe}]: ${JSON.stringify([...reader])}`);
+	const holder = tails(doc, byName.get('holder'));
+	assert.ok(![...holder.keys()].some(k => k.includes('[wait ')), `the holder (running) has no wait frame: ${JSON.stringify([...holder])}`);
+	// (function names may repeat: one per module; a wait frame is one frame)
+	const frames = doc.shared.frames.map(f => f.name).filter(n => /^\[(wait|held by) /.test(n));
+	assert.ok(frames.length >= 10, `the wait frames are in shared.frames: ${frames}`);
+	assert.equal(new Set(frames).size, frames.length, 'each wait frame once in shared.frames');
+});
+
+test('one stack waiting on two objects: both frames, in the proportion of their samples', () => {
+	const { json: doc, prof } = W.split;
+	const napper = doc.profiles.find(p => p.name.startsWith('napper (tid'));
+	assert.ok(napper, 'a profile for the napper');
+	const t = tails(doc, napper);
+	const a = t.get('clock_nanosleep | [wait sleep 10ms]') || 0, b = t.get('clock_nanosleep | [wait sleep 30ms]') || 0;
+	assert.ok(a && b, `both [wait sleep 10ms] and [wait sleep 30ms]: ${JSON.stringify([...t])}`);
+	// the model's own split (folded --waits): the timeline names the stack, not the wait, so
+	// the stack's samples are dealt out in these proportions. (That the split itself is the
+	// target's truth is test_pprof_waits.py's check.)
+	const folded = run([WALLPROF, '--report', prof, '--format=folded', '--waits', '--thread=napper']).stdout.toString('utf8');
+	const count = obj => Number((new RegExp(`;\\[wait sleep ${obj}\\] (\\d+)$`, 'm').exec(folded) || [0, 0])[1]);
+	const want = count('10ms') / (count('10ms') + count('30ms'));
+	assert.ok(want > 0.1 && want < 0.5, `folded --waits splits the napper's stack: ${folded}`);
+	assert.ok(Math.abs(a / (a + b) - want) < 0.05, `10ms has ${(100 * a / (a + b)).toFixed(1)}% of the napper's nap time in the timeline, ${(100 * want).toFixed(1)}% of its samples`);
+	// without a timeline, the same split from the waits' own weights
+	const noTl = path.join(tmp, 'split-no-timeline.prof');
+	fs.writeFileSync(noTl, withoutTimeline(fs.readFileSync(prof)));
+	const d2 = JSON.parse(run([WALLPROF, '--report', noTl, '--format=speedscope', '--thread=napper']).stdout.toString('utf8'));
+	const t2 = tails(d2, d2.profiles[0]);
+	const a2 = t2.get('clock_nanosleep | [wait sleep 10ms]') || 0, b2 = t2.get('clock_nanosleep | [wait sleep 30ms]') || 0;
+	assert.ok(a2 && b2 && Math.abs(a2 / (a2 + b2) - want) < 0.05, `no timeline: ${JSON.stringify([...t2])}`);
+});
+
+test('speedscope\'s viewer shows the wait frames at the bottom of a locker\'s timeline', { timeout: 180000 }, async () => {
+	const browser = await launch();
+	fs.writeFileSync(path.join(tmp, 'w.json'), W.waits.text);
+	const server = await serve({ '/profile.json': path.join(tmp, 'w.json') });
+	const base = `http://127.0.0.1:${server.address().port}`;
+	try {
+		const { page, problems } = await open(browser, base);
+		const doc = W.waits.json, n = doc.profiles.length;
+		const title = page.getByText(`(${doc.activeProfileIndex + 1}/${n})`, { exact: true });
+		await title.waitFor({ timeout: 30000 });
+		await title.click();
+		await page.getByPlaceholder('Filter...').waitFor({ timeout: 10000 });
+		const k = doc.profiles.findIndex(p => p.name.startsWith('locker-1 (tid'));
+		await page.getByText(doc.profiles[k].name, { exact: true }).click();
+		await page.getByText(`(${k + 1}/${n})`, { exact: true }).waitFor({ timeout: 10000 });
+		await page.waitForTimeout(300);
+		const leaf = await leafAt(page, 700);
+		await page.screenshot({ path: path.join(SHOTS, 'speedscope-locker-waits.png') });
+		assert.equal(leaf?.name, `[held by holder tid=${W.waits.truth['tid.holder']}]`, `deepest frame in the middle of locker-1's timeline: ${JSON.stringify(leaf)}`);
+		assert.deepEqual(problems, []);
 	} finally {
 		await browser.close();
 		server.close();

@@ -108,10 +108,51 @@ static void test_esc(void)
 	CHECK_STR(one("\033[99999999999999999999~q"), "q"); /* a long number does not overflow */
 }
 
+/* The keys' actions (keys_action): what the help bar promises, cut or whole. */
+static enum key_action act(const char *read)
+{
+	struct keys st;
+	memset(&st, 0, sizeof(st));
+	enum key_action a = ACT_NONE;
+	for (const char *c = read; *c; c++) {
+		struct key k[2];
+		int n = keys_feed(&st, (unsigned char)*c, k);
+		for (int i = 0; i < n; i++)
+			a = keys_action(k[i]);
+	}
+	struct key k;
+	if (keys_timeout(&st, &k))
+		a = keys_action(k);
+	return a;
+}
+
+static void test_actions(void)
+{
+	static const struct {
+		const char *read;
+		enum key_action want;
+	} cases[] = {
+		{ "w", ACT_WAITS },    { "W", ACT_WAITS },   { "t", ACT_THREADS }, { "q", ACT_QUIT },
+		{ "s", ACT_SORT },     { "p", ACT_PAUSE },   { " ", ACT_PAUSE },   { "j", ACT_DOWN },
+		{ "k", ACT_UP },       { "\033[A", ACT_UP }, { "\033[B", ACT_DOWN },
+		{ "\033[5~", ACT_PGUP }, { "\033[6~", ACT_PGDN }, { "g", ACT_TOP },
+		{ "\033[H", ACT_TOP }, { "G", ACT_BOTTOM }, { "\033[F", ACT_BOTTOM },
+		{ "a", ACT_ALL },      { "\033", ACT_ALL }, { "\r", ACT_ENTER }, { "\n", ACT_ENTER },
+		{ "x", ACT_NONE },     { "\033[15~", ACT_NONE },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		enum key_action got = act(cases[i].read);
+		CHECK(got == cases[i].want, "key \"%s\": action %d, want %d",
+		      cases[i].read[0] == '\033' ? "ESC..." : cases[i].read, (int)got,
+		      (int)cases[i].want);
+	}
+}
+
 int main(void)
 {
 	test_cut_anywhere();
 	test_esc();
+	test_actions();
 	printf("live_keys: %d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

@@ -412,6 +412,38 @@ static void test_functions(struct wp_symbolizer *s)
 	CHECK_INT(f[0].line, it->lines[0]);
 }
 
+/* Two symbolizers of one wp_symcache, the first freed before the second looks up the same
+ * function (the live view frees a process's symbolizer when it execs or ends, and keeps the
+ * cache for the others): the name the second gets must not be one the first made in its own
+ * memory. The freed memory is taken back and overwritten, so a dangling name shows without
+ * ASan too. */
+static void test_shared_outlives(struct tprofile *t)
+{
+	const struct item *it = item("fn", "wp::Widget::frob(int)");
+	struct wp_symcache *c = wp_symcache_new();
+	struct wp_symbolizer *a = wp_symbolizer_new_shared(&t->p, c);
+	struct wp_frame f[16];
+	CHECK(a && sym(a, it->addr, 0, f) == 1);
+	CHECK_STR(f[0].function, "wp::Widget::frob(int)"); /* demangled: a copy of a's */
+	wp_symbolizer_free(a);
+	void *scribble[8];
+	for (int i = 0; i < 8; i++) { /* the symbolizer's arena chunks are 64 KiB */
+		scribble[i] = malloc(65536 + 64);
+		if (!scribble[i])
+			continue;
+		memset(scribble[i], 'X', 65536 + 64);
+		for (size_t j = 15; j < 65536 + 64; j += 16) /* short strings if read */
+			((char *)scribble[i])[j] = 0;
+	}
+	struct wp_symbolizer *b = wp_symbolizer_new_shared(&t->p, c);
+	CHECK(b && sym(b, it->addr, 0, f) == 1);
+	CHECK_STR(f[0].function, "wp::Widget::frob(int)");
+	wp_symbolizer_free(b);
+	for (int i = 0; i < 8; i++)
+		free(scribble[i]);
+	wp_symcache_free(c);
+}
+
 static void test_inline(struct wp_symbolizer *s)
 {
 	struct wp_frame f[16];
@@ -1086,6 +1118,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "unexpected warnings:\n%s", w);
 	test_dwz(t, s);
 	wp_symbolizer_free(s);
+	test_shared_outlives(t);
 
 	test_vdso(t);
 	test_build_id_mismatch(t);

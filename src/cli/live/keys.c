@@ -100,3 +100,32 @@ int keys_timeout(struct keys *k, struct key *out)
 		*out = (struct key){ 0, KEY_ESC };
 	return lone_esc;
 }
+
+enum key_action keys_action(struct key k)
+{
+	switch (k.special) {
+	case KEY_UP: return ACT_UP;
+	case KEY_DOWN: return ACT_DOWN;
+	case KEY_PGUP: return ACT_PGUP;
+	case KEY_PGDN: return ACT_PGDN;
+	case KEY_HOME: return ACT_TOP;
+	case KEY_END: return ACT_BOTTOM;
+	case KEY_ESC: return ACT_ALL;
+	}
+	if (k.special)
+		return ACT_NONE;
+	switch (k.ch) {
+	case 'q': case 'Q': return ACT_QUIT;
+	case 't': case 'T': return ACT_THREADS;
+	case 'w': case 'W': return ACT_WAITS;
+	case 's': case 'S': return ACT_SORT;
+	case 'p': case 'P': case ' ': return ACT_PAUSE;
+	case 'j': return ACT_DOWN;
+	case 'k': return ACT_UP;
+	case 'g': return ACT_TOP;
+	case 'G': return ACT_BOTTOM;
+	case 'a': return ACT_ALL;
+	case '\r': case '\n': return ACT_ENTER;
+	}
+	return ACT_NONE;
+}

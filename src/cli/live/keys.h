@@ -44,4 +44,26 @@ int keys_pending(const struct keys *k);
  * sequence is dropped (returns 0). */
 int keys_timeout(struct keys *k, struct key *out);
 
+/* What a key asks of the view. The mapping is here, apart from the view's state, so that a
+ * unit test can check it (test/unit/test_live_keys.c). */
+enum key_action {
+	ACT_NONE = 0,
+	ACT_QUIT,      /* q: close the view (the program runs on) */
+	ACT_THREADS,   /* t: the thread list (from it: back to the functions) */
+	ACT_WAITS,     /* w: the waits, per kind and object (again: back to the functions) */
+	ACT_SORT,      /* s: sort by the last interval or by the whole run */
+	ACT_PAUSE,     /* p, space: freeze the numbers */
+	ACT_UP,        /* k, Up */
+	ACT_DOWN,      /* j, Down */
+	ACT_PGUP,
+	ACT_PGDN,
+	ACT_TOP,       /* g, Home */
+	ACT_BOTTOM,    /* G, End */
+	ACT_ALL,       /* a, Esc: back to every thread */
+	ACT_ENTER,     /* Enter: the selected row's breakdown */
+};
+
+/* The action of key `k` (ACT_NONE: none). */
+enum key_action keys_action(struct key k);
+
 #endif

@@ -60,6 +60,7 @@ struct priv {
 	struct wp_symbolizer **syms; /* per process; syms[0] is r->sym */
 	char *sym_shared;   /* per process: its symbolizer is an earlier process's (not freed) */
 	struct wp_symcache *symcache; /* several processes: the module files they share */
+	struct wp_symcache *ext_cache; /* wp_resolve_cached: the caller's (not freed) */
 };
 
 static void oom(void)
@@ -937,8 +938,23 @@ static size_t shares_symbolizer(const struct wp_profile *const *ps, const uint64
 	return k;
 }
 
+static struct wp_resolved *resolve(const struct wp_profile *const *ps, size_t n,
+				   const struct wp_filter *f, struct wp_symcache *ext);
+
 struct wp_resolved *wp_resolve_many(const struct wp_profile *const *ps, size_t n,
 				    const struct wp_filter *f)
+{
+	return resolve(ps, n, f, NULL);
+}
+
+struct wp_resolved *wp_resolve_cached(const struct wp_profile *p, const struct wp_filter *f,
+				      struct wp_symcache *c)
+{
+	return resolve(&p, 1, f, c);
+}
+
+static struct wp_resolved *resolve(const struct wp_profile *const *ps, size_t n,
+				   const struct wp_filter *f, struct wp_symcache *ext)
 {
 	struct wp_resolved *r = calloc(1, sizeof(*r));
 	struct priv *pv = calloc(1, sizeof(*pv));
@@ -961,7 +977,8 @@ struct wp_resolved *wp_resolve_many(const struct wp_profile *const *ps, size_t n
 	r->nprocs = n;
 	pv->sym_shared = calloc(n, 1);
 	uint64_t *sigs = calloc(n, sizeof(*sigs));
-	if (n > 1)
+	pv->ext_cache = ext;
+	if (n > 1 && !ext)
 		pv->symcache = wp_symcache_new();
 	if (!pv->sym_shared || !sigs || (n > 1 && !pv->symcache)) {
 		free(sigs);
@@ -978,8 +995,8 @@ struct wp_resolved *wp_resolve_many(const struct wp_profile *const *ps, size_t n
 			pv->sym_shared[k] = 1;
 			continue;
 		}
-		pv->syms[k] = pv->symcache ? wp_symbolizer_new_shared(ps[k], pv->symcache)
-					   : wp_symbolizer_new(ps[k]);
+		struct wp_symcache *c = ext ? ext : pv->symcache;
+		pv->syms[k] = c ? wp_symbolizer_new_shared(ps[k], c) : wp_symbolizer_new(ps[k]);
 		if (!pv->syms[k]) {
 			free(sigs);
 			fprintf(stderr, "wallprof: out of memory while symbolizing\n");
@@ -1021,7 +1038,8 @@ int wp_resolve_update(struct wp_resolved *r, const struct wp_profile *p)
 		drop_lines(r);
 		drop_locations(r);
 		wp_symbolizer_free(r->sym);
-		r->sym = pv->syms[0] = wp_symbolizer_new(p);
+		r->sym = pv->syms[0] = pv->ext_cache ? wp_symbolizer_new_shared(p, pv->ext_cache)
+						     : wp_symbolizer_new(p);
 		if (!r->sym) {
 			fprintf(stderr, "wallprof: out of memory while symbolizing\n");
 			free(last.stack_at);

@@ -126,6 +126,13 @@ struct wp_resolved *wp_resolve(const struct wp_profile *p, const struct wp_filte
 struct wp_resolved *wp_resolve_many(const struct wp_profile *const *ps, size_t n,
 				    const struct wp_filter *f);
 
+/* wp_resolve of one process whose symbolizers (this one, and those wp_resolve_update makes
+ * when the module map changes) read module files through `c`, the caller's, which must
+ * outlive the model: the live view's models of a tree's processes share the libraries they
+ * map, read once. */
+struct wp_resolved *wp_resolve_cached(const struct wp_profile *p, const struct wp_filter *f,
+				      struct wp_symcache *c);
+
 /* Rebuilds the model over `p`, a later profile of the same program (the live view's
  * checkpoints), with the same filter. Function ids stay what they were (new functions get new
  * ids); unless the module map changed (dlopen, exec), the symbolizer and the locations are

@@ -278,9 +278,16 @@ static int resolve_in(struct wp_symbolizer *s, struct mod *m, uint64_t addr, str
 		return offset_frame(s, m, va, fr);
 	const char *name;
 	if (sym) {
-		if (!sym->name)
-			sym->name = sym_display(s, sym->raw);
 		name = sym->name;
+		if (!name) {
+			name = sym_display(s, sym->raw); /* in s's arena, or the ELF data itself */
+			/* A file of a wp_symcache outlives this symbolizer (the live view frees a
+			 * process's symbolizer when it execs or ends): only its own files keep a
+			 * name from s's arena. A shared file's name is made once per symbolizer
+			 * (each pc's frames are cached in s anyway). */
+			if (!s->shared || o->is_vdso)
+				sym->name = name;
+		}
 	} else {
 		name = sym_die_name(s, outer);
 	}

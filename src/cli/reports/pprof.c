@@ -12,7 +12,14 @@
  *   [count, weight_ns] of each stack; the time type is the default one;
  * - period type wall|cpu/nanoseconds, period 1e9/hz; time_nanos and duration_nanos;
  * - on every sample the string labels "thread" (its name) and "thread_id" (the tid, as a
- *   string so `-tags` lists it readably), and "state" (running/waiting) in wall mode;
+ *   string so `-tags` lists it readably), "pid" and "process" (the program's name), and in
+ *   wall mode "state" (running, runnable: waiting for a CPU, or waiting: blocked);
+ * - a waiting sample whose wait is known has "wait" (the kind: lock, io, sleep, ...),
+ *   "wait_object" (big_lock, pipe:[1234], 10ms: the object as the text report's WAITS names
+ *   it) and, for a lock whose holder is a thread of the profile, "holder" ("NAME tid=N").
+ *   A stack is one Sample per wait it was seen in (a loop that reads two pipes is two
+ *   Samples with the same locations) plus one for its samples with no wait known; their
+ *   values add up to the stack's;
  * - one Location per location of the model (a distinct pc and role: a leaf pc is looked up
  *   as is, a return address at pc-1, so the same address in both roles gives two
  *   Locations), with its Mapping and address; an inline chain is one Location with several
@@ -308,6 +315,55 @@ static void comment(struct enc *e, struct buf *head, const char *what, const cha
 	b_num(head, 13, (uint64_t)str_index(e, line));
 }
 
+/* What a sample's thread was doing: "running", "runnable" (waiting for a CPU: a wait of
+ * kind "cpu", when the model has it) or "waiting" (blocked). */
+static const char *state_of(const struct wp_rstack *s, const struct wp_rwait *w)
+{
+	if (!(s->flags & WP_STACK_WAITING))
+		return "running";
+	if (w && !strcmp(wp_wait_kind_name(w->kind), "cpu"))
+		return "runnable";
+	return "waiting";
+}
+
+/* One Sample: `n` locations (leaf first), values count and weight_ns, the labels of its
+ * thread and process, and in wall mode its state and wait `w` (NULL: none known). */
+static void sample(struct enc *e, const struct wp_rstack *s, const uint64_t *locids, uint32_t n,
+		   uint64_t count, uint64_t weight_ns, int cpu, const struct wp_rwait *w)
+{
+	const struct wp_resolved *r = e->r;
+	struct buf smp = { 0 };
+	/* location_id = 1 (leaf first, as in the file), value = 2, label = 3 */
+	b_packed(&smp, 1, locids, n, &e->tmp);
+	uint64_t vals[2] = { count, weight_ns };
+	b_packed(&smp, 2, vals, 2, &e->tmp);
+	const struct wp_thread *t = wp_resolved_thread_of(r, s->proc, s->tid);
+	char tid[16], pid[24], prog[256];
+	snprintf(tid, sizeof(tid), "%u", s->tid);
+	snprintf(pid, sizeof(pid), "%ld", wp_resolved_pid(r, s->proc));
+	label(e, &smp, "thread", t && t->name && *t->name ? t->name : tid);
+	label(e, &smp, "thread_id", tid);
+	label(e, &smp, "pid", pid);
+	label(e, &smp, "process", wp_resolved_program(r, s->proc, prog, sizeof(prog)));
+	if (!cpu)
+		label(e, &smp, "state", state_of(s, w));
+	if (w) {
+		label(e, &smp, "wait", wp_wait_kind_name(w->kind));
+		label(e, &smp, "wait_object", w->object);
+	}
+	if (w && w->holder) {
+		const struct wp_thread *h = wp_resolved_thread_of(r, s->proc, w->holder);
+		char holder[320];
+		snprintf(holder, sizeof(holder), "%s tid=%u", h && h->name && *h->name ? h->name : "?",
+			 w->holder);
+		label(e, &smp, "holder", holder);
+	}
+	if (s->flags & WP_STACK_TRUNCATED)
+		label(e, &smp, "truncated", "yes");
+	b_msg(&e->samples, 2, &smp);
+	free(smp.p);
+}
+
 static int gzip_out(FILE *out, struct buf *const *parts, size_t nparts)
 {
 	z_stream z;
@@ -436,25 +492,25 @@ int wp_report_pprof(const struct wp_opts *o, const struct wp_resolved *r,
 		uint32_t n = 0;
 		for (uint32_t j = 0; j < s->nlocs && n < WP_MAX_FRAMES; j++)
 			locids[n++] = location_id(&e, s->locs[j]);
-		struct buf sample = { 0 };
-		/* location_id = 1 (leaf first, as in the file), value = 2, label = 3 */
-		b_packed(&sample, 1, locids, n, &e.tmp);
-		uint64_t vals[2] = { s->count, s->weight_ns };
-		b_packed(&sample, 2, vals, 2, &e.tmp);
-		const struct wp_thread *t = wp_resolved_thread_of(r, s->proc, s->tid);
-		char tid[16], pid[24], prog[256];
-		snprintf(tid, sizeof(tid), "%u", s->tid);
-		snprintf(pid, sizeof(pid), "%ld", wp_resolved_pid(r, s->proc));
-		label(&e, &sample, "thread", t && t->name && *t->name ? t->name : tid);
-		label(&e, &sample, "thread_id", tid);
-		label(&e, &sample, "pid", pid);
-		label(&e, &sample, "process", wp_resolved_program(r, s->proc, prog, sizeof(prog)));
-		if (!cpu)
-			label(&e, &sample, "state", s->flags & WP_STACK_WAITING ? "waiting" : "running");
-		if (s->flags & WP_STACK_TRUNCATED)
-			label(&e, &sample, "truncated", "yes");
-		b_msg(&e.samples, 2, &sample);
-		free(sample.p);
+		/* One sample per wait of the stack (its kind, object and holder as labels), then
+		 * one for the samples no wait was read for; the weights add up to the stack's. */
+		uint64_t rest = s->count, rest_w = s->weight_ns;
+		for (uint32_t k = 0; !cpu && k < s->nwaits; k++) {
+			const struct wp_rwait *w = &s->waits[k];
+			uint64_t c = w->count < rest ? w->count : rest;
+			if (!c)
+				continue;
+			uint64_t wns = w->weight_ns < rest_w ? w->weight_ns : rest_w;
+			rest -= c;
+			rest_w -= wns;
+			if (!rest) { /* the last part takes what the rounding left */
+				wns += rest_w;
+				rest_w = 0;
+			}
+			sample(&e, s, locids, n, c, wns, cpu, w);
+		}
+		if (rest)
+			sample(&e, s, locids, n, rest, rest_w, cpu, NULL);
 	}
 
 	int rc = -1;

@@ -17,10 +17,16 @@
  *   empty sample, which speedscope treats as idle, so every thread spans the run and the
  *   threads line up in the time-order view. Consecutive samples with the same frames are
  *   merged (speedscope would merge them anyway).
+ * - A waiting sample ends with the frame "[wait KIND OBJECT]" and, for a lock whose holder
+ *   is a thread of the profile, "[held by NAME tid=N]" (the folded --waits form; frames of
+ *   shared.frames after the functions', without a file). The timeline says which stack a
+ *   sample had, not which of its waits: a stack whose waits split over several objects has
+ *   its timeline samples dealt out among them in proportion to their counts (deal_wait),
+ *   right over the run but not sample by sample; a stack with one wait is exact.
  * - A thread whose timeline is missing, or any thread when the agent stopped recording the
  *   timeline at its memory budget (META timeline_truncated=1), falls back to its
- *   stacks, one sample per distinct stack weighing its weight_ns (count x interval), not in
- *   time order; the profile name and the "exporter" field say so.
+ *   stacks, one sample per distinct stack (and wait) weighing its weight_ns (count x
+ *   interval), not in time order; the profile name and the "exporter" field say so.
  * Strings are escaped for JSON; invalid UTF-8 becomes U+FFFD. The --thread filter applies. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,10 +97,34 @@ static struct tid_ent *tid_get(struct tid_ent **h, uint32_t tid)
 
 /* ---- one profile's samples, consecutive equal stacks merged ---- */
 
+/* The frames that end a waiting sample (waits of the model): "[wait KIND OBJECT]", then
+ * "[held by NAME tid=N]" when a lock's holder is known. Each distinct name is one frame of
+ * shared.frames, after the functions: index nfuncs + its number. */
+struct wframe {
+	UT_hash_handle hh;
+	uint32_t index;
+	char name[];
+};
+
+struct wframes {
+	struct wframe *by_name;
+	struct wframe **order; /* by index - nfuncs */
+	size_t n, cap;
+	uint32_t base;         /* nfuncs */
+	uint32_t *of_wait;     /* per wait of the model: its two frames (UINT32_MAX: none) */
+};
+
+/* A sample's stack and the wait frames after its leaf (nw of them). */
+struct part {
+	const struct wp_rstack *s; /* NULL: idle */
+	uint32_t wf[2];
+	uint32_t nw;
+};
+
 struct emitter {
 	FILE *out;
 	const struct wp_resolved *r;
-	const struct wp_rstack *pending; /* NULL: idle */
+	struct part pending;
 	uint64_t pending_w;
 	int have_pending;
 	int nsamples;
@@ -105,8 +135,11 @@ struct emitter {
 	int oom;
 };
 
-static int same_frames(const struct wp_rstack *a, const struct wp_rstack *b)
+static int same_frames(const struct part *x, const struct part *y)
 {
+	const struct wp_rstack *a = x->s, *b = y->s;
+	if (x->nw != y->nw || (x->nw && memcmp(x->wf, y->wf, x->nw * sizeof(x->wf[0]))))
+		return 0;
 	if (a == b)
 		return 1;
 	if (!a || !b || a->n != b->n)
@@ -133,29 +166,90 @@ static void flush_pending(struct emitter *em)
 	}
 	em->weights[em->nweights++] = em->pending_w;
 	fputs(em->nsamples++ ? ",[" : "[", em->out);
-	const struct wp_rstack *s = em->pending;
+	const struct wp_rstack *s = em->pending.s;
 	for (uint32_t i = 0; s && i < s->n; i++)
 		fprintf(em->out, i ? ",%u" : "%u", s->frames[i].func);
+	for (uint32_t i = 0; s && i < em->pending.nw; i++)
+		fprintf(em->out, ",%u", em->pending.wf[i]);
 	putc(']', em->out);
 	em->have_pending = 0;
 }
 
-/* Adds a sample of stack s (NULL: idle) weighing w ns. */
-static void emit(struct emitter *em, const struct wp_rstack *s, uint64_t w)
+/* Adds a sample of part pt (pt.s NULL: idle) weighing w ns. */
+static void emit(struct emitter *em, struct part pt, uint64_t w)
 {
-	if (s && !s->n)
-		s = NULL; /* a stack without frames shows as idle */
+	if (!pt.s || !pt.s->n)
+		pt = (struct part){ 0 }; /* a stack without frames shows as idle */
 	if (!w)
 		return;
 	em->total += w;
-	if (em->have_pending && same_frames(em->pending, s)) {
+	if (em->have_pending && same_frames(&em->pending, &pt)) {
 		em->pending_w += w;
 		return;
 	}
 	flush_pending(em);
-	em->pending = s;
+	em->pending = pt;
 	em->pending_w = w;
 	em->have_pending = 1;
+}
+
+static const struct part idle = { 0 };
+
+/* Stack s with no wait frames, or with those of its k-th wait. */
+static struct part part_of(const struct wframes *wf, const struct wp_resolved *r,
+			   const struct wp_rstack *s, int k)
+{
+	struct part pt = { .s = s };
+	if (k < 0)
+		return pt;
+	const uint32_t *f = &wf->of_wait[2 * (size_t)(&s->waits[k] - r->waits)];
+	for (int i = 0; i < 2; i++)
+		if (f[i] != UINT32_MAX)
+			pt.wf[pt.nw++] = f[i];
+	return pt;
+}
+
+/* The timeline says which stack each sample had, not which of the stack's waits: a stack
+ * whose waits split over several objects has its timeline samples dealt out among them in
+ * proportion to their counts, interleaved (smooth weighted round robin: each part gains its
+ * count at every sample, the one furthest ahead is taken and pays the stack's total), so a
+ * thread's share per object is right over the run, not sample by sample. A stack with one
+ * wait (the common case) is exact. `credit`: per wait of the model, then per stack (its
+ * samples with no wait), zeroed at the start. Returns the wait's index in s, -1 for none. */
+static int deal_wait(const struct wp_resolved *r, const struct wp_rstack *s, int64_t *credit)
+{
+	if (!s || !s->nwaits)
+		return -1;
+	int64_t *cw = &credit[s->waits - r->waits];
+	int64_t *cr = &credit[r->nwaits + (size_t)(s - r->stacks)];
+	int64_t top = INT64_MIN;
+	int best = -1, any = 0;
+	/* each wait holds its count of the stack's samples, capped by what is left of them (as
+	 * the folded --waits report takes them); the rest waited in no known call */
+	uint64_t rest = s->count;
+	for (uint32_t k = 0; k < s->nwaits; k++) {
+		uint64_t c = s->waits[k].count < rest ? s->waits[k].count : rest;
+		if (!c)
+			continue;
+		rest -= c;
+		cw[k] += (int64_t)c;
+		if (!any++ || cw[k] > top) {
+			top = cw[k];
+			best = (int)k;
+		}
+	}
+	if (rest) {
+		*cr += (int64_t)rest;
+		if (!any++ || *cr > top)
+			best = -1;
+	}
+	if (!any)
+		return -1;
+	if (best < 0)
+		*cr -= (int64_t)s->count;
+	else
+		cw[best] -= (int64_t)s->count;
+	return best;
 }
 
 /* What one sample of s stands for. */
@@ -191,8 +285,9 @@ static int no_timeline(const struct wp_profile *p, const struct tid_ent *te)
 
 /* `origin`: when process `proc` started, after the first process of the report (its
  * timeline's times are from its own start). */
-static void timeline_samples(struct emitter *em, uint32_t proc, uint64_t origin,
-			     const struct tid_ent *te, uint64_t interval, int cpu, uint64_t *cursor)
+static void timeline_samples(struct emitter *em, const struct wframes *wf, int64_t *credit,
+			     uint32_t proc, uint64_t origin, const struct tid_ent *te,
+			     uint64_t interval, int cpu, uint64_t *cursor)
 {
 	const struct wp_profile *p = em->r->procs[proc];
 	const struct wp_tl_entry *tl = p->timeline + te->tl_start;
@@ -202,17 +297,19 @@ static void timeline_samples(struct emitter *em, uint32_t proc, uint64_t origin,
 		uint64_t t = tl[i].t_us * 1000 + origin;
 		uint64_t start = t > at ? t : at;
 		if (start > at)
-			emit(em, NULL, start - at);
+			emit(em, idle, start - at);
 		uint64_t next = i + 1 < te->tl_n ? tl[i + 1].t_us * 1000 + origin : 0;
 		uint64_t d = duration_of(cpu, start, next, per_sample(s, interval));
-		emit(em, s, d);
+		emit(em, part_of(wf, em->r, s, deal_wait(em->r, s, credit)), d);
 		at = start + d;
 	}
 	*cursor = at;
 }
 
-static void stack_samples(struct emitter *em, uint32_t proc, uint32_t tid, uint64_t interval,
-			  uint64_t *cursor)
+/* Without a timeline: each stack's weight, split over its waits (the waits' own weights;
+ * the samples with no wait known take the rest). */
+static void stack_samples(struct emitter *em, const struct wframes *wf, uint32_t proc,
+			  uint32_t tid, uint64_t interval, uint64_t *cursor)
 {
 	const struct wp_resolved *r = em->r;
 	uint64_t at = 0;
@@ -221,10 +318,89 @@ static void stack_samples(struct emitter *em, uint32_t proc, uint32_t tid, uint6
 		if (s->proc != proc || s->tid != tid || !s->count)
 			continue;
 		uint64_t w = s->weight_ns ? s->weight_ns : s->count * interval;
-		emit(em, s, w);
+		uint64_t rest = s->count, rest_w = w;
+		for (uint32_t k = 0; k < s->nwaits; k++) {
+			uint64_t c = s->waits[k].count < rest ? s->waits[k].count : rest;
+			if (!c)
+				continue;
+			rest -= c;
+			uint64_t wk = s->weight_ns ? s->waits[k].weight_ns : c * interval;
+			if (wk > rest_w || !rest)
+				wk = rest_w; /* the last part takes what the rounding left */
+			rest_w -= wk;
+			emit(em, part_of(wf, r, s, (int)k), wk);
+		}
+		emit(em, part_of(wf, r, s, -1), rest_w); /* nothing when rest_w is 0 */
 		at += w;
 	}
 	*cursor = at;
+}
+
+/* The wait frame named `name`, added when new. Returns its index, UINT32_MAX when out of
+ * memory. */
+static uint32_t wframe_get(struct wframes *wf, const char *name)
+{
+	struct wframe *f;
+	size_t len = strlen(name);
+	HASH_FIND(hh, wf->by_name, name, len, f);
+	if (f)
+		return f->index;
+	if (wf->n == wf->cap) {
+		size_t cap = wf->cap ? wf->cap * 2 : 64;
+		struct wframe **o = realloc(wf->order, cap * sizeof(*o));
+		if (!o)
+			return UINT32_MAX;
+		wf->order = o;
+		wf->cap = cap;
+	}
+	if (!(f = malloc(sizeof(*f) + len + 1)))
+		return UINT32_MAX;
+	memcpy(f->name, name, len + 1);
+	f->index = wf->base + (uint32_t)wf->n;
+	wf->order[wf->n++] = f;
+	HASH_ADD_KEYPTR(hh, wf->by_name, f->name, len, f);
+	return f->index;
+}
+
+/* The frames of every wait of the model. Returns 0, -1 when out of memory. */
+static int wframes_build(struct wframes *wf, const struct wp_resolved *r)
+{
+	wf->base = (uint32_t)r->nfuncs;
+	wf->of_wait = malloc((2 * r->nwaits + 1) * sizeof(*wf->of_wait));
+	if (!wf->of_wait)
+		return -1;
+	for (size_t i = 0; i < r->nstacks; i++) {
+		const struct wp_rstack *s = &r->stacks[i];
+		for (uint32_t k = 0; k < s->nwaits; k++) {
+			const struct wp_rwait *w = &s->waits[k];
+			uint32_t *f = &wf->of_wait[2 * (size_t)(w - r->waits)];
+			char name[4200];
+			snprintf(name, sizeof(name), "[wait %s %s]", wp_wait_kind_name(w->kind),
+				 w->object ? w->object : "?");
+			f[0] = wframe_get(wf, name);
+			f[1] = UINT32_MAX;
+			if (w->holder) {
+				const struct wp_thread *t = wp_resolved_thread_of(r, s->proc, w->holder);
+				snprintf(name, sizeof(name), "[held by %s tid=%u]",
+					 t && t->name && *t->name ? t->name : "?", w->holder);
+				f[1] = wframe_get(wf, name);
+			}
+			if (f[0] == UINT32_MAX || (w->holder && f[1] == UINT32_MAX))
+				return -1;
+		}
+	}
+	return 0;
+}
+
+static void wframes_free(struct wframes *wf)
+{
+	struct wframe *f, *t;
+	HASH_ITER(hh, wf->by_name, f, t) {
+		HASH_DEL(wf->by_name, f);
+		free(f);
+	}
+	free(wf->order);
+	free(wf->of_wait);
 }
 
 /* Thread record i of the model, when it gets a profile of its own: it has samples and is the
@@ -250,8 +426,10 @@ int wp_report_speedscope(const struct wp_opts *o, const struct wp_resolved *r,
 	/* per process: its threads' timeline runs and sample counts */
 	struct tid_ent **tids_of = calloc(r->nprocs, sizeof(*tids_of));
 	uint64_t *origin = calloc(r->nprocs, sizeof(*origin));
+	int64_t *credit = calloc(r->nwaits + r->nstacks + 1, sizeof(*credit));
+	struct wframes wf = { 0 };
 	int rc = -1;
-	if (!tids_of || !origin)
+	if (!tids_of || !origin || !credit || wframes_build(&wf, r) != 0)
 		goto oom;
 	long long hz = wp_profile_meta_ll(p, "hz", 0);
 	uint64_t interval = sum->interval_ns ? sum->interval_ns : 10000000; /* 100 Hz, the default */
@@ -334,6 +512,11 @@ int wp_report_speedscope(const struct wp_opts *o, const struct wp_resolved *r,
 			fprintf(out, ",\"line\":%d", f->line);
 		putc('}', out);
 	}
+	for (size_t i = 0; i < wf.n; i++) {
+		fputs(r->nfuncs || i ? ",\n{\"name\":" : "\n{\"name\":", out);
+		json_str(out, wf.order[i]->name);
+		putc('}', out);
+	}
 	fputs("]},\n\"profiles\":[", out);
 
 	for (size_t k = 0; k < r->nprocs; k++)
@@ -360,11 +543,11 @@ int wp_report_speedscope(const struct wp_opts *o, const struct wp_resolved *r,
 		struct emitter em = { .out = out, .r = r };
 		uint64_t cursor = 0;
 		if (fallback)
-			stack_samples(&em, k, te->tid, interval, &cursor);
+			stack_samples(&em, &wf, k, te->tid, interval, &cursor);
 		else
-			timeline_samples(&em, k, origin[k], te, interval, cpu, &cursor);
+			timeline_samples(&em, &wf, credit, k, origin[k], te, interval, cpu, &cursor);
 		if (!fallback && dur > cursor)
-			emit(&em, NULL, dur - cursor); /* idle to the end of the run */
+			emit(&em, idle, dur - cursor); /* idle to the end of the run */
 		flush_pending(&em);
 		fputs("],\"weights\":[", out);
 		for (size_t w = 0; w < em.nweights; w++)
@@ -390,5 +573,7 @@ done:
 		}
 	free(tids_of);
 	free(origin);
+	free(credit);
+	wframes_free(&wf);
 	return rc;
 }

@@ -265,13 +265,28 @@ def main(t):
     check_listing(t, d, main_file, truth)
     check_merged(t, d, main_file, truth, profs)
 
-    # The root ends by _exit (as dash does) and leaves no file: the command still reports the
-    # rest of the tree, found by the run id it gave it.
+    # The root ends by _exit (as dash does): its file is written there, with the status
+    # (before, _exit left no file and the root was missing from the tree).
+    d = wp.tmp_path("tree-root-exit")
+    os.makedirs(d, exist_ok=True)
+    r = wp.record([wp.target("tree_burn")], os.path.join(d, "tree.prof"), mode="cpu",
+                  env={"WP_TRUTH": os.path.join(d, "truth.txt"), "TREE_BURN_ROOT_EXIT": "1"},
+                  fmt="text")
+    profs = profiles_in(d)
+    root = profs.get(os.path.join(d, "tree.prof"))
+    t.check(root is not None and root.end() == ("exit", 0),
+            "root _exit: the main file is written, with exit_status=0",
+            str(root.meta if root else sorted(profs)))
+    t.eq(stats_samples(r.stdout), sum(p.samples() for p in profs.values()),
+         "root _exit: the report covers the whole tree")
+
+    # The root is killed by SIGKILL and leaves no file: the command still reports the rest
+    # of the tree, found by the run id it gave it.
     d = wp.tmp_path("tree-orphans")
     os.makedirs(d, exist_ok=True)
     truth_path = os.path.join(d, "truth.txt")
     r = wp.record([wp.target("tree_burn")], os.path.join(d, "tree.prof"), mode="cpu",
-                  env={"WP_TRUTH": truth_path, "TREE_BURN_ROOT_EXIT": "1"}, fmt="text")
+                  env={"WP_TRUTH": truth_path, "TREE_BURN_ROOT_KILL": "1"}, fmt="text")
     profs = profiles_in(d)
     t.eq(len(profs), 3, "orphans: the root left no file, the three others did", str(profs))
     t.check("other 3 profiles of the run follow" in r.stderr, "orphans: the command says so",

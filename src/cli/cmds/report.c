@@ -52,7 +52,7 @@ int wp_report(const struct wp_opts *o, const struct wp_resolved *r, const struct
 	}
 	struct wp_summary s;
 	wp_summarize(r->p, r, &s);
-	s.run = run && (run->n > 1 || run->skipped) ? run : NULL;
+	s.run = run && (run->n > 1 || run->skipped || run->nunsampled) ? run : NULL;
 	int rc = -1;
 	if ((size_t)o->format < sizeof(reports) / sizeof(reports[0]) && reports[o->format])
 		rc = reports[o->format](o, r, &s, out);
@@ -62,6 +62,13 @@ int wp_report(const struct wp_opts *o, const struct wp_resolved *r, const struct
 		return 1;
 	}
 	return 0;
+}
+
+/* After a recorded run: the root's end as waitpid saw it, where its file has no final word. */
+static void root_status(const struct wp_opts *o, struct wp_run *run)
+{
+	if (o->have_exit_status && o->root_pid)
+		wp_run_root_status(run, (long)o->root_pid, o->exit_status);
 }
 
 int wp_report_file(const struct wp_opts *o, const char *path, FILE *out)
@@ -78,6 +85,7 @@ int wp_report_file(const struct wp_opts *o, const char *path, FILE *out)
 		wp_profile_free(p);
 		return 1;
 	}
+	root_status(o, &run);
 	struct wp_filter f = wp_opts_filter(o);
 	struct wp_resolved *r = wp_resolve(p, &f);
 	if (!r) {
@@ -247,6 +255,7 @@ static int report_loaded(const struct wp_opts *o, struct loaded *l, size_t n, si
 		fprintf(stderr, "wallprof: out of memory\n");
 		goto out;
 	}
+	root_status(o, &run);
 	struct wp_filter flt = wp_opts_filter(o);
 	struct wp_resolved *r = wp_resolve_many(ps, n, &flt);
 	if (r) {

@@ -21,16 +21,37 @@ struct wp_run_proc {
 	char *path;          /* the file as found (directory and name) */
 	long pid, ppid;      /* -1 when unknown */
 	char *command;       /* "" when unknown */
-	char end[32];        /* "exec'd", "signal 11" (died of it), "checkpoint" (the last one
-			      * written: it ended without a final write, e.g. _exit), "ended" */
+	char end[32];        /* how it ended, for the header: "exit 0", "SIGSEGV" (died of it),
+			      * "exec'd", "no word" (its last write was a checkpoint: killed by
+			      * SIGKILL, or still running), "ended" (an older agent: status not
+			      * recorded) */
+	enum wp_end end_kind; /* profile.h's wp_profile_end; end_code its status or signal */
+	int end_code;
+	int end_by_command;  /* the end is the command's waitpid's (the root left no final word) */
 	uint64_t start_unix_ns, wall_ns, cpu_ns, samples;
 	int is_main;         /* the file the report is of */
+};
+
+/* A process of the run that took no sample: it left no profile, only a line in the run's
+ * list of them (NAME.unsampled beside the files; the agent's note_unsampled). */
+struct wp_run_unsampled {
+	long pid, ppid;
+	char end[32];        /* "exit 0", "signal 9", "exec" (the image was replaced), "stop" */
+	uint64_t wall_ns, cpu_ns;
+	char *command;
 };
 
 struct wp_run {
 	struct wp_run_proc *procs; /* the main file's process too; by start time, then pid */
 	size_t n;
 	size_t skipped;      /* sibling files that could not be read */
+	/* Processes that ran too briefly to be sampled: each pid once (the images of a pid that
+	 * exec'd are one process), none of them a pid of procs. Exact for processes whose agent
+	 * ended them (exit, _exit, a fatal signal it saw, exec); one killed by SIGKILL before
+	 * any sample leaves nothing to count. */
+	struct wp_run_unsampled *unsampled;
+	size_t nunsampled;
+	size_t unsampled_bad; /* lines of those lists that could not be read */
 	int merged;          /* the report's samples are of every process listed (wp_run_of) */
 };
 
@@ -48,6 +69,9 @@ int wp_run_find_orphans(const char *main_path, long root_pid, FILE *warn, struct
  * Returns 0, or -1 when out of memory. */
 int wp_run_of(const struct wp_profile *const *ps, const char *const *paths, size_t n,
 	      size_t skipped, struct wp_run *run);
+/* The command's waitpid status of the run's root (pid): its end when its last image left no
+ * final word (killed by SIGKILL, say). */
+void wp_run_root_status(struct wp_run *run, long pid, int wait_status);
 void wp_run_free(struct wp_run *run);
 
 #endif

@@ -184,12 +184,14 @@ static void exit_line(struct text *t, char *buf, size_t cap)
 	if (t->o->have_exit_status) {
 		st = t->o->exit_status;
 	} else {
-		const char *v = wp_profile_meta(t->p, "exit_status");
-		if (!v || !*v) {
+		/* the profile's own word (exit_status, died_of_signal), as a wait status */
+		int code;
+		enum wp_end e = wp_profile_end(t->p, &code);
+		if (e != WP_END_EXIT && e != WP_END_SIGNAL) {
 			buf[0] = 0;
 			return;
 		}
-		st = atoi(v);
+		st = e == WP_END_EXIT ? (code & 0xff) << 8 : code & 0x7f;
 	}
 	if (WIFEXITED(st)) {
 		snprintf(buf, cap, "exited with status %d", WEXITSTATUS(st));
@@ -246,6 +248,16 @@ static void processes(struct text *t)
 			wp_dur(rp->wall_ns), wp_dur(rp->cpu_ns), wp_num(rp->samples),
 			fit_head(line, WIDTH - 68, b, sizeof(b)));
 	}
+	for (size_t i = 0; i < run->n; i++)
+		if (run->procs[i].end_kind == WP_END_NO_WORD) {
+			fprintf(t->out, "[RUN]     no word: a process whose last write was a checkpoint "
+					"(killed by SIGKILL, or still running)\n");
+			break;
+		}
+	if (run->nunsampled)
+		fprintf(t->out, "[RUN]     %zu process%s ran too briefly to sample (no profile; each "
+				"a line in the run's .unsampled list)\n", run->nunsampled,
+			run->nunsampled == 1 ? "" : "es");
 	if (run->skipped)
 		fprintf(t->out, "[WARNING] %zu file%s of this run could not be read (said on standard "
 				"error)\n", run->skipped, run->skipped == 1 ? "" : "s");

@@ -1,10 +1,12 @@
-/* The agent's life: the constructor reads the settings and starts the sampler; the destructor
- * stops it and writes the profile. In between, the process may fork (the child profiles
- * itself into its own file), exec (the profile so far is written first; the new image starts
- * afresh), or die of a signal (the samples so far are written, then it dies the same way).
- * When its last thread ends without exit() (main called pthread_exit, say), the sampler ends
- * it as glibc would have (sampler.c). Long runs are checkpointed, so even _exit or SIGKILL
- * lose at most one interval. */
+/* The agent's life: the constructor reads the settings and starts the sampler; at the end an
+ * exit handler (after every destructor, with the exit status) or _exit (exit.c) stops it and
+ * writes the profile, or, when the process took no sample, one line in the run's list of
+ * unsampled processes. In between, the process may fork (the child profiles itself into its
+ * own file), exec (the profile so far is written first; the new image starts afresh), or die
+ * of a signal (the samples so far are written, then it dies the same way). When its last
+ * thread ends without exit() (main called pthread_exit, say), the sampler ends it as glibc
+ * would have (sampler.c). Long runs are checkpointed, so even SIGKILL loses at most one
+ * interval. */
 #include <alloca.h>
 #include <dlfcn.h>
 #include <errno.h>

@@ -516,6 +516,26 @@ def main(t):
     t.eq(stats_samples(r.stdout), sum(p.samples() for p in profs.values()),
          "orphans: the report covers the rest of the tree")
 
+    # The root is killed by SIGKILL after a checkpoint: its file has no final word, and the
+    # header says what the command's waitpid saw
+    d = wp.tmp_path("tree-root-kill")
+    os.makedirs(d, exist_ok=True)
+    truth_path = os.path.join(d, "truth.txt")
+    r = wp.record([wp.target("tree_burn"), "3"], os.path.join(d, "tree.prof"), mode="cpu",
+                  env={"WP_TRUTH": truth_path, "TREE_BURN_ROOT_KILL": "1",
+                       "WALLPROF_CHECKPOINT": "1"}, fmt="text")
+    root = [pid for pid, v in read_tree_truth(truth_path).items() if v[2] == "root"]
+    raw = wp.read_raw(os.path.join(d, "tree.prof")) if os.path.exists(
+        os.path.join(d, "tree.prof")) else None
+    t.check(raw is not None and raw.end() == ("no word", None),
+            "root killed: its last checkpoint is its file, with no final word",
+            str(raw.meta if raw else None))
+    rows = run_rows_ended(r.stdout)
+    t.eq(rows.get(root[0]) if root else None, [(int(raw.meta["ppid"]) if raw else -1,
+                                                "SIGKILL")],
+         "root killed: the header's row says SIGKILL, as the command's waitpid saw",
+         r.stdout[:2000])
+
     # Bare LD_PRELOAD: no environment is changed, so fork children share the root's run (the
     # agent's memory), and an exec'd program starts a run of its own.
     d, main_file, truth, profs = run_tree("tree-bare", preloaded=True)

@@ -219,6 +219,8 @@ static void processes(struct text *t)
 	if (run->merged)
 		fprintf(t->out, "[RUN]     %zu profiles (each process, each image before an exec), "
 				"all in this report:\n", run->n);
+	else if (run->n == 1) /* shown for the processes that took no sample (below) */
+		fprintf(t->out, "[RUN]     the run's only profile:\n");
 	else
 		fprintf(t->out, "[RUN]     %zu profiles in this run (each process, each image before "
 				"an exec); this report is\n          of %s only: `wallprof --report "

@@ -22,7 +22,9 @@
 #include "threadmask.h"
 #include "threads.h"
 #include "unwind.h"
+#include "wait_locks.h"
 #include "waits.h"
+#include "cpuwait.h"
 
 /* Stack bytes copied while a thread is held. A thread whose root we have reached before gets
  * exactly what it needs plus a little slack (its outermost frames, thread start, are the same
@@ -45,10 +47,14 @@ static uint64_t start_ns, interval_ns;
  * fail with ESRCH and every stack would be cut to its pc. */
 static pid_t mem_tid;
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
+/* Set while lock holders are sampled (wp_sample_holders): their samples are not counted and
+ * leave the threads' sampling state (last stack, CPU clock, wait) as it was. */
+static int holder_only;
 
 /* One stack copy per thread of a batch: all are copied while held, then unwound. */
 static uint8_t stack_bufs[WP_HS_BATCH][STACK_MAX];
 static uint64_t pcs[WP_AGENT_MAX_FRAMES];
+static uint32_t last_nframes; /* frames in pcs */
 
 /* Threads that did not answer (they block our signal, or are stopped or traced) are left
  * alone for BACKOFF_NS. Until when is kept in this small side table, keyed by the thread's
@@ -168,8 +174,16 @@ static uint32_t units_of(uint64_t weight_ns)
 	return u < 1 ? 1 : u > 100000 ? 100000 : (uint32_t)u;
 }
 
+static void note_runnable(struct wp_athread *t, struct wp_stack_entry *e, uint64_t weight_ns,
+			  int unmoved, uint64_t now);
+
 static void miss(enum wp_miss why)
 {
+	if (holder_only) {
+		/* a holder's extra look is no sample of the program: nothing it missed */
+		wp_locks_count_holder_missed();
+		return;
+	}
 	wp_stats.missed[why]++;
 }
 
@@ -180,15 +194,32 @@ static size_t copy_len_for(const struct wp_athread *t, uintptr_t sp)
 	return STACK_DEFAULT;
 }
 
+/* A lock holder's stack (pcs[0..n)), interned without counting (wait_locks.h). */
+static struct wp_stack_entry *record_holder(struct wp_athread *t, uint32_t flags, int64_t cpu_ns)
+{
+	struct wp_stack_entry *e = wp_stacks_intern(t, pcs, last_nframes, flags);
+	if (!e)
+		return NULL;
+	wp_locks_count_holder_sample();
+	wp_locks_sampled(t, e->id, cpu_ns);
+	if (!t->name_reads) { /* a holder never sampled otherwise is named all the same */
+		t->name_reads = 1;
+		wp_threads_reread_name(t);
+	}
+	return e;
+}
+
 /* Unwinds a copied thread state (after the thread runs again) and counts the stack. Returns
  * its entry, NULL when lost. */
 static struct wp_stack_entry *record_copy(struct wp_athread *t, const greg_t *gregs, const uint8_t *stack,
-			size_t stack_len, uint32_t flags, uint64_t weight_ns, uint64_t now)
+			size_t stack_len, uint32_t flags, uint64_t weight_ns, uint64_t now,
+			int64_t cpu_ns)
 {
 	struct wp_unwind_input in = { gregs, (uintptr_t)gregs[REG_RSP], stack, stack_len };
 	struct wp_unwind_result res;
 	uint64_t u0 = wp_now_ns();
 	wp_unwind(&in, pcs, WP_AGENT_MAX_FRAMES, &res);
+	last_nframes = res.n;
 	wp_stats.unwind_ns += wp_now_ns() - u0;
 	if (res.truncated) {
 		flags |= WP_STACK_TRUNCATED;
@@ -197,7 +228,13 @@ static struct wp_stack_entry *record_copy(struct wp_athread *t, const greg_t *gr
 	} else if (res.max_sp > t->stack_top) {
 		t->stack_top = res.max_sp;
 	}
+	if (holder_only)
+		return record_holder(t, flags, cpu_ns);
 	t->last_wait = NULL; /* sample_blocked sets it for a sample blocked in a call */
+	t->cw_runnable = 0;   /* note_runnable sets it for a sample in state R */
+	t->cw_ran_ns = t->last_cpu_ns > t->cw_cpu_ns ? t->last_cpu_ns - t->cw_cpu_ns : 0;
+	t->cw_cpu_ns = t->last_cpu_ns; /* this sample's clock (finish_job, sample_unmoved) */
+	wp_cpuwait_not_disk(t); /* note_disk sets it for a sample in state D */
 	struct wp_stack_entry *e = wp_stacks_add(t, pcs, res.n, flags, units_of(weight_ns),
 						 weight_ns, (now - start_ns) / 1000);
 	if (!e) {
@@ -205,6 +242,7 @@ static struct wp_stack_entry *record_copy(struct wp_athread *t, const greg_t *gr
 		return NULL;
 	}
 	wp_stats.samples++;
+	wp_locks_sampled(t, e->id, cpu_ns);
 	/* Its name, read when first sampled (not when listed: 10,000 idle threads would cost
 	 * 10,000 reads up front) and again later, as threads often name themselves once started. */
 	static const uint64_t reread_at[] = { 1, 16, 256 };
@@ -267,10 +305,16 @@ static void missed_answer(struct wp_athread *t, uint64_t weight_ns, uint64_t now
 		 * anyone can tell: count that stack rather than drop the interval (wall mode),
 		 * and try again next tick. */
 		miss(WP_MISS_TIMEOUT);
-		if (cfg.mode == WP_MODE_WALL && t->last_stack) {
+		/* As a lock's holder, that stack counts only if its clock has not moved since
+		 * (wait_locks.h: never a stack from before its waiter's owner read). */
+		if (wp_locks_unmoved(t, wp_thread_cpu_ns(t->tid)) && holder_only)
+			wp_locks_count_holder_sample();
+		if (cfg.mode == WP_MODE_WALL && t->last_stack && !holder_only) {
 			t->last_wait = NULL; /* runnable, not blocked in a call */
 			wp_stacks_again(t, t->last_stack, units_of(weight_ns), weight_ns,
 					(now - start_ns) / 1000);
+			/* queued since the signal was sent, at least */
+			note_runnable(t, t->last_stack, weight_ns, 1, now);
 			wp_stats.samples++;
 			wp_stats.reused++;
 		}
@@ -315,17 +359,21 @@ static void finish_job(struct job *j, const struct wp_hs_request *r, uint64_t no
 		miss(r->result == WP_HS_NOSLOT ? WP_MISS_NOSLOT : WP_MISS_ERROR);
 		return;
 	}
-	if (r->cpu_ns >= 0)
+	if (r->cpu_ns >= 0 && !holder_only)
 		t->last_cpu_ns = r->cpu_ns; /* its clock as it left our handler */
 	if (r->window_ns)
-		wp_stats_window(r->window_ns);
+		wp_stats_window(r->window_ns); /* a holder's window is held time all the same */
 	t->held_ns = r->window_ns;
-	wp_stats.signalled++;
+	if (!holder_only)
+		wp_stats.signalled++;
 	size_t stack_len = j->got > 0 ? (size_t)j->got : 0;
 	uint8_t code[4];
 	int have_code = may_be_syscall(j->gregs) && read_code((uintptr_t)j->gregs[REG_RIP], code);
 	uint32_t flags = was_in_syscall(j->gregs, code, have_code) ? WP_STACK_WAITING : 0;
-	record_copy(t, j->gregs, j->stack, stack_len, flags, j->weight_ns, now);
+	struct wp_stack_entry *e = record_copy(t, j->gregs, j->stack, stack_len, flags,
+					       j->weight_ns, now, r->cpu_ns);
+	if (e && !flags && !holder_only)
+		note_runnable(t, e, j->weight_ns, 0, now); /* running, or runnable: state R */
 }
 
 /* Signals the queued threads all at once (handshake.c serves them as they answer), then
@@ -345,7 +393,7 @@ static void flush_jobs(uint64_t now)
 		 * ours, not the program's, so it earns no credit. Everything else it ran
 		 * meanwhile (while the sampler unwound, say) is the program's and is credited
 		 * at the next look. */
-		if (cfg.mode == WP_MODE_CPU)
+		if (cfg.mode == WP_MODE_CPU && !holder_only)
 			jobs[i].t->poll_cpu_ns += (int64_t)jobs[i].t->held_ns;
 	}
 	njobs = 0;
@@ -413,6 +461,8 @@ static int read_blocked_regs(pid_t tid, struct blocked_regs *r)
 
 static int first_look_allowed(uint64_t now);
 static int64_t first_look_tokens;
+static void note_disk(struct wp_athread *t, struct wp_stack_entry *e,
+		      const struct blocked_regs *br, uint64_t weight_ns, uint64_t now);
 
 /* Counts what a sample blocked in a call waits in (waits.h). A descriptor's first look at its
  * target reads /proc: rationed with the threads' first looks, and paid from the same ration. */
@@ -467,11 +517,19 @@ static int sample_blocked(struct wp_athread *t, int64_t cpu_before, uint64_t wei
 		if (got > 0 && cpu_after == cpu_before) {
 			/* Registers other than SP and PC are unknown: frame-pointer code loses the
 			 * frames above its first rbp-based frame (recorded, flagged truncated). */
+			if (holder_only) {
+				record_copy(t, gregs, stack_bufs[0], (size_t)got, WP_STACK_WAITING,
+					    weight_ns, now, cpu_after);
+				return 1;
+			}
 			wp_stats.unsignalled++;
 			struct wp_stack_entry *e = record_copy(t, gregs, stack_bufs[0], (size_t)got,
-							       WP_STACK_WAITING, weight_ns, now);
+							       WP_STACK_WAITING, weight_ns, now,
+							       cpu_after);
 			if (e && br.nr >= 0)
 				note_wait(t, e, &br, weight_ns, now);
+			if (e)
+				note_disk(t, e, &br, weight_ns, now);
 			return 1;
 		}
 		cpu_before = cpu_after; /* it woke up meanwhile: look again */
@@ -508,14 +566,28 @@ static int sample_unmoved(struct wp_athread *t, uint64_t weight_ns, uint64_t now
 	uint64_t rel_us = (now - start_ns) / 1000;
 	if (!(last->flags & WP_STACK_WAITING))
 		t->last_wait = NULL; /* preempted, not blocked in a call */
-	if (last->flags & WP_STACK_WAITING) {
+	if ((last->flags & WP_STACK_WAITING) && t->cw_runnable) {
+		/* preempted at its last look too: still waiting for a CPU */
 		wp_stacks_again(t, last, units_of(weight_ns), weight_ns, rel_us);
+		wp_locks_sampled(t, last->id, cpu); /* exact: it has not run since */
+		note_runnable(t, last, weight_ns, 1, now);
+	} else if (last->flags & WP_STACK_WAITING) {
+		wp_stacks_again(t, last, units_of(weight_ns), weight_ns, rel_us);
+		wp_locks_sampled(t, last->id, cpu); /* exact: it has not run since */
 		/* still blocked in the same call: the same wait (its owner read again) */
 		wp_waits_again(t, units_of(weight_ns), weight_ns);
-	} else if (!wp_stacks_add(t, last->pcs, last->nframes, last->flags | WP_STACK_WAITING,
-				  units_of(weight_ns), weight_ns, rel_us)) {
-		miss(WP_MISS_MEMORY);
-		return 1;
+		wp_cpuwait_again(t, units_of(weight_ns), weight_ns);
+	} else {
+		struct wp_stack_entry *e = wp_stacks_add(t, last->pcs, last->nframes,
+							 last->flags | WP_STACK_WAITING,
+							 units_of(weight_ns), weight_ns, rel_us);
+		if (!e) {
+			miss(WP_MISS_MEMORY);
+			return 1;
+		}
+		wp_locks_sampled(t, e->id, cpu);
+		/* preempted, not blocked in a call: it waited for a CPU since its last sample */
+		note_runnable(t, e, weight_ns, 1, now);
 	}
 	wp_stats.samples++;
 	wp_stats.reused++;
@@ -533,18 +605,76 @@ static int sample_unmoved(struct wp_athread *t, uint64_t weight_ns, uint64_t now
 #define FIRST_LOOK_BURST_NS (50 * 1000000ll)
 static int64_t first_look_tokens = FIRST_LOOK_BURST_NS;
 static uint64_t first_look_refilled;
+/* The reads of cpuwait.h (schedstat of running threads, the state of blocked ones) have a
+ * ration of the same shape, their own so that they never delay a first look. */
+static int64_t state_look_tokens = FIRST_LOOK_BURST_NS;
+static uint64_t state_look_refilled;
 
-static int first_look_allowed(uint64_t now)
+/* Whether a ration (tokens: the sampler's CPU ns it may still spend, refilled at 1% of the
+ * time since `*refilled`) allows a /proc read now. The caller charges what the read cost. */
+static int ration_allows(int64_t *tokens, uint64_t *refilled, uint64_t now)
 {
 	/* WALLPROF_TEST=tight-ration: 0.1% and a 100 µs allowance, so a test sees it bite */
 	uint64_t share = cfg.test_tight_ration ? 10 * FIRST_LOOK_SHARE : FIRST_LOOK_SHARE;
 	int64_t burst = cfg.test_tight_ration ? 100000 : FIRST_LOOK_BURST_NS;
-	if (first_look_refilled && now > first_look_refilled)
-		first_look_tokens += (int64_t)((now - first_look_refilled) / share);
-	first_look_refilled = now;
-	if (first_look_tokens > burst)
-		first_look_tokens = burst;
-	return first_look_tokens > 0;
+	if (*refilled && now > *refilled)
+		*tokens += (int64_t)((now - *refilled) / share);
+	*refilled = now;
+	if (*tokens > burst)
+		*tokens = burst;
+	return *tokens > 0;
+}
+
+static int first_look_allowed(uint64_t now)
+{
+	return ration_allows(&first_look_tokens, &first_look_refilled, now);
+}
+
+/* A sample of `t` in state R on stack `e`: cpuwait.h counts the share that waited for a CPU
+ * (`unmoved`: all of it). Outside any window. */
+static void note_runnable(struct wp_athread *t, struct wp_stack_entry *e, uint64_t weight_ns,
+			  int unmoved, uint64_t now)
+{
+	if (cfg.mode != WP_MODE_WALL)
+		return; /* a cpu profile's samples are CPU time: none of it waited */
+	int may = unmoved || ration_allows(&state_look_tokens, &state_look_refilled, now);
+	state_look_tokens -= (int64_t)wp_cpuwait_runnable(t, e->id, units_of(weight_ns), weight_ns,
+							  unmoved, may, now);
+	t->cw_runnable = 1;
+}
+
+/* A sample of `t` blocked in the kernel (call br->nr, -1: none) on stack `e`: when it may be
+ * in state D, its state is read (rationed); in state D, the sample is a disk wait
+ * (cpuwait.h), and leaves the call's own wait (waits.h) if it had one. Outside any call and
+ * in state R, it was preempted in its own code (/proc's syscall file says "-1" for a
+ * runnable thread not on a CPU): a sample in state R (note_runnable). Outside any window. */
+static void note_disk(struct wp_athread *t, struct wp_stack_entry *e,
+		      const struct blocked_regs *br, uint64_t weight_ns, uint64_t now)
+{
+	struct wp_wait_entry *w = br->nr >= 0 ? t->last_wait : NULL;
+	if (cfg.mode != WP_MODE_WALL)
+		return; /* a cpu profile's blocked samples are CPU time already paid */
+	if (!wp_cpuwait_may_be_disk(br->nr, w ? w->target : NULL, w ? w->target_len : 0) ||
+	    !ration_allows(&state_look_tokens, &state_look_refilled, now))
+		return;
+	uint64_t spent;
+	int state = wp_cpuwait_state(t->tid, &spent);
+	state_look_tokens -= (int64_t)spent;
+	if (state == 'R' && br->nr < 0) {
+		note_runnable(t, e, weight_ns, 0, now);
+		return;
+	}
+	if (state != 'D')
+		return;
+	uint32_t units = units_of(weight_ns);
+	if (w) {
+		/* counted as a wait in the call a moment ago: it is this disk wait instead */
+		w->count -= w->count < units ? w->count : units;
+		w->weight_ns -= w->weight_ns < weight_ns ? w->weight_ns : weight_ns;
+		t->last_wait = NULL;
+	}
+	wp_cpuwait_disk(t, e->id, br->nr, br->nr >= 0 ? br->args[0] : 0, w ? w->target : NULL,
+			w ? w->target_len : 0, units, weight_ns);
 }
 
 /* The /proc look at a thread not on a CPU, rationed when it is the thread's first. Returns 1
@@ -561,6 +691,41 @@ static int look_blocked(struct wp_athread *t, uint64_t weight_ns, uint64_t now)
 	int done = sample_blocked(t, t->last_cpu_ns, weight_ns, now);
 	first_look_tokens -= (int64_t)(wp_self_cpu_ns() - c0);
 	return done;
+}
+
+/* Lock holders, after their waiters (wait_locks.h): see sample.h. */
+void wp_sample_holders(struct wp_athread **ts, size_t n, uint64_t now)
+{
+	holder_only = 1;
+	for (size_t i = 0; i < n && i < WP_HS_BATCH; i++) {
+		struct wp_athread *t = ts[i];
+		if (!t->alive || backed_off(t, now) || wp_threads_is_excluded(t->tid))
+			continue;
+		int64_t cpu = wp_thread_cpu_ns(t->tid);
+		if (cpu < 0)
+			continue;
+		if (wp_locks_unmoved(t, cpu)) {
+			/* it has not run since its last sample: that stack is where it is */
+			wp_locks_count_holder_sample();
+			continue;
+		}
+		if (wp_thread_cpu_ns(t->tid) > cpu) {
+			sample_signalled(t, 0, now);
+			continue;
+		}
+		/* not on a CPU: a /proc look, paid from the first looks' ration */
+		if (!first_look_allowed(now)) {
+			wp_locks_count_holder_missed();
+			continue;
+		}
+		uint64_t c0 = wp_self_cpu_ns();
+		int done = sample_blocked(t, cpu, 0, now);
+		first_look_tokens -= (int64_t)(wp_self_cpu_ns() - c0);
+		if (!done)
+			sample_signalled(t, 0, now);
+	}
+	flush_jobs(now);
+	holder_only = 0;
 }
 
 static void tick_wall(uint64_t now)
@@ -610,6 +775,7 @@ static void tick_wall(uint64_t now)
 			sample_signalled(t, weight, now);
 	}
 	flush_jobs(now);
+	wp_locks_settle(now); /* after every owner read of the tick */
 }
 
 
@@ -649,6 +815,7 @@ static void tick_cpu(uint64_t now)
 			sample_signalled(t, weight, now);
 	}
 	flush_jobs(now);
+	wp_locks_settle(now);
 	cursor = n ? (cursor + polls) % n : 0;
 }
 
@@ -678,6 +845,7 @@ uint64_t wp_sample_rand(void)
 
 void wp_sample_tick(uint64_t now)
 {
+	wp_locks_tick_begin();
 	if (cfg.mode == WP_MODE_CPU)
 		tick_cpu(now);
 	else
@@ -689,4 +857,7 @@ void wp_sample_forget(void)
 	memset(backoffs, 0, sizeof(backoffs));
 	first_look_tokens = FIRST_LOOK_BURST_NS;
 	first_look_refilled = 0;
+	wp_locks_reset();
+	state_look_tokens = FIRST_LOOK_BURST_NS;
+	state_look_refilled = 0;
 }

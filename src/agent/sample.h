@@ -4,6 +4,7 @@
 #ifndef WP_SAMPLE_H
 #define WP_SAMPLE_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -18,6 +19,14 @@ void wp_sample_seed(uint64_t seed);
 uint64_t wp_sample_rand(void);
 /* One tick: choose, hold, copy, unwind, count. */
 void wp_sample_tick(uint64_t now);
+/* Samples lock holders once more (wait_locks.c), after every owner read of the tick: the
+ * same cheapest faithful way as any sample (the last stack when the thread has not run since,
+ * a /proc copy when blocked, paid from the first-look ration, else one handshake batch), but
+ * not counted: the stacks are interned (count 0 unless a counted sample has the same) and
+ * reported with wp_locks_sampled. Touches none of the threads' sampling state. n <=
+ * WP_HS_BATCH. */
+struct wp_athread;
+void wp_sample_holders(struct wp_athread **ts, size_t n, uint64_t now);
 /* Forgets per-thread back-offs and the first-look ration (a new profile, a fork child). */
 void wp_sample_forget(void);
 

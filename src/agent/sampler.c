@@ -26,6 +26,7 @@
 #include "sigmask.h"
 #include "stacks.h"
 #include "waits.h"
+#include "cpuwait.h"
 #include "stats.h"
 #include "threadmask.h"
 #include "threads.h"
@@ -485,6 +486,7 @@ void wp_sampler_forget(void)
 	wp_sample_forget();
 	wp_stacks_reset();
 	wp_waits_reset();
+	wp_cpuwait_reset();
 	wp_threads_reset();
 	wp_handshake_reset();
 }

@@ -60,9 +60,8 @@ static void count(struct wp_athread *t, struct wp_stack_entry *e, uint32_t units
 	timeline_add(t, e->id, rel_us);
 }
 
-struct wp_stack_entry *wp_stacks_add(struct wp_athread *t, const uint64_t *pcs, uint32_t n,
-				     uint32_t flags, uint32_t units, uint64_t weight_ns,
-				     uint64_t rel_us)
+struct wp_stack_entry *wp_stacks_intern(struct wp_athread *t, const uint64_t *pcs, uint32_t n,
+					uint32_t flags)
 {
 	struct {
 		uint32_t tid, flags, nframes, pad;
@@ -91,7 +90,16 @@ struct wp_stack_entry *wp_stacks_add(struct wp_athread *t, const uint64_t *pcs, 
 		HASH_ADD_KEYPTR(hh, table, &e->tid, keylen, e);
 		bytes += sizeof(*e) + n * sizeof(uint64_t) + sizeof(UT_hash_handle);
 	}
-	count(t, e, units, weight_ns, rel_us);
+	return e;
+}
+
+struct wp_stack_entry *wp_stacks_add(struct wp_athread *t, const uint64_t *pcs, uint32_t n,
+				     uint32_t flags, uint32_t units, uint64_t weight_ns,
+				     uint64_t rel_us)
+{
+	struct wp_stack_entry *e = wp_stacks_intern(t, pcs, n, flags);
+	if (e)
+		count(t, e, units, weight_ns, rel_us);
 	return e;
 }
 

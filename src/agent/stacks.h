@@ -35,6 +35,10 @@ struct wp_stack_entry {
 struct wp_stack_entry *wp_stacks_add(struct wp_athread *t, const uint64_t *pcs, uint32_t n,
 				     uint32_t flags, uint32_t units, uint64_t weight_ns,
 				     uint64_t rel_us);
+/* The entry of this stack of `t`, added with no count when new, without counting a sample
+ * (a lock holder's stack, wait_locks.h). NULL when out of memory. */
+struct wp_stack_entry *wp_stacks_intern(struct wp_athread *t, const uint64_t *pcs, uint32_t n,
+					uint32_t flags);
 /* The same for an existing entry (a thread that has not moved). */
 void wp_stacks_again(struct wp_athread *t, struct wp_stack_entry *e, uint32_t units,
 		     uint64_t weight_ns, uint64_t rel_us);

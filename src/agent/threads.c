@@ -187,8 +187,9 @@ static void forget_or_keep(struct wp_athread *t)
 {
 	t->alive = 0;
 	t->flags |= WP_THREAD_EXITED;
-	if (t->samples == 0) {
-		/* Never sampled: nothing to report, so thousands of short-lived threads cost
+	if (t->samples == 0 && !t->lock_seq) {
+		/* Never sampled (lock_seq: not even as a lock holder, whose stack needs its
+		 * THREAD record): nothing to report, so thousands of short-lived threads cost
 		 * nothing once gone. */
 		HASH_DEL(by_tid, t);
 		free(t->tl);

@@ -22,6 +22,7 @@
 
 struct wp_stack_entry;
 struct wp_wait_entry;
+struct wp_cpuwait_entry;
 
 struct wp_athread {
 	pid_t tid;
@@ -36,6 +37,20 @@ struct wp_athread {
 	struct wp_stack_entry *last_stack;
 	/* what its last sample waited in (waits.h), NULL when it was not blocked in a call */
 	struct wp_wait_entry *last_wait;
+	/* wait_locks.c: when its latest sample was recorded (a sequence number) and its stack */
+	uint64_t lock_seq;
+	uint32_t lock_stack;
+	int64_t lock_cpu_ns; /* its CPU clock at that sample (-1: unknown) */
+	/* cpuwait.c: its runqueue time (schedstat) at the last read, when (0: never), runqueue
+	 * time read but not yet given to samples (negative: given ahead of schedstat), and its
+	 * last sample's disk wait (or NULL) */
+	uint64_t cw_delay_ns, cw_read_ns;
+	int64_t cw_owed_ns;
+	/* its CPU clock at its last new sample (not a reuse), and what it ran since the one
+	 * before: a sample cannot have waited for a CPU longer than it did not run */
+	int64_t cw_cpu_ns, cw_ran_ns;
+	int cw_runnable; /* its last sample was in state R (not blocked in a call) */
+	struct wp_cpuwait_entry *cw_last_disk;
 	/* cpu mode: the clock at the last poll and CPU time not yet paid out in samples */
 	int64_t poll_cpu_ns;
 	uint64_t credit_ns;

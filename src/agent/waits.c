@@ -9,6 +9,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "wait_locks.h"
 
 /* glibc's pthread_mutex_t (x86-64, glibc 2.17 to at least 2.40, struct __pthread_mutex_s):
  * int __lock at 0 (the futex word a contended locker waits on), unsigned __count at 4, int
@@ -66,6 +67,42 @@ static int looks_like_mutex(uint64_t op, uint64_t val)
 {
 	uint64_t cmd = op & 0x7f; /* without FUTEX_PRIVATE_FLAG and FUTEX_CLOCK_REALTIME */
 	return (cmd == 0 /* FUTEX_WAIT */ || cmd == 9 /* FUTEX_WAIT_BITSET */) && val == 2;
+}
+
+static uint64_t futex_owner(uint64_t addr);
+
+/* Whether a futex wait looks like one behind a writer-held glibc rwlock: FUTEX_WAIT or
+ * FUTEX_WAIT_BITSET expecting 1 | PTHREAD_RWLOCK_FUTEX_USED (3), as pthread_rwlock_common.c
+ * does for a reader waiting out a write phase (on __wrphase_futex) and for a writer waiting
+ * for the writer before it (on __writers_futex). */
+static int looks_like_rwlock(uint64_t op, uint64_t val)
+{
+	uint64_t cmd = op & 0x7f;
+	return (cmd == 0 || cmd == 9) && val == 3;
+}
+
+/* The writer's TID of the glibc rwlock that futex `addr` belongs to (x86-64, glibc 2.25 and
+ * later, struct __pthread_rwlock_arch_t): __readers 0, __writers 4, __wrphase_futex 8,
+ * __writers_futex 12, __pad3 16, __pad4 20, __cur_writer 24, __shared 28. The waiter sleeps
+ * on +8 or +12; one read of the two ints at addr+12 covers both: on +8 they are __pad4 (0)
+ * and __cur_writer; on +12, __cur_writer and __shared (0 or 1). A TID is above 1, so the
+ * second int when it is one, else the first. 0 when neither. */
+static uint64_t rwlock_writer(uint64_t addr)
+{
+	int32_t v[2];
+	if (!peek(addr + 12, v, sizeof(v)))
+		return 0;
+	return v[1] > 1 ? (uint64_t)v[1] : v[0] > 1 ? (uint64_t)v[0] : 0;
+}
+
+/* A futex wait's holder: a mutex's owner or an rwlock's writer, by what the wait expects. */
+static uint64_t futex_holder(uint64_t addr, uint64_t op, uint64_t val)
+{
+	if (looks_like_mutex(op, val))
+		return futex_owner(addr);
+	if (looks_like_rwlock(op, val))
+		return rwlock_writer(addr);
+	return 0;
 }
 
 static uint64_t futex_owner(uint64_t addr)
@@ -173,7 +210,8 @@ struct wp_wait_entry *wp_waits_add(struct wp_athread *t, uint32_t stack_id, long
 {
 	/* Only the arguments that name the object are kept: buffers and lengths differ from call
 	 * to call and would split one wait into many entries. */
-	struct wp_wait_key k = { .stack_id = stack_id, .nr = (uint32_t)nr };
+	struct wp_wait_key k = { .stack_id = stack_id, .nr = (uint32_t)nr,
+				 .holder_stack = WP_LOCKS_NO_STACK };
 	const char *target = NULL;
 	uint32_t target_len = 0;
 	*looked_ns = 0;
@@ -181,7 +219,7 @@ struct wp_wait_entry *wp_waits_add(struct wp_athread *t, uint32_t stack_id, long
 		k.a0 = args[0];
 		k.a1 = args[1];
 		k.a2 = args[2];
-		k.aux = looks_like_mutex(k.a1, k.a2) ? futex_owner(args[0]) : 0;
+		k.aux = futex_holder(args[0], k.a1, k.a2);
 	} else if (nr == SYS_nanosleep) {
 		k.aux = timespec_ns_at(args[0]);
 	} else if (nr == SYS_clock_nanosleep) {
@@ -204,7 +242,10 @@ struct wp_wait_entry *wp_waits_add(struct wp_athread *t, uint32_t stack_id, long
 			}
 		}
 	}
-	return count(t, &k, target, target_len, units, weight_ns);
+	struct wp_wait_entry *e = count(t, &k, target, target_len, units, weight_ns);
+	if (e && nr == SYS_futex && k.aux)
+		wp_locks_owner_read(t, e, (pid_t)k.aux, units, weight_ns);
+	return e;
 }
 
 void wp_waits_again(struct wp_athread *t, uint32_t units, uint64_t weight_ns)
@@ -213,14 +254,30 @@ void wp_waits_again(struct wp_athread *t, uint32_t units, uint64_t weight_ns)
 	if (!last)
 		return;
 	struct wp_wait_key k = last->key;
-	if (k.nr != SYS_futex || !looks_like_mutex(k.a1, k.a2)) {
+	if (k.nr != SYS_futex || (!looks_like_mutex(k.a1, k.a2) && !looks_like_rwlock(k.a1, k.a2))) {
 		last->count += units; /* nothing read again: the same entry, no lookup */
 		last->weight_ns += weight_ns;
 		return;
 	}
-	k.aux = futex_owner(k.a0);
+	k.aux = futex_holder(k.a0, k.a1, k.a2);
+	k.holder_stack = WP_LOCKS_NO_STACK; /* this tick's holder sample, if any, says */
 	/* out of memory: the sample keeps its stack, without its wait */
-	count(t, &k, last->target, last->target_len, units, weight_ns);
+	struct wp_wait_entry *e = count(t, &k, last->target, last->target_len, units, weight_ns);
+	if (e && k.aux)
+		wp_locks_owner_read(t, e, (pid_t)k.aux, units, weight_ns);
+}
+
+void wp_waits_set_holder(struct wp_athread *t, struct wp_wait_entry *e, uint32_t units,
+			 uint64_t weight_ns, uint32_t holder_stack)
+{
+	struct wp_wait_key k = e->key;
+	k.holder_stack = holder_stack;
+	if (!count(t, &k, e->target, e->target_len, units, weight_ns)) {
+		t->last_wait = e;
+		return;
+	}
+	e->count -= units < e->count ? units : e->count; /* an entry left at 0 is not written */
+	e->weight_ns -= weight_ns < e->weight_ns ? weight_ns : e->weight_ns;
 }
 
 struct wp_wait_entry *wp_waits_all(void)
@@ -230,7 +287,12 @@ struct wp_wait_entry *wp_waits_all(void)
 
 uint64_t wp_waits_count(void)
 {
-	return HASH_COUNT(table);
+	/* the records written: an entry whose samples all moved to the entry with the holder's
+	 * stack (wp_waits_set_holder) is not */
+	uint64_t n = 0;
+	for (struct wp_wait_entry *e = table; e; e = e->hh.next)
+		n += e->count != 0;
+	return n;
 }
 
 uint64_t wp_waits_bytes(void)

@@ -19,6 +19,9 @@
 struct wp_wait_key {
 	uint32_t stack_id, nr;
 	uint64_t a0, a1, a2, aux;
+	/* the lock holder's stack sampled in the same tick (wait_locks.h), else
+	 * WP_LOCKS_NO_STACK */
+	uint32_t holder_stack, pad;
 };
 
 struct wp_wait_entry {
@@ -39,6 +42,11 @@ struct wp_wait_entry *wp_waits_add(struct wp_athread *t, uint32_t stack_id, long
 /* Counts another sample of `t`'s last wait (the thread has not run since): a futex's owner is
  * read again, as a lock may change hands while its waiter sleeps. */
 void wp_waits_again(struct wp_athread *t, uint32_t units, uint64_t weight_ns);
+/* Moves `units` samples (and `weight_ns`) of `t` from `e` to the entry of the same wait whose
+ * holder's stack is `holder_stack` (wait_locks.c, at the end of the tick). Out of memory: they
+ * stay where they are, without the holder's stack. */
+void wp_waits_set_holder(struct wp_athread *t, struct wp_wait_entry *e, uint32_t units,
+			 uint64_t weight_ns, uint32_t holder_stack);
 /* Whose memory is read (the sampler's tid, as sample.c's stack copies). */
 void wp_waits_set_mem_tid(pid_t tid);
 

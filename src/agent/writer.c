@@ -18,7 +18,9 @@
 #include "modules.h"
 #include "sampler.h"
 #include "stacks.h"
+#include "wait_locks.h"
 #include "waits.h"
+#include "cpuwait.h"
 #include "stats.h"
 #include "threads.h"
 
@@ -95,16 +97,23 @@ static size_t build_meta(const char *extra)
 		       "unsignalled=%llu\n"
 		       "truncated=%llu\nstacks=%llu\nthreads_seen=%llu\nagent_bytes=%llu\n"
 		       "unwind_table_bytes=%llu\ntimeline_truncated=%d\nstray_signals=%llu\n"
-		       "waits=%llu\nwaits_lost=%llu\n",
+		       "waits=%llu\nwaits_lost=%llu\nholder_samples=%llu\nholder_missed=%llu\n",
 		       (unsigned long long)wp_stats.ticks, (unsigned long long)wp_stats.ticks_late,
 		       (unsigned long long)wp_stats.samples, (unsigned long long)wp_stats.signalled,
 		       (unsigned long long)wp_stats.reused, (unsigned long long)wp_stats.unsignalled,
 		       (unsigned long long)wp_stats.truncated,
 		       (unsigned long long)wp_stacks_count(), (unsigned long long)wp_threads_seen(),
-		       (unsigned long long)(wp_stacks_bytes() + wp_waits_bytes()),
+		       (unsigned long long)(wp_stacks_bytes() + wp_waits_bytes() + wp_cpuwait_bytes()),
 		       (unsigned long long)wp_modules_copied_bytes(), wp_stacks_timeline_truncated(),
 		       (unsigned long long)wp_handshake_stray(),
-		       (unsigned long long)wp_waits_count(), (unsigned long long)wp_stats.waits_lost);
+		       (unsigned long long)wp_waits_count(), (unsigned long long)wp_stats.waits_lost,
+		       (unsigned long long)wp_locks_holder_samples(),
+		       (unsigned long long)wp_locks_holder_missed());
+	n += wp_format(meta + n, sizeof(meta) - n,
+		       "schedstat_reads=%llu\nstate_reads=%llu\ncpuwait_read_ns=%llu\n",
+		       (unsigned long long)wp_cpuwait_reads(),
+		       (unsigned long long)wp_cpuwait_state_reads(),
+		       (unsigned long long)wp_cpuwait_read_ns());
 	for (int i = 0; i < WP_MISS__N; i++)
 		n += wp_format(meta + n, sizeof(meta) - n, "missed_%s=%llu\n", wp_miss_name(i),
 			       (unsigned long long)wp_stats.missed[i]);
@@ -173,9 +182,28 @@ static void write_stacks(void)
 static void write_waits(void)
 {
 	for (struct wp_wait_entry *e = wp_waits_all(); e; e = e->hh.next) {
+		if (!e->count && !e->weight_ns)
+			continue; /* its samples turned out to be disk waits (cpuwait.h) */
 		struct wp_rec_wait r = { .stack_id = e->key.stack_id, .nr = e->key.nr,
 					 .a0 = e->key.a0, .a1 = e->key.a1, .a2 = e->key.a2,
 					 .aux = e->key.aux, .count = e->count,
+					 .weight_ns = e->weight_ns, .target_len = e->target_len };
+		uint32_t holder_stack = e->key.holder_stack; /* appended: format.h */
+		if (!e->count)
+			continue; /* all moved to the entry with the holder's stack */
+		record(WP_REC_WAIT, &r, sizeof(r), (uint64_t)r.target_len + sizeof(holder_stack));
+		put(e->target, r.target_len);
+		put(&holder_stack, sizeof(holder_stack));
+	}
+}
+
+/* cpuwait.h's entries, as WAIT records with a pseudo call (format.h) */
+static void write_cpuwaits(void)
+{
+	for (struct wp_cpuwait_entry *e = wp_cpuwait_all(); e; e = e->hh.next) {
+		struct wp_rec_wait r = { .stack_id = e->key.stack_id, .nr = e->key.nr,
+					 .a0 = e->key.a0, .a1 = e->key.a1,
+					 .count = (e->units_fx + 512) / 1024,
 					 .weight_ns = e->weight_ns, .target_len = e->target_len };
 		record(WP_REC_WAIT, &r, sizeof(r), r.target_len);
 		put(e->target, r.target_len);
@@ -240,6 +268,7 @@ static int write_locked(const char *path, const char *extra)
 	write_threads();
 	write_stacks();
 	write_waits();
+	write_cpuwaits();
 	write_timelines();
 	record(WP_REC_END, NULL, 0, 0);
 	flush();

@@ -35,11 +35,13 @@ struct wp_opts {
 	int format_set;
 	int per_thread;
 	int waits;               /* --waits: folded stacks end with what they waited in */
+	int wait_leaves;         /* --wait-leaves=on|off; -1: the format's default (text: on) */
 	const char *thread;      /* --thread=NAME|TID */
 	const char *process;     /* --process=PID|NAME, --process-tree=PID|NAME */
 	int process_tree;        /* --process-tree: with its descendants */
 	int per_process;         /* --per-process */
-	int whole_run;           /* --whole-run */
+	int whole_run;           /* --whole-run: the default for --report MAIN.prof now; kept */
+	int single_file;         /* --single-file: --report FILE reports that file alone */
 	int top;                 /* --top=N, default 20 */
 	const char *report_out;  /* where the report goes (stdout when NULL) */
 	/* subcommands */
@@ -106,10 +108,22 @@ int wp_report_after_run(const struct wp_opts *opts, const char *path);
 /* Loads a profile, builds its model with the options' filter, then writes the report in
  * opts->format to `out`. Returns the process exit code (0, or 1 with a message printed). */
 int wp_report_file(const struct wp_opts *opts, const char *path, FILE *out);
-/* --report: one file as wp_report_file; several files, a directory's *.prof, or with
- * --whole-run the main file's run: one model over all their processes (a file that cannot be
- * read gets one line on standard error and is left out). */
+/* --report: a file and the other files of its run (a run's main file finds its siblings;
+ * with --single-file, the file alone, as wp_report_file), several files, or a directory's
+ * *.prof: one model over all their processes (a file that cannot be read gets one line on
+ * standard error and is left out). */
 int wp_report_files(const struct wp_opts *opts, FILE *out);
+/* The profiles of a run, read (model/run.h): `path` a run's main file (and its siblings;
+ * with single_file, that file alone) or a directory (its *.prof), by start time. A file that
+ * cannot be read gets one line on standard error and is counted in `skipped`. */
+struct wp_run_files {
+	struct wp_profile **ps;
+	char **paths;
+	size_t n, skipped;
+};
+/* Returns 0 (n >= 1), or -1 with the problem said. */
+int wp_run_load(const char *path, int single_file, struct wp_run_files *rf);
+void wp_run_files_free(struct wp_run_files *rf);
 /* The same for a model already built (with wp_opts_filter(opts)); `run`: the processes of
  * its run (model/run.h), for the text header, or NULL. */
 int wp_report(const struct wp_opts *opts, const struct wp_resolved *r, const struct wp_run *run,

@@ -50,18 +50,25 @@ static const char usage_text[] =
 "  --per-thread         per-thread roots ([name tid=N]) in folded and svg output\n"
 "  --waits              folded output: a waiting sample's stack ends with what it waited\n"
 "                       in, [wait KIND OBJECT], and for a lock [held by NAME tid=N]\n"
+"                       then the holder's frames in the same tick, root first\n"
+"  --wait-leaves=on|off a waiting sample's C-library waiting frames (futex_wait, read...)\n"
+"                       become one leaf [wait KIND OBJECT] under the program's function\n"
+"                       that waited, in every part of the report (default: on for text,\n"
+"                       off for the other formats and --compare)\n"
 "  --thread=NAME|TID    only this thread's samples\n"
 "  --process=PID|NAME   only this process's samples (every image it ran; not its children)\n"
 "  --process-tree=PID|NAME  the same with every process it started, at any depth\n"
-"  --per-process        per-process roots ([program pid=N]) in folded output\n"
-"  --whole-run          --report MAIN.prof: every process of its run (the files beside it)\n"
+"  --per-process        per-process roots ([program pid=N]) in folded and svg output\n"
+"  --single-file        --report FILE: that file alone, not the other processes of its run\n"
+"                       (by default the files beside it of the same run are reported too)\n"
 "  --top=N              rows in the flat profile (default 20)\n"
 "  --report-output=FILE write the report there instead of standard output\n"
 "\n"
 "Other:\n"
 "  --flame-graph        write an SVG flame graph on standard output (as --format=svg)\n"
-"  --compare A B        differential profile of two saved profiles: functions that got\n"
-"                       faster or slower, with sampling noise marked not significant;\n"
+"  --compare A B        differential profile of two runs (main files or directories):\n"
+"                       functions, processes (matched by command line) and wait objects\n"
+"                       that got faster or slower, sampling noise marked not significant;\n"
 "                       with --flame-graph, a red/blue differential SVG\n"
 "  --overhead-test      time a workload unprofiled and at 100, 1000 and 10000 Hz\n"
 "  --live               a live terminal view of the hottest functions while COMMAND runs\n"
@@ -125,6 +132,8 @@ enum {
 	OPT_PER_PROCESS,
 	OPT_WHOLE_RUN,
 	OPT_PROCESS_TREE,
+	OPT_WAIT_LEAVES,
+	OPT_SINGLE_FILE,
 };
 
 /* "+": stop at the first non-option (the command). ":": a missing value is reported as ':',
@@ -141,6 +150,7 @@ static const struct option long_opts[] = {
 	{ "format", required_argument, NULL, 'f' },
 	{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
 	{ "waits", no_argument, NULL, OPT_WAITS },
+	{ "wait-leaves", required_argument, NULL, OPT_WAIT_LEAVES },
 	{ "thread", required_argument, NULL, OPT_THREAD },
 	{ "top", required_argument, NULL, OPT_TOP },
 	{ "report-output", required_argument, NULL, OPT_REPORT_OUTPUT },
@@ -154,6 +164,7 @@ static const struct option long_opts[] = {
 	{ "per-process", no_argument, NULL, OPT_PER_PROCESS },
 	{ "whole-run", no_argument, NULL, OPT_WHOLE_RUN },
 	{ "process-tree", required_argument, NULL, OPT_PROCESS_TREE },
+	{ "single-file", no_argument, NULL, OPT_SINGLE_FILE },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -216,6 +227,11 @@ static int take(struct wp_opts *o, int c, const char *v, const char *next, int *
 	case OPT_WAITS:
 		o->waits = 1;
 		break;
+	case OPT_WAIT_LEAVES:
+		if (!v || (strcmp(v, "on") && strcmp(v, "off")))
+			return wp_usage_error("--wait-leaves takes on or off", v);
+		o->wait_leaves = !strcmp(v, "on");
+		break;
 	case OPT_THREAD:
 		if (!v || !*v)
 			return wp_usage_error("--thread takes a thread name or tid", NULL);
@@ -270,8 +286,11 @@ static int take(struct wp_opts *o, int c, const char *v, const char *next, int *
 	case OPT_PER_PROCESS:
 		o->per_process = 1;
 		break;
-	case OPT_WHOLE_RUN:
+	case OPT_WHOLE_RUN: /* the default since --report MAIN.prof reports its run */
 		o->whole_run = 1;
+		break;
+	case OPT_SINGLE_FILE:
+		o->single_file = 1;
 		break;
 	}
 	return 0;
@@ -292,6 +311,7 @@ int wp_parse_options(int argc, char **argv, struct wp_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->threads = -1;
 	o->top = 20;
+	o->wait_leaves = -1;
 	opterr = 0; /* our messages, not getopt's */
 	optind = 0; /* 0, not 1: glibc starts afresh, forgetting a bundle left half-read */
 	for (;;) {

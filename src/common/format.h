@@ -106,6 +106,23 @@ _Static_assert(sizeof(struct wp_rec_timeline) == 16, "TIMELINE's fixed fields ar
  *                        descriptor; aux the inode in a "pipe:[N]"-like target, else a hash
  *                        of the target's path (0: not looked up)
  *   anything else:       only nr.
+ * A futex expecting 3 (1 | PTHREAD_RWLOCK_FUTEX_USED, a glibc rwlock's write phase): aux the
+ * writer's TID (__cur_writer, read as waits.c explains), 0 when none.
+ * After the target (appended after WAIT's first version): a u32 holder_stack, the id of the
+ * STACK record of the holder (the thread `aux` names) sampled in the same tick after `aux`
+ * was read, or WP_WAIT_NO_HOLDER_STACK. Older files end at the target (read as no holder stack); older
+ * readers ignore the 4 bytes. Its STACK record may have count 0 (sampled only as a holder).
+ * Two pseudo calls (numbers no system call has) carry waits without a call to show for them:
+ *   WP_WAIT_NR_CPU:      the share of the stack's samples of a runnable thread (state R:
+ *                        signalled, or not run since its last sample) that it spent on a
+ *                        runqueue, waiting for a CPU (from /proc/self/task/TID/schedstat);
+ *                        a0..aux 0; count rounded to whole samples, weight_ns exact. The
+ *                        stack need not be flagged WP_STACK_WAITING.
+ *   WP_WAIT_NR_DISK:     samples of a thread in uninterruptible sleep (state D: a page fault,
+ *                        a swap-in, a file read): a0 the call it was in (~0: none, e.g. a
+ *                        page fault), a1 that call's first argument (a descriptor), aux 0;
+ *                        target: the descriptor's target when known.
+ * Readers older than these see calls they do not know (kind "other").
  * A stack's WAIT records' counts add up to at most its count (samples taken otherwise, e.g.
  * signalled inside a call, carry none). */
 struct wp_rec_wait {
@@ -115,6 +132,10 @@ struct wp_rec_wait {
 	uint32_t target_len;
 } __attribute__((packed));
 _Static_assert(sizeof(struct wp_rec_wait) == 60, "WAIT's fixed fields are 60 bytes");
+#define WP_WAIT_NO_HOLDER_STACK 0xffffffffu
+
+#define WP_WAIT_NR_CPU 0x10000u  /* WAIT pseudo call: runnable, waiting for a CPU */
+#define WP_WAIT_NR_DISK 0x10001u /* WAIT pseudo call: uninterruptible sleep (state D) */
 
 /* WP_REC_STACK flags */
 #define WP_STACK_WAITING 0x1u   /* the thread was blocked (in a system call or not running) */

@@ -42,6 +42,9 @@ struct wp_wait {
 	uint64_t a0, a1, a2, aux;
 	uint64_t count, weight_ns;
 	char *target; /* a descriptor's target, "" when none */
+	/* the lock holder's STACK record sampled in the same tick (appended to WAIT after its first version), else
+	 * WP_WAIT_NO_HOLDER_STACK (files of older agents, or no holder sampled) */
+	uint32_t holder_stack;
 };
 
 struct wp_tl_entry {

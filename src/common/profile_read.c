@@ -414,6 +414,10 @@ static int parse_wait(struct parser *ps, size_t off, const struct wp_rec_wait *r
 			    len, n);
 	w->target = text_copy(ps, "wait of stack", w->stack_id, off, "target", pl + sizeof(*r),
 			      len);
+	/* appended after WAIT's first version, after the target: the holder's stack id (checked once every STACK is in) */
+	w->holder_stack = WP_WAIT_NO_HOLDER_STACK;
+	if (n - sizeof(*r) - len >= 4)
+		w->holder_stack = rd32(pl + sizeof(*r) + len);
 	return w->target ? 0 : -1;
 }
 
@@ -550,6 +554,12 @@ static int index_profile(struct parser *ps)
 		if (!wp_profile_thread(p, p->stacks[i].tid))
 			return fail(ps, "stack %" PRIu32 " refers to thread %" PRIu32
 				    ", which has no THREAD record", p->stacks[i].id, p->stacks[i].tid);
+	for (size_t i = 0; i < p->nwaits; i++)
+		if (p->waits[i].holder_stack != WP_WAIT_NO_HOLDER_STACK &&
+		    !wp_profile_stack(p, p->waits[i].holder_stack))
+			return fail(ps, "wait of stack %" PRIu32 " names holder stack %" PRIu32
+				    ", which has no STACK record", p->waits[i].stack_id,
+				    p->waits[i].holder_stack);
 	return 0;
 }
 

@@ -96,3 +96,38 @@ test('--per-thread gives each thread a root', async () => {
 	assert.match(titles, /\[cpu_split tid=\d+\]/, 'a [name tid=N] root frame');
 	await page.close();
 });
+
+// Hot/cold (issue 13): a wall-mode graph of test/targets/waits, where lockers wait for big_lock
+// held by `holder` computing in compute_holding_lock(): running frames are warm, waiting ones
+// cool, each lock wait ends with [wait lock big_lock], then [held by holder tid=N] and the
+// holder's stack above it (classes wait, held, holder); zooming keeps those classes.
+test('wall mode: hot/cold frames, the wait leaf and the holder above [held by]', async () => {
+	const WAITS = process.env.WAITS;
+	assert.ok(WAITS, 'WAITS must be set (meson test flame-cli-browser)');
+	const prof = path.join(dir, 'w.prof'), svg = path.join(dir, 'w.svg');
+	execFileSync(WALLPROF, ['-q', '--hz=200', '-o', prof, '--', WAITS, '1'],
+		{ stdio: ['ignore', 'ignore', 'ignore'] });
+	execFileSync(WALLPROF, ['--report', prof, '--format=svg', '--report-output', svg]);
+	const { page, errors } = await open(svg);
+	const frames = await page.evaluate(() => window.wpFlame.frames());
+	const states = new Set(frames.map((f) => f.state));
+	for (const st of ['warm', 'cool', 'wait', 'held', 'holder'])
+		assert.ok(states.has(st), `frames of class ${st} (${[...states]})`);
+	const held = frames.filter((f) => /^\[held by holder tid=\d+\]$/.test(f.name));
+	assert.ok(held.length > 0 && held.every((f) => f.state === 'held'), '[held by holder tid=N] frames');
+	const lockWait = frames.filter((f) => f.name === '[wait lock big_lock]');
+	assert.ok(lockWait.length > 0 && lockWait.every((f) => f.state === 'wait'), 'the wait leaf');
+	// the holder's function sits above a [held by] frame, inside its span
+	const above = frames.filter((f) => f.name === 'compute_holding_lock' && f.state === 'holder' &&
+		held.some((h) => f.depth > h.depth && f.start >= h.start && f.start + f.samples <= h.start + h.samples));
+	assert.ok(above.length > 0, 'compute_holding_lock in the holder stack above [held by]');
+	assert.ok(frames.some((f) => f.name === 'locker_fn' && f.state === 'cool'), 'the waiters\' frames are cool');
+	assert.ok(frames.some((f) => f.name === 'holder_fn' && f.state === 'warm'), 'the holder running is warm');
+	await page.evaluate(() => window.wpFlame.zoom('[wait lock big_lock]'));
+	const cls = await page.evaluate(() => Array.from(document.querySelectorAll('#wp-frames g'))
+		.filter((g) => !g.classList.contains('hide')).map((g) => g.getAttribute('class')));
+	assert.ok(cls.some((c) => c === 'f holder') && cls.some((c) => c === 'f cool dim'),
+		`zoomed: the holder's frames keep their class, the waiter's are dimmed (${[...new Set(cls)]})`);
+	assert.deepEqual(errors, [], 'no script errors');
+	await page.close();
+});

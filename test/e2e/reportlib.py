@@ -77,6 +77,7 @@ class ThreadSection:
         self.running = float(m.group(6)) if m.group(6) else None
         self.waiting = float(m.group(7)) if m.group(7) else None
         self.rows = []      # (pct, samples, name, source, module)
+        self.budget = None  # wall mode: {part: percent} of its "time (...): ..." line
 
 
 class TextReport:
@@ -179,6 +180,9 @@ class TextReport:
             if m:
                 cur = ThreadSection(m)
                 self.threads.append(cur)
+                continue
+            if cur and l.startswith("    time ("):
+                cur.budget = wp.time_budgets("x (tid 1)\n" + l)[1]
                 continue
             m = _THREAD_ROW.match(l)
             if m and cur:

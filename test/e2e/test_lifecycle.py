@@ -87,9 +87,30 @@ def main(t):
     before = out.replace(".prof", ".exec1.prof")
     t.check(os.path.exists(before) and funcs(before).through("burn_before_exec").total() > 300,
             "exec: the profile before exec was written and kept")
-    t.check(funcs(out).through("burn_after_exec").total() > 300 and
-            funcs(out).through("burn_before_exec").total() == 0,
+    # the main file reports its run (both images of the pid); --single-file the file alone
+    alone = wp.Profile.from_folded(wp.wallprof(["--report", out, "-f", "folded", "--per-thread",
+                                                "--single-file"]).stdout, per_thread=True)
+    t.check(alone.through("burn_after_exec").total() > 300 and
+            alone.through("burn_before_exec").total() == 0,
             "exec: the new image's profile has only its own work")
+    t.check(funcs(out).through("burn_after_exec").total() > 300 and
+            funcs(out).through("burn_before_exec").total() > 300,
+            "exec: --report of the main file covers the process, both images")
+    # the kernel counts a process's CPU time across exec: each image's row shows its own
+    raw_before, raw_after = wp.read_raw(before), wp.read_raw(out)
+    cpu = lambda raw: (int(raw.meta.get("cpu_user_ns", 0)) + int(raw.meta.get("cpu_sys_ns", 0)))
+    rows = {}
+    for line in wp.wallprof(["--report", out]).stdout.splitlines():
+        m = re.match(r"^\s+\d+\s+\d+\s+(exec'd|ended|exit \d+)\s+\S+ \S+\s+([\d.]+) (s|ms|µs)\s",
+                     line)
+        if m:
+            key = "exec'd" if m.group(1) == "exec'd" else "ended"  # the last image: exit 0
+            rows[key] = float(m.group(2)) * {"s": 1e9, "ms": 1e6, "µs": 1e3}[m.group(3)]
+    want = cpu(raw_after) - cpu(raw_before)
+    t.check(rows.get("ended") is not None and abs(rows["ended"] - want) <= max(1e6, want * 0.01),
+            "exec: the new image's CPU in the header is its own (%.1f ms, its META %.1f ms less "
+            "the image before's %.1f ms)" % (want / 1e6, cpu(raw_after) / 1e6,
+                                             cpu(raw_before) / 1e6), str(rows))
 
     # the program's own SIGPROF timer keeps working, and wallprof says it moved
     base = wp.run([wp.target("lifecycle"), "sigprof"], timeout=60)

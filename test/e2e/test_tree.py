@@ -70,20 +70,37 @@ def check_meta(t, name, truth, profs, main_file, same_run_roles):
             t.eq(by_pid[pid].meta.get("run"), run, "%s: the %s shares the root's run" % (name, role))
 
 
+ROW = re.compile(r"^  \s*(\d+)\s+(\d+)\s+(exit \d+|SIG\w+|signal \d+|exec'd|no word|ended)\s+"
+                 r"(\S+ \S+)\s+(\S+ \S+)\s+([\d,]+)  ( *)(.*)$")
+
+
 def run_rows(text):
-    """The header's table of the run's processes: {pid: (ppid, file)}."""
+    """The header's table of the run's processes: {pid: [(ppid, file or None)]}."""
     rows = {}
     for line in text.splitlines():
-        m = re.match(r"^\[RUN\]\s+(\d+)\s+(\d+)\s+\S+.*\s(\S+\.prof)( \(this\))?:", line)
+        m = ROW.match(line)
         if m:
-            rows.setdefault(int(m.group(1)), []).append((int(m.group(2)), m.group(3)))
+            f = re.search(r"\[(\S+\.prof)( \(this\))?\]", m.group(8))
+            rows.setdefault(int(m.group(1)), []).append((int(m.group(2)),
+                                                         f.group(1) if f else None))
+    return rows
+
+
+def run_table(text):
+    """The header's rows: {pid: (end, samples, depth)} (the last image of each pid)."""
+    rows = {}
+    for line in text.splitlines():
+        m = ROW.match(line)
+        if m:
+            rows[int(m.group(1))] = (m.group(3), int(m.group(6).replace(",", "")),
+                                     len(m.group(7)) // 2)
     return rows
 
 
 def check_listing(t, d, main_file, truth):
-    """The main file's text report lists every process of the run; a damaged file named like
-    a sibling gets one line on stderr and the rest is still listed."""
-    r = wp.wallprof(["--report", main_file])
+    """The main file's text report (--single-file) lists every process of the run; a damaged
+    file named like a sibling gets one line on stderr and the rest is still listed."""
+    r = wp.wallprof(["--report", main_file, "--single-file"])
     rows = run_rows(r.stdout)
     t.eq(r.returncode, 0, "listing: the report of the main file succeeds", r.stderr[-500:])
     for pid, (ppid, _cpu, role) in truth.items():
@@ -99,7 +116,7 @@ def check_listing(t, d, main_file, truth):
     foreign = os.path.join(d, "tree.99998.prof")
     with open(foreign, "w") as f:
         f.write("not a profile at all\n")
-    r = wp.wallprof(["--report", main_file])
+    r = wp.wallprof(["--report", main_file, "--single-file"])
     lines = [l for l in r.stderr.splitlines() if "tree.9999" in l]
     t.eq(r.returncode, 0, "damaged siblings: the report still succeeds", r.stderr[-500:])
     t.eq(len(lines), 2, "damaged siblings: one line each on stderr", r.stderr[-800:])
@@ -294,11 +311,10 @@ def header_end(end):
 
 
 def run_rows_ended(text):
-    """The header's process rows: {pid: (ppid, ended)}."""
+    """The header's process rows: {pid: [(ppid, ended)]}."""
     rows = {}
     for line in text.splitlines():
-        m = re.match(r"^\[RUN\]\s+(\d+)\s+(\d+)\s+(exit \d+|SIG\w+|signal \d+|exec'd|no word|"
-                     r"ended)\s", line)
+        m = ROW.match(line)
         if m:
             rows.setdefault(int(m.group(1)), []).append((int(m.group(2)), m.group(3)))
     return rows
@@ -471,6 +487,71 @@ def check_build(t):
          "build: one run over the profiles and the list")
 
 
+def check_tree_report(t, main_file, truth, profs, cmd_report):
+    """The main file reports its whole run by default; the header's table is the tree (each
+    process's samples, depth, the root's exit status); each process's section holds its
+    threads; --thread works within --process; the SVG roots each process."""
+    by_pid = {}
+    for p in profs.values():
+        by_pid[int(p.meta["pid"])] = by_pid.get(int(p.meta["pid"]), 0) + p.samples()
+    file_total = sum(by_pid.values())
+    r = wp.wallprof(["--report", main_file])
+    t.eq(stats_samples(r.stdout), file_total,
+         "--report MAIN.prof: the whole run by default (every file's samples, each once)",
+         r.stderr[-500:])
+    r1 = wp.wallprof(["--report", main_file, "--single-file"])
+    t.eq(stats_samples(r1.stdout), wp.read_raw(main_file).samples(),
+         "--report MAIN.prof --single-file: that file alone", r1.stderr[-500:])
+
+    rows = run_table(cmd_report)
+    want_depth = {"root": 0, "child": 1, "grandchild": 2, "exec-child": 1}
+    for pid, (_ppid, _cpu, role) in truth.items():
+        got = rows.get(pid)
+        t.check(got is not None and got[1] == by_pid.get(pid, 0) and got[2] == want_depth[role],
+                "header: the %s's row has its samples (%d) at depth %d" % (
+                    role, by_pid.get(pid, 0), want_depth[role]), str(got))
+    root = [pid for pid, v in truth.items() if v[2] == "root"][0]
+    t.eq(rows.get(root, ("?",))[0], "exit 0", "header: the root's row says how it ended")
+
+    # each process's section, then its threads within (a thread is named by pid and tid)
+    text = r.stdout
+    at = text.find("AND THEIR THREADS")
+    t.check(at > 0, "text: a PROCESSES AND THEIR THREADS section", text[-2000:])
+    heads = [(m.start(), int(m.group(1))) for m in
+             re.finditer(r"^\S.* \(pid (\d+), parent \d+.*\): [\d,]+ samples?, ", text[at:],
+                          re.M)]
+    t.eq(sorted(p for _, p in heads), sorted(p for p, n in by_pid.items() if n),
+         "text: one section per process with samples", text[at:at + 3000])
+    for i, (pos, pid) in enumerate(heads):
+        body = text[at + pos:at + (heads[i + 1][0] if i + 1 < len(heads) else len(text))]
+        t.check(re.search(r"tid %d\b" % pid, body),
+                "text: process %d's section holds its main thread (tid %d)" % (pid, pid),
+                body[:800])
+
+    # --thread within --process: the child's main thread, by name and by tid
+    child = [pid for pid, v in truth.items() if v[2] == "child"][0]
+    for sel in ("tree_burn", str(child)):
+        r = wp.wallprof(["--report", main_file, "-f", "folded", "--process=%d" % child,
+                         "--thread=%s" % sel])
+        got = sum(wp.parse_folded(r.stdout).values())
+        t.eq(got, by_pid[child], "--process=%d --thread=%s: the child's thread only" % (
+            child, sel), r.stderr[-300:])
+    r = wp.wallprof(["--report", main_file, "-f", "folded", "--thread=tree_burn"])
+    named = sum(n for pid, n in by_pid.items() if truth[pid][2] != "exec-child")
+    t.eq(sum(wp.parse_folded(r.stdout).values()), named,
+         "--thread=NAME over the run: that name's threads in every process")
+
+    # SVG: a root per process, each with its own samples
+    r = wp.wallprof(["--report", main_file, "-f", "svg", "--per-process", "--per-thread"])
+    t.eq(r.returncode, 0, "svg over the run is written", r.stderr[-300:])
+    roots = {int(m.group(1)): int(m.group(2).replace(",", "")) for m in
+             re.finditer(r"<title>\[tree_burn pid=(\d+)\] \(([\d,]+) samples?", r.stdout)}
+    t.eq(roots, {k: v for k, v in by_pid.items() if v},
+         "svg --per-process: a [tree_burn pid=N] root per process with its samples")
+    t.check(re.search(r"<title>\[tree_burn tid=%d\] \(" % child, r.stdout),
+            "svg --per-process --per-thread: thread roots below", r.stdout[:300])
+
+
 def main(t):
     # Under the command every process of the tree, exec'd ones included, has the same run.
     d, main_file, truth, profs = run_tree("tree-cmd")
@@ -486,6 +567,7 @@ def main(t):
             run_tree.report[:1500])
     check_listing(t, d, main_file, truth)
     check_merged(t, d, main_file, truth, profs)
+    check_tree_report(t, main_file, truth, profs, run_tree.report)
 
     # The root ends by _exit (as dash does): its file is written there, with the status
     # (before, _exit left no file and the root was missing from the tree).

@@ -66,6 +66,10 @@ STACK_REUSED = _CONSTS["WP_STACK_REUSED"]
 THREAD_EXITED = _CONSTS["WP_THREAD_EXITED"]
 THREAD_UNSAMPLEABLE = _CONSTS["WP_THREAD_UNSAMPLEABLE"]
 REC_WAIT = _CONSTS["WP_REC_WAIT"]
+WAIT_NO_HOLDER_STACK = _CONSTS["WP_WAIT_NO_HOLDER_STACK"]
+# WAIT pseudo calls: waiting for a CPU, uninterruptible sleep (state D)
+WAIT_NR_CPU = _CONSTS["WP_WAIT_NR_CPU"]
+WAIT_NR_DISK = _CONSTS["WP_WAIT_NR_DISK"]
 MODULE_MAIN = _CONSTS["WP_MODULE_MAIN"]
 MODULE_VDSO = _CONSTS["WP_MODULE_VDSO"]
 MODULE_UNLOADED = _CONSTS["WP_MODULE_UNLOADED"]
@@ -203,7 +207,11 @@ def read(path):
             f["pcs"] = list(struct.unpack_from("<%dQ" % f["nframes"], rest, 0))
             p.stacks.append(f)
         elif rtype == REC_WAIT:
-            f["target"] = _text(rest[:f["target_len"]])
+            tl = f["target_len"]
+            f["target"] = _text(rest[:tl])
+            # appended after WAIT's first version: the holder's stack id after the target (absent in older files)
+            f["holder_stack"] = (struct.unpack_from("<I", rest, tl)[0] if len(rest) >= tl + 4
+                                 else WAIT_NO_HOLDER_STACK)
             p.waits.append(f)
         elif rtype == REC_TIMELINE:
             p.timeline_entries += f["count"]

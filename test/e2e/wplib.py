@@ -408,6 +408,26 @@ def load(profile_path, thread=None, timeout=120):
 # read_raw(path) -> RawProfile; the record types and flags: imported at the top.
 
 
+_BUDGET_HEAD = re.compile(r"^(\S.*) \(tid (\d+)[,)]")
+_BUDGET_PART = re.compile(r"([a-zA-Z][a-zA-Z ]*?) (\d+\.\d)%")
+
+
+def time_budgets(text, by_name=False):
+    """tid (or thread name) -> {part: percent} from a text report's per-thread time budgets,
+    the line "    time (2.0 s sampled): running 35.1%, waiting for a CPU 64.9%, lock 0.2%, ..."
+    under each "NAME (tid N...)" heading."""
+    out, key = {}, None
+    for line in text.splitlines():
+        m = _BUDGET_HEAD.match(line)
+        if m:
+            key = m.group(1) if by_name else int(m.group(2))
+        elif key is not None and line.startswith("    time ("):
+            parts = _BUDGET_PART.findall(line.split("):", 1)[1])
+            out[key] = {k: float(v) for k, v in parts}
+            key = None
+    return out
+
+
 def read_truth(path):
     """A target's WP_TRUTH file ("key value" lines) -> {key: float or str}."""
     truth = {}

@@ -4,7 +4,8 @@
  * $WP_TRUTH (O_APPEND, one write per process, so the lines of the tree never mix).
  * Usage: tree_burn [SCALE] (SCALE multiplies the burns; default 1 = 150..400 ms each).
  * TREE_BURN_ROOT_EXIT=1: the root ends with _exit(0); TREE_BURN_ROOT_KILL=1: the root kills
- * itself with SIGKILL (it leaves no final word). */
+ * itself with SIGKILL (it leaves no final word). TREE_BURN_CHILD_SCALE=F: the child burns F
+ * times as long (a change for --compare). */
 #include <signal.h>
 #include <fcntl.h>
 #include <string.h>
@@ -74,7 +75,8 @@ int main(int argc, char **argv)
 			report("grandchild");
 			exit(0);
 		}
-		burn_child(300 * scale);
+		const char *cs = getenv("TREE_BURN_CHILD_SCALE");
+		burn_child(300 * scale * (cs && atof(cs) > 0 ? atof(cs) : 1));
 		wait_all();
 		report("child");
 		exit(0);

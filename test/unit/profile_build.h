@@ -195,6 +195,24 @@ static inline void rec_wait(struct buf *b, uint32_t stack_id, uint32_t nr, uint6
 	rec_end(b, r);
 }
 
+/* A WAIT record with holder_stack (appended after its first version): the holder's stack id after the target. */
+static inline void rec_wait_holder(struct buf *b, uint32_t stack_id, uint64_t a0, uint64_t aux,
+				   uint64_t count, uint32_t holder_stack)
+{
+	size_t r = rec_begin(b, WP_REC_WAIT);
+	put_u32(b, stack_id);
+	put_u32(b, 202 /* futex */);
+	put_u64(b, a0);
+	put_u64(b, 128);
+	put_u64(b, 2);
+	put_u64(b, aux);
+	put_u64(b, count);
+	put_u64(b, count * 1000);
+	put_u32(b, 0);
+	put_u32(b, holder_stack);
+	rec_end(b, r);
+}
+
 static inline void rec_end_marker(struct buf *b)
 {
 	size_t r = rec_begin(b, WP_REC_END);

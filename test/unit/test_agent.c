@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "agent/config.h"
+#include "agent/cpuwait.h"
+#include "common/format.h"
 #include "agent/log.h"
 #include "agent/signals.h"
 #include "agent/stats.h"
@@ -146,9 +148,67 @@ static void test_signal_names(void)
 	CHECK(wp_signals_parse_env("") == 0, "empty = choose");
 }
 
+/* The share of runnable samples that waited for a CPU (cpuwait.c), without /proc: runqueue
+ * time owed to the thread is given to its samples, each up to its weight less what the
+ * thread ran since its previous sample; an unmoved sample waited all of it, ahead of
+ * schedstat. */
+static uint64_t cpu_weight(uint32_t stack_id)
+{
+	for (struct wp_cpuwait_entry *e = wp_cpuwait_all(); e; e = e->hh.next)
+		if (e->key.stack_id == stack_id && e->key.nr == WP_WAIT_NR_CPU)
+			return e->weight_ns;
+	return 0;
+}
+
+static void test_cpuwait(void)
+{
+	struct wp_athread t;
+	memset(&t, 0, sizeof(t));
+	t.tid = -1;
+	wp_cpuwait_reset();
+	/* 6 ms owed; a 10 ms sample in which it ran 7 ms can have waited 3 */
+	t.cw_owed_ns = 6000000;
+	t.cw_ran_ns = 7000000;
+	wp_cpuwait_runnable(&t, 1, 1, 10000000, 0, 0, 1);
+	CHECK_EQ_U(cpu_weight(1), 3000000);
+	CHECK_EQ_U((uint64_t)t.cw_owed_ns, 3000000);
+	/* the next one ran 2 ms: the 3 ms left */
+	t.cw_ran_ns = 2000000;
+	wp_cpuwait_runnable(&t, 1, 1, 10000000, 0, 0, 2);
+	CHECK_EQ_U(cpu_weight(1), 6000000);
+	CHECK_EQ_U((uint64_t)t.cw_owed_ns, 0);
+	/* unmoved: all 10 ms, ahead of schedstat (owed goes negative) */
+	wp_cpuwait_runnable(&t, 2, 1, 10000000, 1, 0, 3);
+	CHECK_EQ_U(cpu_weight(2), 10000000);
+	CHECK(t.cw_owed_ns == -10000000, "given ahead: %lld", (long long)t.cw_owed_ns);
+	/* nothing owed: nothing given; ran the whole interval: nothing either */
+	t.cw_ran_ns = 0;
+	wp_cpuwait_runnable(&t, 3, 1, 10000000, 0, 0, 4);
+	CHECK_EQ_U(cpu_weight(3), 0);
+	t.cw_owed_ns = 5000000;
+	t.cw_ran_ns = 10000000;
+	wp_cpuwait_runnable(&t, 3, 1, 10000000, 0, 0, 5);
+	CHECK_EQ_U(cpu_weight(3), 0);
+	/* a share of a sample: 3 ms of 10 is 0.3 of a unit (1024ths) */
+	for (struct wp_cpuwait_entry *e = wp_cpuwait_all(); e; e = e->hh.next)
+		if (e->key.stack_id == 1)
+			CHECK_EQ_U(e->units_fx, 2 * 1024 * 3 / 10);
+	/* disk: counted, and again for an unmoved sample */
+	wp_cpuwait_disk(&t, 4, -1, 0, NULL, 0, 1, 5000000);
+	wp_cpuwait_again(&t, 1, 5000000);
+	CHECK(t.cw_last_disk && t.cw_last_disk->weight_ns == 10000000 &&
+	      t.cw_last_disk->key.a0 == ~0ull, "disk counted twice, no call");
+	wp_cpuwait_not_disk(&t);
+	wp_cpuwait_again(&t, 1, 5000000);
+	CHECK_EQ_U(wp_cpuwait_count(), 3); /* stacks 1, 2 (cpu), 4 (disk): 3 never waited */
+	wp_cpuwait_reset();
+	CHECK_EQ_U(wp_cpuwait_count(), 0);
+}
+
 int main(void)
 {
 	/* complaints go to stderr, the results to stdout */
+	test_cpuwait();
 	test_config();
 	test_out_path();
 	test_format();

@@ -408,6 +408,74 @@ static void test_colours(void)
 	free(s);
 }
 
+/* The frame of class "f CLS" (CLS "": plain "f") titled `name (...)`, with its fill; 0 when
+ * there is none. */
+static int cls_frame(const struct doc *d, const char *cls, const char *name, int *r, int *g,
+		     int *b)
+{
+	char key[64];
+	const char *p = d->text ? d->text : "";
+	size_t l = strlen(name);
+
+	snprintf(key, sizeof(key), "<g class=\"f%s%s\"", *cls ? " " : "", cls);
+	while ((p = strstr(p, key))) {
+		const char *t = strstr(p, "<title>"), *end = strstr(p, "</g>");
+
+		if (t && end && t < end && !strncmp(t + 7, name, l) && !strncmp(t + 7 + l, " (", 2)) {
+			const char *fill = strstr(t, "fill=\"rgb(");
+
+			return fill && fill < end && sscanf(fill, "fill=\"rgb(%d,%d,%d)", r, g, b) == 3;
+		}
+		p += strlen(key);
+	}
+	return 0;
+}
+
+/* Hot/cold: a function running and waiting makes two frames (warm and cool); the wait leaf,
+ * the "held by" frame and the holder's stack above it have classes and colours of their own;
+ * without hotcold the same stacks make one plain frame per function. */
+static void test_hotcold(void)
+{
+	static const struct wp_flame_frame run[] = {
+		{ "main", WP_KIND_PROGRAM, WP_FLAME_RUNNING },
+		{ "work", WP_KIND_PROGRAM, WP_FLAME_RUNNING },
+	};
+	static const struct wp_flame_frame waiting[] = {
+		{ "main", WP_KIND_PROGRAM, WP_FLAME_WAITING },
+		{ "work", WP_KIND_PROGRAM, WP_FLAME_WAITING },
+		{ "futex_wait", WP_KIND_LIBRARY, WP_FLAME_WAITING },
+		{ "[wait lock big_lock]", WP_KIND_UNKNOWN, WP_FLAME_WAIT },
+		{ "[held by holder tid=7]", WP_KIND_UNKNOWN, WP_FLAME_HELD_BY },
+		{ "holder_fn", WP_KIND_PROGRAM, WP_FLAME_HOLDER },
+		{ "work", WP_KIND_PROGRAM, WP_FLAME_HOLDER },
+	};
+	struct wp_flame_stack s[] = { { run, 2, 30, 0 }, { waiting, 7, 70, 0 } };
+	struct doc d = render(s, 2, &(struct wp_flame_opts){ .hotcold = 1 });
+	int r, g, b, r2, g2, b2;
+
+	CHECK(cls_frame(&d, "warm", "work", &r, &g, &b) && r > b + 60,
+	      "running work is warm: %d,%d,%d", r, g, b);
+	CHECK(cls_frame(&d, "cool", "work", &r2, &g2, &b2) && b2 > r2 + 60,
+	      "waiting work is cool, a frame of its own: %d,%d,%d", r2, g2, b2);
+	CHECK(cls_frame(&d, "cool", "futex_wait", &r, &g, &b) && b > r + 60,
+	      "a waiting library frame is cool: %d,%d,%d", r, g, b);
+	CHECK(cls_frame(&d, "wait", "[wait lock big_lock]", &r, &g, &b) && b > r,
+	      "the wait leaf: %d,%d,%d", r, g, b);
+	CHECK(cls_frame(&d, "held", "[held by holder tid=7]", &r, &g, &b), "the held-by frame");
+	CHECK(cls_frame(&d, "holder", "holder_fn", &r, &g, &b) &&
+		      cls_frame(&d, "holder", "work", &r2, &g2, &b2),
+	      "the holder's stack above it, its own class");
+	CHECK(d.text && strstr(d.text, "<g class=\"f\" id=\"f0\""), "the root has no state class");
+	CHECK(d.text && strstr(d.text, ">holder&#39;s stack</text>"), "the legend names the holder's stack");
+	free(d.text);
+
+	d = render(s, 2, NULL);
+	CHECK(cls_frame(&d, "", "work", &r, &g, &b) && !cls_frame(&d, "cool", "work", &r, &g, &b) &&
+		      !cls_frame(&d, "warm", "work", &r, &g, &b),
+	      "without hotcold: plain frames");
+	free(d.text);
+}
+
 static void test_differential(void)
 {
 	struct stk k[4];
@@ -600,6 +668,7 @@ int main(int argc, char **argv)
 	test_labels();
 	test_merge_tiny();
 	test_colours();
+	test_hotcold();
 	test_differential();
 	test_empty();
 	test_errors();

@@ -483,8 +483,41 @@ static void test_waits(void)
 		CHECK_STR(p->waits[0].target, "pipe:[1234]");
 		CHECK_EQ_U(p->waits[1].nr, 202);
 		CHECK_STR(p->waits[1].target, "");
+		/* WAIT records of the first version end at the target: no holder stack */
+		CHECK_EQ_U(p->waits[0].holder_stack, WP_WAIT_NO_HOLDER_STACK);
+		CHECK_EQ_U(p->waits[1].holder_stack, WP_WAIT_NO_HOLDER_STACK);
 		wp_profile_free(p);
 	}
+	buf_free(&b);
+
+	/* appended to WAIT later: the holder's stack after the target; a holder stack may have count 0 */
+	static const uint64_t hpcs[] = { 0x2000, 0x2100 };
+	header(&b, WP_FORMAT_VERSION);
+	rec_thread(&b, 10, 0, 3, 0, 3, 0, 1, "t");
+	rec_thread(&b, 11, 0, 0, 0, 0, 0, 1, "holder");
+	rec_stack(&b, 1, 10, WP_STACK_WAITING, 3, 3000, pcs, 1);
+	rec_stack(&b, 2, 11, 0, 0, 0, hpcs, 2);
+	rec_wait_holder(&b, 1, 0x5000, 11, 3, 2);
+	rec_wait_holder(&b, 1, 0x5000, 11, 1, WP_WAIT_NO_HOLDER_STACK);
+	rec_end_marker(&b);
+	p = parse_ok(&b);
+	if (p) {
+		CHECK_EQ_U(p->nwaits, 2);
+		CHECK_EQ_U(p->waits[0].holder_stack, 2);
+		CHECK_EQ_U(p->waits[0].aux, 11);
+		CHECK_EQ_U(p->waits[1].holder_stack, WP_WAIT_NO_HOLDER_STACK);
+		CHECK_EQ_U(wp_profile_stack(p, 2)->count, 0);
+		wp_profile_free(p);
+	}
+	buf_free(&b);
+
+	/* a holder stack that no STACK record has: refused, never followed */
+	header(&b, WP_FORMAT_VERSION);
+	rec_thread(&b, 10, 0, 3, 0, 3, 0, 1, "t");
+	rec_stack(&b, 1, 10, WP_STACK_WAITING, 3, 3000, pcs, 1);
+	rec_wait_holder(&b, 1, 0x5000, 11, 3, 7);
+	rec_end_marker(&b);
+	EXPECT_ERR(&b, "wait of stack 1 names holder stack 7, which has no STACK record");
 	buf_free(&b);
 
 	header(&b, WP_FORMAT_VERSION);

@@ -442,6 +442,65 @@ static void test_update(void)
 	wp_profile_free(p3);
 }
 
+/* A function whose name says "a mutex lock is waited for here" (wp_wait_classify). */
+__attribute__((noipa, used)) static void t_pthread_mutex_lock(void)
+{
+	t_mid();
+}
+
+/* A lock's holder stack (WAIT holder_stack): attached to the wait root first, whatever the
+ * filter (the holder's thread filtered out, its stack still shows under the waiter's wait);
+ * none when the record names none, or a stack of another thread than the holder's. */
+static void test_holder(void)
+{
+	struct buf b;
+	header(&b, WP_FORMAT_VERSION);
+	rec_meta(&b, "mode=wall\nhz=100\nduration_ns=1000000000\nsamples=5\ncommand=fixture\n");
+	if (fx_self_modules(&b) != 0) {
+		CHECK(0, "cannot read this program's mappings");
+		return;
+	}
+	rec_thread(&b, 10, 0, 0, 0, 0, 0, 900000000, "holder");
+	rec_thread(&b, 11, 0, 5, 0, 5, 0, 900000000, "waiter");
+	const uint64_t hs[] = { fx_addr(t_leaf), fx_ret(t_mid), fx_ret(t_root) };
+	const uint64_t ws[] = { fx_addr(t_pthread_mutex_lock), fx_ret(t_root) };
+	rec_stack(&b, 1, 10, 0, 0, 0, hs, 3); /* sampled only as a holder: count 0 */
+	rec_stack(&b, 2, 11, WP_STACK_WAITING, 5, 50000000, ws, 2);
+	rec_wait_holder(&b, 2, 0x5000, 10, 3, 1);
+	rec_wait_holder(&b, 2, 0x5000, 10, 1, WP_WAIT_NO_HOLDER_STACK);
+	rec_wait_holder(&b, 2, 0x5000, 10, 1, 2); /* the waiter's own stack: not the holder's */
+	rec_end_marker(&b);
+	struct wp_profile *p = NULL;
+	char err[256];
+	CHECK(wp_profile_parse(b.d, b.len, &p, err, sizeof(err)) == 0, "%s", err);
+	buf_free(&b);
+	if (!p)
+		return;
+	struct wp_filter only_waiter = { .thread = "waiter" };
+	for (int k = 0; k < 2; k++) {
+		struct wp_resolved *r = wp_resolve(p, k ? &only_waiter : NULL);
+		const struct wp_rstack *w = r ? wp_resolved_stack(r, 2) : NULL;
+		CHECK(w && w->nwaits == 3, "the waiter's stack has its 3 waits");
+		if (!w || w->nwaits != 3) {
+			wp_resolved_free(r);
+			continue;
+		}
+		CHECK(k == 0 ? wp_resolved_stack(r, 1) != NULL : wp_resolved_stack(r, 1) == NULL,
+		      "the holder's own stack is kept only without the filter");
+		const struct wp_rwait *h = &w->waits[0];
+		CHECK(h->kind == WP_WAIT_LOCK && h->holder == 10, "a lock held by tid 10");
+		CHECK_EQ_U(h->holder_n, 3);
+		static const char *const want[] = { "t_root", "t_mid", "t_leaf" };
+		for (uint32_t i = 0; i < h->holder_n && i < 3; i++)
+			CHECK_STR(fname(r, h->holder_frames[i].func), want[i]);
+		CHECK(w->waits[1].holder == 10 && w->waits[1].holder_n == 0, "no holder stack named");
+		CHECK(w->waits[2].holder == 10 && w->waits[2].holder_n == 0,
+		      "a stack of another thread is not the holder's");
+		wp_resolved_free(r);
+	}
+	wp_profile_free(p);
+}
+
 int main(void)
 {
 	test_stacks();
@@ -450,6 +509,7 @@ int main(void)
 	test_filter_last_name();
 	test_inline();
 	test_update();
+	test_holder();
 	printf("resolve: %d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

@@ -259,8 +259,57 @@ static void test_statistics(void)
 	CHECK_NEAR(wp_pct(1, 0), 0, 0);
 }
 
+/* A thread's time budget (wp_thread_budget): a running stack of 100 samples, 40 of them a
+ * wait for a CPU; a waiting stack of 50, 30 of them in read() on fd 4, 20 in no known call.
+ * Weights are 1 µs a sample (rec_wait's). With wait leaves the read's 30 samples become a
+ * stack of their own ending in "[wait io fd 4]": the budget and the total stay the same. */
+static struct wp_profile *budget_run(void)
+{
+	struct buf b;
+	header(&b, WP_FORMAT_VERSION);
+	rec_meta(&b, "mode=wall\nhz=100\nduration_ns=1000000\n");
+	rec_thread(&b, 7, 0, 150, 100, 50, 0, 1000000, "t");
+	rec_stack(&b, 1, 7, 0, 100, 100000, pc, 1);
+	rec_stack(&b, 2, 7, WP_STACK_WAITING, 50, 50000, pc, 1);
+	rec_wait(&b, 1, WP_WAIT_NR_CPU, 0, 0, 40, "", 0, 0);
+	rec_wait(&b, 2, 0 /* read */, 4, 0, 30, "", 0, 0);
+	return parse(&b);
+}
+
+static void test_budget(void)
+{
+	struct wp_profile *p = budget_run();
+	for (int leaves = 0; leaves < 2; leaves++) {
+		struct wp_filter f = { .wait_leaves = leaves };
+		struct wp_resolved *r = wp_resolve(p, &f);
+		struct wp_budget b;
+		wp_thread_budget(r, 0, 7, &b);
+		CHECK_EQ_U(b.total_ns, 150000);
+		CHECK_EQ_U(b.running_ns, 60000);
+		CHECK_EQ_U(b.kind_ns[WP_WAIT_CPU], 40000);
+		CHECK_EQ_U(b.kind_ns[WP_WAIT_IO], 30000);
+		CHECK_EQ_U(b.unknown_ns, 20000);
+		CHECK_EQ_U(r->total, 150);
+		CHECK_EQ_U(r->nstacks, leaves ? 3u : 2u);
+		uint32_t leaf = wp_resolved_func(r, "[wait io fd 4]", "[wait]");
+		CHECK_EQ_U(r->funcs[leaf].self, leaves ? 30u : 0u);
+		if (leaves) {
+			/* the cpu wait stays with its running stack; the read's leaves the waiting one */
+			CHECK_EQ_U(r->stacks[0].nwaits, 1u);
+			CHECK_INT(r->stacks[0].waits[0].kind, WP_WAIT_CPU);
+			CHECK_EQ_U(r->stacks[1].count, 20u);
+			CHECK_EQ_U(r->stacks[1].nwaits, 0u);
+			CHECK_EQ_U(r->stacks[2].count, 30u);
+			CHECK_EQ_U(r->stacks[2].frames[r->stacks[2].n - 1].func, leaf);
+		}
+		wp_resolved_free(r);
+	}
+	wp_profile_free(p);
+}
+
 int main(void)
 {
+	test_budget();
 	test_wall();
 	test_no_duration();
 	test_fallback();

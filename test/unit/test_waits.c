@@ -49,6 +49,11 @@ static void test_classify(void)
 	CHECK_INT(wp_wait_classify(SYS_pause, NULL, 0), WP_WAIT_SIGNAL);
 	CHECK_INT(wp_wait_classify(SYS_msgrcv, NULL, 0), WP_WAIT_OTHER);
 	CHECK_INT(wp_wait_classify(9999, NULL, 0), WP_WAIT_OTHER);
+	/* the pseudo calls: whatever the stack */
+	CHECK_INT(wp_wait_classify(WP_WAIT_NR_CPU, lock, N(lock)), WP_WAIT_CPU);
+	CHECK_INT(wp_wait_classify(WP_WAIT_NR_DISK, NULL, 0), WP_WAIT_DISK);
+	CHECK_STR(wp_wait_kind_name(WP_WAIT_CPU), "cpu");
+	CHECK_STR(wp_wait_kind_name(WP_WAIT_DISK), "disk");
 	CHECK_STR(wp_wait_kind_name(WP_WAIT_CONDITION), "condition");
 	CHECK_STR(wp_wait_kind_name(WP_WAIT__N), "other");
 }
@@ -102,6 +107,16 @@ static void test_describe(void)
 	CHECK_STR(describe(&other, NULL, NULL, NULL), "msgrcv");
 	other.nr = 9999;
 	CHECK_STR(describe(&other, NULL, NULL, NULL), "syscall 9999");
+
+	struct wp_wait cpu = { .nr = WP_WAIT_NR_CPU, .target = "" };
+	CHECK_STR(describe(&cpu, NULL, NULL, NULL), "runqueue");
+	struct wp_wait disk = { .nr = WP_WAIT_NR_DISK, .a0 = ~0ull, .target = "" };
+	CHECK_STR(describe(&disk, NULL, NULL, NULL), "page fault");
+	disk.a0 = SYS_fsync;
+	CHECK_STR(describe(&disk, NULL, NULL, NULL), "fsync");
+	disk.a0 = SYS_pread64;
+	disk.target = "/var/lib/x.db";
+	CHECK_STR(describe(&disk, NULL, NULL, NULL), "/var/lib/x.db");
 
 	char d[32];
 	wp_wait_duration(250000, d, sizeof(d));

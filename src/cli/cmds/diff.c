@@ -31,8 +31,9 @@
 
 struct side {
 	const char *path;
-	struct wp_profile *p;
-	struct wp_resolved *r;  /* filtered by the options */
+	struct wp_run_files run; /* the run's profiles: a main file's siblings, a directory's */
+	struct wp_profile *p;   /* the first (the root, by start) */
+	struct wp_resolved *r;  /* filtered by the options, over every process of the run */
 	struct wp_summary s;    /* its figures: units, what one sample stands for */
 	uint64_t total;         /* samples kept */
 };
@@ -87,15 +88,18 @@ static const char *fit(const char *s, int w, char *buf, size_t cap)
 	return buf;
 }
 
+/* A side: a run (its main file and the files beside it of the same run, or a directory),
+ * or with --single-file the file alone. */
 static int load(const struct wp_opts *o, struct side *s)
 {
-	char err[256];
-	if (wp_profile_read(s->path, &s->p, err, sizeof(err)) != 0) {
-		fprintf(stderr, "wallprof: %s: %s\n", s->path, err);
+	if (wp_run_load(s->path, o->single_file, &s->run) != 0)
 		return -1;
-	}
+	s->p = s->run.ps[0];
 	struct wp_filter f = wp_opts_filter(o);
-	s->r = wp_resolve(s->p, &f);
+	/* only when asked: a pipe's inode or a child's pid differs from run to run, and its wait
+	 * leaf would show as gone in one and new in the other */
+	f.wait_leaves = o->wait_leaves > 0;
+	s->r = wp_resolve_many((const struct wp_profile *const *)s->run.ps, s->run.n, &f);
 	if (!s->r)
 		return -1;
 	wp_summarize(s->p, s->r, &s->s);
@@ -223,9 +227,12 @@ static void describe(FILE *out, const char *label, const struct side *s)
 {
 	const char *mode = wp_profile_meta(s->p, "mode");
 	char what[160], b[512];
-	snprintf(what, sizeof(what), "%s samples, %s mode at %s Hz, %s", wp_num(s->total),
+	char procs[48] = "";
+	if (s->run.n > 1)
+		snprintf(procs, sizeof(procs), " (%zu profiles of one run)", s->run.n);
+	snprintf(what, sizeof(what), "%s samples%s, %s mode at %s Hz, %s", wp_num(s->total), procs,
 		 mode ? mode : "wall", wp_num((uint64_t)wp_profile_meta_ll(s->p, "hz", 0)),
-		 secs((uint64_t)wp_profile_meta_ll(s->p, "duration_ns", 0)));
+		 secs(s->s.duration_ns));
 	if (strlen(label) + strlen(s->path) + strlen(what) + 3 <= 100)
 		fprintf(out, "%s %s: %s\n", label, s->path, what);
 	else /* a long path: on its own line (its end, if need be) */
@@ -239,6 +246,382 @@ static void change(FILE *out, const char *what, uint64_t a, uint64_t b)
 		return;
 	fprintf(out, "          %s %s -> %s (%+.1f%%)\n", what, secs(a), secs(b),
 		100.0 * ((double)b - (double)a) / (double)a);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Processes (matched by command line, not pid: pids differ from run to run) and wait
+ * objects (matched by kind and object text): each one's share of its run's samples, before
+ * and after, with the same test as functions (Bonferroni over the rows compared). */
+
+struct group {
+	UT_hash_handle hh;
+	uint64_t n[2];       /* samples */
+	uint64_t cpu[2];     /* processes: their CPU time, ns */
+	size_t procs[2];     /* processes: profiles with this command line */
+	double delta, z;
+	char key[];          /* the command line; for a wait, the kind's letter then the object */
+};
+
+static struct group *group_get(struct group **tab, const char *key, size_t len, size_t *n)
+{
+	struct group *g;
+	HASH_FIND(hh, *tab, key, len, g);
+	if (g)
+		return g;
+	if (!(g = calloc(1, sizeof(*g) + len + 1)))
+		return NULL;
+	memcpy(g->key, key, len);
+	HASH_ADD_KEYPTR(hh, *tab, g->key, len, g);
+	(*n)++;
+	return g;
+}
+
+static int by_group_delta(const void *a, const void *b)
+{
+	const struct group *x = *(struct group *const *)a, *y = *(struct group *const *)b;
+	if (fabs(x->delta) != fabs(y->delta))
+		return fabs(x->delta) > fabs(y->delta) ? -1 : 1;
+	return strcmp(x->key, y->key);
+}
+
+/* The groups as an array sorted by the size of their change, shares and z filled in; NULL
+ * when out of memory. */
+static struct group **ranked(struct group *tab, size_t n, const struct side sides[2])
+{
+	struct group **v = calloc(n + 1, sizeof(*v)), *g, *tmp;
+	size_t i = 0;
+	if (!v)
+		return NULL;
+	HASH_ITER(hh, tab, g, tmp) {
+		double a = sides[0].total ? 100.0 * (double)g->n[0] / (double)sides[0].total : 0;
+		double b = sides[1].total ? 100.0 * (double)g->n[1] / (double)sides[1].total : 0;
+		g->delta = b - a;
+		g->z = wp_share_z(&sides[0].s, g->n[0], sides[0].total, &sides[1].s, g->n[1],
+				  sides[1].total);
+		v[i++] = g;
+	}
+	qsort(v, n, sizeof(*v), by_group_delta);
+	return v;
+}
+
+static void groups_free(struct group *tab)
+{
+	struct group *g, *tmp;
+	HASH_ITER(hh, tab, g, tmp) {
+		HASH_DEL(tab, g);
+		free(g);
+	}
+}
+
+static double pct(uint64_t k, uint64_t n)
+{
+	return n ? 100.0 * (double)k / (double)n : 0;
+}
+
+#define ROOT_KEY "\002" /* the key of a run's root: before any command line */
+
+/* A profile's command line with the program's directory left out. */
+static void short_command(const struct wp_profile *p, char *buf, size_t cap)
+{
+	const char *cmd = wp_profile_meta(p, "command");
+	cmd = cmd && *cmd ? cmd : "(command unknown)";
+	const char *sp = strchr(cmd, ' '), *w = cmd;
+	for (const char *c = cmd; *c && (!sp || c < sp); c++)
+		if (*c == '/')
+			w = c + 1;
+	snprintf(buf, cap, "%s", w);
+}
+
+/* The image of process `pid` among r's that was running at time `at` (the last to start by
+ * then, else the first), or -1. */
+static long image_at(const struct wp_resolved *r, long pid, long long at)
+{
+	long found = -1;
+	for (size_t j = 0; pid > 0 && j < r->nprocs; j++) {
+		if (wp_resolved_pid(r, (uint32_t)j) != pid)
+			continue;
+		if (found < 0 || wp_profile_meta_ll(r->procs[j], "start_unix_ns", 0) <= at)
+			found = (long)j;
+	}
+	return found;
+}
+
+/* A process's key: the command lines from its tree's root down to it, each without the
+ * program's directory, joined by '\001' (so that keys sort in tree order). Fork children
+ * keep their parent's command line: the path tells the root, its child and its grandchild
+ * apart, where pids cannot (they differ from run to run). */
+static size_t process_key(const struct wp_resolved *r, size_t j, char *buf, size_t cap)
+{
+	size_t chain[16], n = 0;
+	for (long k = (long)j; k >= 0 && n < 16;) {
+		size_t i = 0;
+		while (i < n && chain[i] != (size_t)k)
+			i++;
+		if (i < n)
+			break; /* a cycle of reused pids */
+		chain[n++] = (size_t)k;
+		long long ppid = wp_profile_meta_ll(r->procs[k], "ppid", -1);
+		k = image_at(r, (long)ppid, wp_profile_meta_ll(r->procs[k], "start_unix_ns", 0));
+	}
+	size_t at = 0;
+	buf[0] = 0;
+	while (n-- > 0 && at + 1 < cap) {
+		char w[4096];
+		/* the run's root (the first to start) is the command the user ran, whatever its
+		 * arguments: it matches the other run's root, and so do the paths below it */
+		if (chain[n] == 0)
+			snprintf(w, sizeof(w), "%s", ROOT_KEY);
+		else
+			short_command(r->procs[chain[n]], w, sizeof(w));
+		int l = snprintf(buf + at, cap - at, "%s%s", at ? "\001" : "", w);
+		at = l < 0 ? at : at + (size_t)l >= cap ? cap - 1 : at + (size_t)l;
+	}
+	return at;
+}
+
+static uint64_t cpu_of(const struct wp_profile *p)
+{
+	long long u = wp_profile_meta_ll(p, "cpu_user_ns", 0), y = wp_profile_meta_ll(p, "cpu_sys_ns", 0);
+	return (uint64_t)(u > 0 ? u : 0) + (uint64_t)(y > 0 ? y : 0);
+}
+
+/* Image j's own CPU time: the kernel counts a process's across exec, so the image of its pid
+ * that ran before it is taken off. */
+static uint64_t own_cpu(const struct wp_resolved *r, size_t j)
+{
+	long long st = wp_profile_meta_ll(r->procs[j], "start_unix_ns", 0);
+	long prev = image_at(r, wp_resolved_pid(r, (uint32_t)j), st - 1);
+	uint64_t mine = cpu_of(r->procs[j]);
+	if (prev < 0 || (size_t)prev == j ||
+	    wp_profile_meta_ll(r->procs[prev], "start_unix_ns", 0) >= st)
+		return mine;
+	uint64_t before = cpu_of(r->procs[prev]);
+	return mine > before ? mine - before : 0;
+}
+
+static int by_key(const void *a, const void *b)
+{
+	return strcmp((*(struct group *const *)a)->key, (*(struct group *const *)b)->key);
+}
+
+#define WITHIN_PROCS 5 /* processes whose own functions are compared */
+#define WITHIN_FUNCS 3 /* functions listed for each */
+
+/* Within each process that changed beyond noise and ran in both runs (the WITHIN_PROCS
+ * largest changes): the functions whose share of that process's own samples (self) moved
+ * most. `of[k][j]`: the group of side k's process j. Returns -1 when out of memory. */
+static int within_processes(const struct side sides[2], struct group **of[2],
+			    struct group **v, size_t nv, double zcrit, FILE *out)
+{
+	int said = 0;
+	size_t done = 0;
+	char key[2 * WP_MAX_NAME + 2], b[512];
+	/* v is in tree order: take the largest changes first */
+	struct group **order = malloc((nv + 1) * sizeof(*order));
+	if (!order)
+		return -1;
+	memcpy(order, v, nv * sizeof(*order));
+	qsort(order, nv, sizeof(*order), by_group_delta);
+	for (size_t i = 0; i < nv && done < WITHIN_PROCS; i++) {
+		const struct group *g = order[i];
+		if (!(fabs(g->z) > zcrit) || !g->n[0] || !g->n[1])
+			continue;
+		done++;
+		struct group *funcs = NULL, *f, *tmp;
+		size_t nf = 0;
+		for (int k = 0; k < 2; k++) {
+			const struct wp_resolved *r = sides[k].r;
+			for (size_t s = 0; s < r->nstacks; s++) {
+				const struct wp_rstack *st = &r->stacks[s];
+				if (of[k][st->proc] != g || !st->n)
+					continue;
+				const struct wp_func *fn = &r->funcs[st->frames[st->n - 1].func];
+				int l = snprintf(key, sizeof(key), "%s%c%s", fn->name, 0, fn->module);
+				size_t len = l < 0 ? 0 : (size_t)l >= sizeof(key) ? sizeof(key) - 1
+										 : (size_t)l;
+				if (!(f = group_get(&funcs, key, len, &nf))) {
+					groups_free(funcs);
+					free(order);
+					return -1;
+				}
+				f->n[k] += st->count;
+			}
+		}
+		struct group **fv = calloc(nf + 1, sizeof(*fv));
+		size_t m = 0;
+		if (!fv) {
+			groups_free(funcs);
+			free(order);
+			return -1;
+		}
+		HASH_ITER(hh, funcs, f, tmp) {
+			f->delta = pct(f->n[1], g->n[1]) - pct(f->n[0], g->n[0]);
+			fv[m++] = f;
+		}
+		qsort(fv, m, sizeof(*fv), by_group_delta);
+		if (!said++)
+			fprintf(out, "\nWithin the processes that changed (self share of each one's own "
+				     "samples, the largest moves):\n");
+		/* the process by its path from the root: "bash -c ... > make > cc1" */
+		char path[1024];
+		size_t at = 0;
+		for (const char *c = g->key; *c && at + 1 < sizeof(path);) {
+			size_t l = strcspn(c, "\001");
+			char w[4096];
+			if (l == strlen(ROOT_KEY) && !strncmp(c, ROOT_KEY, l))
+				short_command(sides[1].r->procs[0], w, sizeof(w));
+			else
+				snprintf(w, sizeof(w), "%.*s", (int)l, c);
+			int wl = snprintf(path + at, sizeof(path) - at, "%s%.60s%s", at ? " > " : "", w,
+					  strlen(w) > 60 ? "..." : "");
+			at = wl < 0 ? at : at + (size_t)wl >= sizeof(path) ? sizeof(path) - 1
+									   : at + (size_t)wl;
+			c += l + (c[l] != 0);
+		}
+		if (at > 96)
+			fprintf(out, "  ...%s\n", path + at - 93);
+		else
+			fprintf(out, "  %s\n", path);
+		for (size_t j = 0; j < m && j < WITHIN_FUNCS; j++) {
+			const char *fname = fv[j]->key, *mod = fname + strlen(fname) + 1;
+			fprintf(out, "    %-40s  %-14.14s  %5.1f%% -> %5.1f%%  (%+.1f)\n",
+				fit(fname, 40, b, sizeof(b)), mod, pct(fv[j]->n[0], g->n[0]),
+				pct(fv[j]->n[1], g->n[1]), fv[j]->delta);
+		}
+		free(fv);
+		groups_free(funcs);
+	}
+	free(order);
+	return 0;
+}
+
+/* Per process, when either run has several: share of the samples and CPU time, before and
+ * after, in tree order. Returns -1 when out of memory. */
+static int process_changes(const struct side sides[2], FILE *out)
+{
+	if (sides[0].r->nprocs < 2 && sides[1].r->nprocs < 2)
+		return 0;
+	struct group *tab = NULL, **v = NULL, **of[2] = { NULL, NULL };
+	size_t n = 0;
+	for (int k = 0; k < 2; k++) {
+		const struct wp_resolved *r = sides[k].r;
+		if (!(of[k] = calloc(r->nprocs, sizeof(*of[k]))))
+			goto oom;
+		for (size_t j = 0; j < r->nprocs; j++) {
+			char key[4096];
+			size_t kl = process_key(r, j, key, sizeof(key));
+			if (!(of[k][j] = group_get(&tab, key, kl, &n)))
+				goto oom;
+			of[k][j]->procs[k]++;
+			of[k][j]->cpu[k] += own_cpu(r, j);
+		}
+		for (size_t i = 0; i < r->nstacks; i++)
+			of[k][r->stacks[i].proc]->n[k] += r->stacks[i].count;
+	}
+	if (!(v = ranked(tab, n, sides)))
+		goto oom;
+	/* the LISTED largest changes, shown in tree order */
+	size_t listed = n < LISTED ? n : LISTED;
+	qsort(v, listed, sizeof(*v), by_key);
+	double zcrit = wp_z_critical(0.05 / (double)(n ? n : 1));
+	char b[512], line[600];
+	fprintf(out, "\nProcesses (matched by command line, theirs and their parents' below the "
+		     "root, which is\nthe command run; share of all samples of each run; * beyond "
+		     "sampling noise at 95%%,\ncorrected for the %zu processes):\n", n);
+	fprintf(out, "  %-34s  %-7s  %-13s  %-7s  %s\n", "command", "procs", "share %", "delta",
+		"CPU time");
+	fprintf(out, "  %.*s\n", 34 + 2 + 7 + 2 + 13 + 2 + 7 + 2 + 19, dashes);
+	for (size_t i = 0; i < listed; i++) {
+		const struct group *g = v[i];
+		/* the last command of the path, indented by its depth; the root's is AFTER's */
+		const char *last = strrchr(g->key, '\001');
+		int depth = 0;
+		for (const char *c = g->key; *c; c++)
+			depth += *c == '\001';
+		const char *shown = last ? last + 1 : g->key;
+		char root[4096];
+		if (!strcmp(shown, ROOT_KEY)) {
+			short_command(sides[1].r->procs[0], root, sizeof(root));
+			shown = root;
+		}
+		snprintf(line, sizeof(line), "%*s%.500s", 2 * (depth > 8 ? 8 : depth), "", shown);
+		char pr[32], sh[32], d[32], cpu[64];
+		snprintf(pr, sizeof(pr), "%zu->%zu", g->procs[0], g->procs[1]);
+		snprintf(sh, sizeof(sh), "%.1f->%.1f", pct(g->n[0], sides[0].total),
+			 pct(g->n[1], sides[1].total));
+		snprintf(d, sizeof(d), "%+.1f%s", g->delta, fabs(g->z) > zcrit ? " *" : "");
+		snprintf(cpu, sizeof(cpu), "%s->%s", secs(g->cpu[0]), secs(g->cpu[1]));
+		/* a command line is told apart by its start: its end goes */
+		if (strlen(line) > 34)
+			snprintf(b, sizeof(b), "%.31s...", line);
+		else
+			snprintf(b, sizeof(b), "%s", line);
+		fprintf(out, "  %-34s  %-7s  %-13s  %-7s  %s%s\n", b, pr,
+			sh, d, cpu, !g->procs[0] ? " (new)" : !g->procs[1] ? " (gone)" : "");
+	}
+	if (n > LISTED)
+		fprintf(out, "  (%zu more)\n", n - LISTED);
+	if (within_processes(sides, of, v, listed, zcrit, out) != 0)
+		goto oom;
+	free(v);
+	free(of[0]);
+	free(of[1]);
+	groups_free(tab);
+	return 0;
+oom:
+	free(v);
+	free(of[0]);
+	free(of[1]);
+	groups_free(tab);
+	return -1;
+}
+
+/* Per wait object (wall mode): the share of all samples that waited in it, before and after:
+ * "lock table_lock: 31.0% -> 4.0%". Returns -1 when out of memory. */
+static int wait_changes(const struct side sides[2], FILE *out)
+{
+	struct group *tab = NULL;
+	size_t n = 0;
+	char key[1100];
+	for (int k = 0; k < 2; k++) {
+		const struct wp_resolved *r = sides[k].r;
+		for (size_t i = 0; i < r->nstacks; i++)
+			for (uint32_t j = 0; j < r->stacks[i].nwaits; j++) {
+				const struct wp_rwait *w = &r->stacks[i].waits[j];
+				int kl = snprintf(key, sizeof(key), "%c%s", 'a' + w->kind, w->object);
+				size_t len = kl < 0 ? 0 : (size_t)kl >= sizeof(key) ? sizeof(key) - 1
+										    : (size_t)kl;
+				struct group *g = group_get(&tab, key, len, &n);
+				if (!g)
+					goto oom;
+				g->n[k] += w->count;
+			}
+	}
+	if (!n)
+		return 0;
+	struct group **v = ranked(tab, n, sides);
+	if (!v)
+		goto oom;
+	double zcrit = wp_z_critical(0.05 / (double)n);
+	char b[512];
+	fprintf(out, "\nWaits (share of all samples waiting in each object, matched by kind and "
+		     "object;\n* beyond sampling noise at 95%%, corrected for the %zu objects):\n", n);
+	for (size_t i = 0; i < n && i < LISTED; i++) {
+		const struct group *g = v[i];
+		fprintf(out, "  %-9s  %s: %.1f%% -> %.1f%%  (%+.1f points%s)%s\n",
+			wp_wait_kind_name((enum wp_wait_kind)(g->key[0] - 'a')),
+			fit(g->key + 1, 48, b, sizeof(b)), pct(g->n[0], sides[0].total),
+			pct(g->n[1], sides[1].total), g->delta, fabs(g->z) > zcrit ? " *" : "",
+			!g->n[0] ? " (new)" : !g->n[1] ? " (gone)" : "");
+	}
+	if (n > LISTED)
+		fprintf(out, "  (%zu more)\n", n - LISTED);
+	free(v);
+	groups_free(tab);
+	return 0;
+oom:
+	groups_free(tab);
+	return -1;
 }
 
 static int text_diff(const struct wp_opts *o, struct side sides[2], FILE *out)
@@ -306,6 +689,10 @@ static int text_diff(const struct wp_opts *o, struct side sides[2], FILE *out)
 		rc = ferror(out) ? -1 : 0;
 		goto done;
 	}
+	if (process_changes(sides, out) != 0 || wait_changes(sides, out) != 0) {
+		fprintf(stderr, "wallprof: out of memory\n");
+		goto done;
+	}
 	section(out, sides, "Improved (faster):", better, nb);
 	section(out, sides, "Regressed (slower):", worse, nw);
 
@@ -365,11 +752,17 @@ static int add_path(struct path **tab, const struct wp_opts *o, const struct sid
 {
 	static char key[1 << 18];
 	size_t n = 0;
-	const struct wp_thread *t = o->per_thread ? wp_resolved_thread(sd->r, s->tid) : NULL;
-	/* per-thread roots by name only: tids differ from run to run */
+	const struct wp_thread *t = o->per_thread ? wp_resolved_thread_of(sd->r, s->proc, s->tid)
+						  : NULL;
+	/* per-process and per-thread roots by name only: pids and tids differ from run to run */
+	char prog[256];
+	const char *proot = o->per_process ? wp_resolved_program(sd->r, s->proc, prog,
+								  sizeof(prog)) : NULL;
 	const char *root = o->per_thread ? (t && t->name && *t->name ? t->name : "?") : NULL;
+	if (proot)
+		n += (size_t)snprintf(key, sizeof(key), "[%s]", proot) + 1;
 	if (root)
-		n += (size_t)snprintf(key, sizeof(key), "[%s]", root) + 1;
+		n += (size_t)snprintf(key + n, sizeof(key) - n, "[%s]", root) + 1;
 	for (uint32_t j = 0; j < s->n && n < sizeof(key) - 1; j++) {
 		const struct wp_func *f = &sd->r->funcs[s->frames[j].func];
 		int w = snprintf(key + n, sizeof(key) - n, "%s", f->name);
@@ -381,7 +774,7 @@ static int add_path(struct path **tab, const struct wp_opts *o, const struct sid
 	HASH_FIND(hh, *tab, key, n, p);
 	if (!p) {
 		p = calloc(1, sizeof(*p) + n);
-		struct wp_flame_frame *f = calloc(s->n + 2, sizeof(*f));
+		struct wp_flame_frame *f = calloc(s->n + 3, sizeof(*f));
 		if (!p || !f) {
 			free(p);
 			free(f);
@@ -391,7 +784,7 @@ static int add_path(struct path **tab, const struct wp_opts *o, const struct sid
 		/* names point into the key: "[root]\0name\0name\0" */
 		const char *at = p->key;
 		int nf = 0;
-		if (root) {
+		for (int q = 0; q < !!proot + !!root; q++) {
 			f[nf++] = (struct wp_flame_frame){ at, WP_KIND_THREAD };
 			at += strlen(at) + 1;
 		}
@@ -481,8 +874,7 @@ int wp_compare(const struct wp_opts *o, const char *before, const char *after, F
 done:
 	for (int k = 0; k < 2; k++) {
 		wp_resolved_free(sides[k].r);
-		if (sides[k].p)
-			wp_profile_free(sides[k].p);
+		wp_run_files_free(&sides[k].run);
 	}
 	return rc;
 }

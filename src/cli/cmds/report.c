@@ -16,8 +16,10 @@
 
 struct wp_filter wp_opts_filter(const struct wp_opts *o)
 {
+	/* wait leaves: the text report's default; folded keeps its --waits form */
+	int leaves = o->wait_leaves >= 0 ? o->wait_leaves : o->format == WP_FMT_TEXT;
 	return (struct wp_filter){ .thread = o->thread, .process = o->process,
-				   .descendants = o->process_tree };
+				   .descendants = o->process_tree, .wait_leaves = leaves };
 }
 
 typedef int report_fn(const struct wp_opts *, const struct wp_resolved *,
@@ -35,11 +37,6 @@ static report_fn *const reports[] = {
 int wp_report(const struct wp_opts *o, const struct wp_resolved *r, const struct wp_run *run,
 	      FILE *out)
 {
-	if (r->nprocs > 1 && o->format == WP_FMT_SVG) {
-		fprintf(stderr, "wallprof: the SVG does not take several processes yet: use text, "
-				"folded, csv, pprof or speedscope, or report one file\n");
-		return 1;
-	}
 	if (r->filter.process && !r->nthreads) {
 		fprintf(stderr, "wallprof: no process numbered or named '%s' among these profiles\n",
 			r->filter.process);
@@ -64,11 +61,13 @@ int wp_report(const struct wp_opts *o, const struct wp_resolved *r, const struct
 	return 0;
 }
 
-/* After a recorded run: the root's end as waitpid saw it, where its file has no final word. */
-static void root_status(const struct wp_opts *o, struct wp_run *run)
+/* The root's exit status, which the command saw (waitpid), onto its row of the run. */
+static void root_exit(const struct wp_opts *o, struct wp_run *run)
 {
-	if (o->have_exit_status && o->root_pid)
-		wp_run_root_status(run, (long)o->root_pid, o->exit_status);
+	const struct wp_run_proc *root = wp_run_root(run);
+	long pid = o->root_pid ? o->root_pid : root ? root->pid : -1;
+	if (o->have_exit_status && pid > 0)
+		wp_run_set_exit(run, pid, o->exit_status);
 }
 
 int wp_report_file(const struct wp_opts *o, const char *path, FILE *out)
@@ -85,7 +84,7 @@ int wp_report_file(const struct wp_opts *o, const char *path, FILE *out)
 		wp_profile_free(p);
 		return 1;
 	}
-	root_status(o, &run);
+	root_exit(o, &run);
 	struct wp_filter f = wp_opts_filter(o);
 	struct wp_resolved *r = wp_resolve(p, &f);
 	if (!r) {
@@ -145,7 +144,8 @@ static int add_dir(struct files *f, const char *dir)
 		rc = add_path(f, path);
 	}
 	closedir(d);
-	qsort(f->paths + first, f->n - first, sizeof(*f->paths), by_name);
+	if (f->n > first)
+		qsort(f->paths + first, f->n - first, sizeof(*f->paths), by_name);
 	return rc;
 }
 
@@ -170,13 +170,20 @@ static int by_start(const void *a, const void *b)
 	return strcmp(x->path, y->path);
 }
 
-/* The files the options name: each FILE, each DIR's *.prof, or with --whole-run the main
- * file's run. Returns 0 or -1 (said). */
+/* Whether the options name one file alone (not a directory), whose run is then reported. */
+static int one_file(const struct wp_opts *o)
+{
+	struct stat st;
+	return !o->nreport_more && !(stat(o->report_file, &st) == 0 && S_ISDIR(st.st_mode));
+}
+
+/* The files the options name: each FILE, each DIR's *.prof, or for one file its run (the
+ * files of the same run beside it, model/run.h). Returns 0 or -1 (said). */
 static int gather(const struct wp_opts *o, struct files *f, size_t *skipped)
 {
 	const char *one = o->report_file;
 	struct stat st;
-	if (o->whole_run && !o->nreport_more && stat(one, &st) == 0 && !S_ISDIR(st.st_mode)) {
+	if (one_file(o)) {
 		char err[256];
 		struct wp_profile *p;
 		if (wp_profile_read(one, &p, err, sizeof(err)) != 0) {
@@ -255,7 +262,7 @@ static int report_loaded(const struct wp_opts *o, struct loaded *l, size_t n, si
 		fprintf(stderr, "wallprof: out of memory\n");
 		goto out;
 	}
-	root_status(o, &run);
+	root_exit(o, &run);
 	struct wp_filter flt = wp_opts_filter(o);
 	struct wp_resolved *r = wp_resolve_many(ps, n, &flt);
 	if (r) {
@@ -271,10 +278,9 @@ out:
 
 int wp_report_files(const struct wp_opts *o, FILE *out)
 {
-	struct stat st;
-	if (!o->nreport_more && !o->whole_run &&
-	    !(stat(o->report_file, &st) == 0 && S_ISDIR(st.st_mode)))
-		return wp_report_file(o, o->report_file, out); /* one file: as it always was */
+	int one = one_file(o);
+	if (one && o->single_file)
+		return wp_report_file(o, o->report_file, out); /* that file alone */
 	struct files f = { 0 };
 	size_t skipped = 0, n = 0;
 	struct loaded *l = NULL;
@@ -285,7 +291,7 @@ int wp_report_files(const struct wp_opts *o, FILE *out)
 			fprintf(stderr, "wallprof: out of memory\n");
 		else if (!(n = load_all(&f, l, &skipped)))
 			fprintf(stderr, "wallprof: no profile could be read\n");
-		else if (n == 1 && !skipped && o->whole_run)
+		else if (n == 1 && !skipped && one)
 			rc = wp_report_file(o, l[0].path, out); /* a run of one: the usual report */
 		else
 			rc = report_loaded(o, l, n, skipped, out);
@@ -297,6 +303,63 @@ int wp_report_files(const struct wp_opts *o, FILE *out)
 		free(f.paths[i]);
 	free(f.paths);
 	return rc;
+}
+
+int wp_run_load(const char *path, int single_file, struct wp_run_files *rf)
+{
+	memset(rf, 0, sizeof(*rf));
+	struct wp_opts o = { .report_file = path, .single_file = single_file };
+	struct files f = { 0 };
+	struct loaded *l = NULL;
+	int rc = -1;
+	if (single_file ? add_path(&f, path) : gather(&o, &f, &rf->skipped))
+		goto out;
+	l = calloc(f.n ? f.n : 1, sizeof(*l));
+	rf->ps = calloc(f.n ? f.n : 1, sizeof(*rf->ps));
+	rf->paths = calloc(f.n ? f.n : 1, sizeof(*rf->paths));
+	if (!l || !rf->ps || !rf->paths) {
+		fprintf(stderr, "wallprof: out of memory\n");
+		goto out;
+	}
+	size_t n = load_all(&f, l, &rf->skipped);
+	if (!n) {
+		fprintf(stderr, "wallprof: %s: no profile could be read\n", path);
+		goto out;
+	}
+	qsort(l, n, sizeof(*l), by_start);
+	for (size_t i = 0; i < n; i++) {
+		rf->ps[i] = l[i].p;
+		rf->paths[i] = strdup(l[i].path);
+		l[i].p = NULL;
+		rf->n++;
+		if (!rf->paths[i]) {
+			fprintf(stderr, "wallprof: out of memory\n");
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	for (size_t i = 0; l && i < f.n; i++)
+		if (l[i].p)
+			wp_profile_free(l[i].p);
+	free(l);
+	for (size_t i = 0; i < f.n; i++)
+		free(f.paths[i]);
+	free(f.paths);
+	if (rc)
+		wp_run_files_free(rf);
+	return rc;
+}
+
+void wp_run_files_free(struct wp_run_files *rf)
+{
+	for (size_t i = 0; i < rf->n; i++) {
+		wp_profile_free(rf->ps[i]);
+		free(rf->paths[i]);
+	}
+	free(rf->ps);
+	free(rf->paths);
+	memset(rf, 0, sizeof(*rf));
 }
 
 FILE *wp_open_report(const struct wp_opts *o)
@@ -338,8 +401,7 @@ static void say_no_profile(const struct wp_opts *o, const char *path)
 static void report_orphans(const struct wp_opts *o, const char *path)
 {
 	struct wp_run run;
-	if (!o->root_pid || o->format == WP_FMT_SVG ||
-	    wp_run_find_orphans(path, o->root_pid, stderr, &run) != 0)
+	if (!o->root_pid || wp_run_find_orphans(path, o->root_pid, stderr, &run) != 0)
 		return;
 	const char **more = run.n > 1 ? calloc(run.n - 1, sizeof(*more)) : NULL;
 	if (run.n && (run.n == 1 || more)) {
@@ -373,18 +435,15 @@ int wp_report_after_run(const struct wp_opts *o, const char *path)
 		if (out) {
 			if (o->format != WP_FMT_TEXT)
 				wp_record_print_messages(stderr); /* the text report shows them */
-			/* The whole tree the command started (every file of its run), in the
-			 * formats that take several processes. A report that could not be written
-			 * is said; the exit status stays the program's, as the shell would see it
-			 * without wallprof. */
+			/* The whole tree the command started (every file of its run). A report
+			 * that could not be written is said; the exit status stays the program's,
+			 * as the shell would see it without wallprof. */
 			struct wp_opts all = *o;
 			all.report_file = path;
 			all.report_more = NULL;
 			all.nreport_more = 0;
-			all.whole_run = 1;
-			int tree = o->format != WP_FMT_SVG;
-			wp_close_report(o, out, tree ? wp_report_files(&all, out)
-						     : wp_report_file(o, path, out));
+			all.single_file = 0;
+			wp_close_report(o, out, wp_report_files(&all, out));
 			if (!o->quiet)
 				fprintf(stderr, "wallprof: profile saved to %s (wallprof --report %s)\n",
 					path, path);

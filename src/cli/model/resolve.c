@@ -612,8 +612,10 @@ static void keep_tree(struct wp_resolved *r)
 
 static void drop_waits(struct wp_resolved *r)
 {
-	for (size_t i = 0; i < r->nwaits; i++)
+	for (size_t i = 0; i < r->nwaits; i++) {
 		free((char *)r->waits[i].object);
+		free((void *)r->waits[i].holder_frames);
+	}
 	free(r->waits);
 	r->waits = NULL;
 	r->nwaits = 0;
@@ -640,6 +642,37 @@ static const char *data_name(struct wp_symbolizer *sym, struct data_name **memo,
 		HASH_ADD(hh, *memo, addr, sizeof(d->addr), d);
 	}
 	return name;
+}
+
+/* The frames of wait `w`'s holder stack (its STACK record, kept by the filter or not), root
+ * first, as keep_stack lays a kept stack's out; none when the record names none or another
+ * thread's stack than the holder's. */
+static void holder_frames(struct wp_resolved *r, uint32_t proc, const struct wp_wait *w,
+			  struct wp_rwait *out)
+{
+	const struct wp_stack *hs = w->holder_stack == WP_WAIT_NO_HOLDER_STACK ? NULL :
+		wp_profile_stack(r->procs[proc], w->holder_stack);
+	if (!hs || hs->tid != out->holder || !hs->nframes)
+		return;
+	uint32_t locs[WP_MAX_FRAMES], nl = 0, n = 0;
+	for (uint32_t j = 0; j < hs->nframes && j < WP_MAX_FRAMES; j++) {
+		uint32_t li = location(r, proc, hs->pcs[j], j == 0);
+		if (li != NO_LOC) {
+			locs[nl++] = li;
+			n += r->locs[li].n;
+		}
+	}
+	struct wp_rframe *f = malloc((n ? n : 1) * sizeof(*f));
+	if (!f)
+		oom();
+	uint32_t at = 0;
+	for (uint32_t j = nl; j-- > 0;) {
+		const struct wp_loc *l = &r->locs[locs[j]];
+		for (uint32_t k = l->n; k-- > 0;)
+			f[at++] = l->frames[k];
+	}
+	out->holder_frames = f;
+	out->holder_n = n;
 }
 
 /* Kind, object and holder of one WAIT record of kept stack `rs` of process `proc`, into
@@ -676,14 +709,25 @@ static void describe_wait(struct wp_resolved *r, uint32_t proc, struct data_name
 	if (!out->object)
 		oom();
 	out->holder = 0;
-	if (k == WP_WAIT_LOCK && w->aux && w->aux <= UINT32_MAX &&
-	    wp_profile_thread(p, (uint32_t)w->aux))
+	out->holder_frames = NULL;
+	out->holder_n = 0;
+	if ((k == WP_WAIT_LOCK || k == WP_WAIT_RWLOCK) && w->aux && w->aux <= UINT32_MAX &&
+	    wp_profile_thread(p, (uint32_t)w->aux)) {
 		out->holder = (uint32_t)w->aux;
+		holder_frames(r, proc, w, out);
+	}
 	out->count = w->count;
 	out->weight_ns = w->weight_ns;
 }
 
-/* Attaches the WAIT records of every process to the kept waiting stacks they describe. */
+/* Whether WAIT record `w` describes samples of kept stack `rs`: a waiting stack's, or the
+ * share of a runnable thread's samples that waited for a CPU, which any stack may have. */
+static int waits_on(const struct wp_rstack *rs, const struct wp_wait *w)
+{
+	return (rs->flags & WP_STACK_WAITING) || w->nr == WP_WAIT_NR_CPU;
+}
+
+/* Attaches the WAIT records of every process to the kept stacks they describe. */
 static void attach_waits(struct wp_resolved *r)
 {
 	drop_waits(r);
@@ -700,7 +744,7 @@ static void attach_waits(struct wp_resolved *r)
 		for (size_t i = 0; i < r->procs[k]->nwaits; i++) {
 			const struct wp_rstack *rs =
 				wp_resolved_stack_of(r, k, r->procs[k]->waits[i].stack_id);
-			if (rs && (rs->flags & WP_STACK_WAITING)) {
+			if (rs && waits_on(rs, &r->procs[k]->waits[i])) {
 				at[rs - r->stacks + 1]++;
 				n++;
 			}
@@ -720,7 +764,7 @@ static void attach_waits(struct wp_resolved *r)
 		const struct wp_profile *p = r->procs[k];
 		for (size_t i = 0; i < p->nwaits; i++) {
 			const struct wp_rstack *rs = wp_resolved_stack_of(r, k, p->waits[i].stack_id);
-			if (!rs || !(rs->flags & WP_STACK_WAITING))
+			if (!rs || !waits_on(rs, &p->waits[i]))
 				continue;
 			size_t si = (size_t)(rs - r->stacks);
 			struct wp_rstack *ms = &r->stacks[si];
@@ -735,6 +779,100 @@ static void attach_waits(struct wp_resolved *r)
 	}
 	r->nwaits = n;
 	free(at);
+}
+
+/* Whether function `f` is the C library's waiting code (libc, libpthread, the loader, the
+ * vDSO, libstdc++'s condition variables and threads): what a wait leaf replaces. */
+static int wait_plumbing(const struct wp_func *f)
+{
+	static const char *const libs[] = { "libc.so", "libc-", "libpthread", "ld-linux", "[vdso]",
+					    "libstdc++" };
+	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++)
+		if (!strncmp(f->module, libs[i], strlen(libs[i])))
+			return 1;
+	return 0;
+}
+
+/* Whether wait `w` gets a leaf of its own: a wait in a call or in state D; not a wait for a
+ * CPU, whose stack is where the thread runs and stays its own. */
+static int leaf_wait(const struct wp_rwait *w)
+{
+	return w->kind != WP_WAIT_CPU && w->count;
+}
+
+/* One stack for the samples of wait `w` of stack `s`: s's frames from the root to the
+ * program's function that waited (the C library's waiting code left out), then the frame
+ * "[wait KIND OBJECT]" (module "[wait]"). Its locations are those of the frames kept. */
+static void wait_leaf(struct wp_resolved *r, const struct wp_rstack *s, const struct wp_rwait *w,
+		      struct wp_rstack *out)
+{
+	uint32_t keep = s->n;
+	while (keep > 0 && wait_plumbing(&r->funcs[s->frames[keep - 1].func]))
+		keep--;
+	uint32_t nlocs = 0, covered = 0; /* the root-side locations whose frames are all kept */
+	for (uint32_t j = s->nlocs; j-- > 0;) {
+		covered += r->locs[s->locs[j]].n;
+		if (covered > keep)
+			break;
+		nlocs++;
+	}
+	char name[1200];
+	snprintf(name, sizeof(name), "[wait %s %s]", wp_wait_kind_name(w->kind), w->object);
+	uint32_t fid = wp_resolved_func(r, name, "[wait]");
+	*out = *s;
+	out->frames = malloc((keep + 1) * sizeof(*out->frames) + (nlocs ? nlocs : 1) * sizeof(uint32_t));
+	if (!out->frames)
+		oom();
+	memcpy(out->frames, s->frames, keep * sizeof(*out->frames));
+	out->frames[keep] = (struct wp_rframe){ .func = fid, .line = 0, .file = NULL };
+	out->n = keep + 1;
+	out->locs = (uint32_t *)(out->frames + keep + 1);
+	memcpy(out->locs, s->locs + (s->nlocs - nlocs), nlocs * sizeof(*out->locs));
+	out->nlocs = nlocs;
+	out->count = w->count < s->count ? w->count : s->count;
+	out->weight_ns = w->weight_ns < s->weight_ns ? w->weight_ns : s->weight_ns;
+	out->waits = w;
+	out->nwaits = 1;
+}
+
+/* The filter's wait_leaves: every wait that gets a leaf (leaf_wait) of a wall-mode profile
+ * becomes a stack of its own, appended after the profile's (wp_resolved_stack still finds the stack it came from,
+ * which keeps the samples no such wait names: the rest, and its waits for a CPU). */
+static void split_waits(struct wp_resolved *r)
+{
+	size_t extra = 0, n = r->nstacks;
+	for (size_t i = 0; i < r->nwaits; i++)
+		extra += leaf_wait(&r->waits[i]);
+	if (!extra)
+		return;
+	struct wp_rstack *st = realloc(r->stacks, (n + extra) * sizeof(*st));
+	if (!st)
+		oom();
+	r->stacks = st;
+	for (size_t i = 0; i < n; i++) {
+		struct wp_rstack *s = &r->stacks[i];
+		struct wp_rwait *ws = (struct wp_rwait *)s->waits;
+		uint32_t stay = 0;
+		const char *mode = wp_profile_meta(r->procs[s->proc], "mode");
+		if (mode && !strcmp(mode, "cpu"))
+			continue; /* a cpu profile's samples are CPU time, whatever call they were in */
+		/* the waits that stay with s first, those that leave after */
+		for (uint32_t k = 0; k < s->nwaits; k++)
+			if (!leaf_wait(&ws[k])) {
+				struct wp_rwait tmp = ws[stay];
+				ws[stay++] = ws[k];
+				ws[k] = tmp;
+			}
+		for (uint32_t k = stay; k < s->nwaits; k++) {
+			struct wp_rstack *o = &r->stacks[r->nstacks++];
+			wait_leaf(r, s, &ws[k], o);
+			s->count -= o->count;
+			s->weight_ns -= o->weight_ns;
+		}
+		s->nwaits = stay;
+		if (!stay)
+			s->waits = NULL;
+	}
 }
 
 /* The model over r->procs: their threads and stacks (none at entry: the last build's are
@@ -771,6 +909,10 @@ static void build(struct wp_resolved *r, struct last *last)
 	count_funcs(r);
 	pick_lines(r);
 	attach_waits(r);
+	if (r->filter.wait_leaves) {
+		split_waits(r);
+		count_funcs(r);
+	}
 }
 
 /* Whether process k of ps can use an earlier process's symbolizer: the same module map (a

@@ -40,6 +40,12 @@ struct wp_filter {
 			      * name (the command's first word without its directory) */
 	int descendants;     /* --process-tree: and every process they started, at any depth
 			      * (by META ppid among the model's processes) */
+	/* Not a selector: the one switch of how waits look. Each waiting sample's C-library
+	 * waiting frames (futex_wait, __GI___libc_read...) are replaced by one leaf frame
+	 * "[wait KIND OBJECT]" (module "[wait]") whose caller is the program's function that
+	 * waited: such samples become stacks of their own, appended after the profile's. Waits
+	 * for a CPU keep their stack (the thread runs there). The text report's default. */
+	int wait_leaves;
 };
 
 struct wp_func {

@@ -54,29 +54,25 @@ static uint64_t meta_u(const struct wp_profile *p, const char *key)
 	return v > 0 ? (uint64_t)v : 0;
 }
 
-/* The header's word for how a process ended. */
+/* The header's word for how a process ended: a known status ("exit N", "SIGSEGV"), else what
+ * its file says. */
 static void end_text(struct wp_run_proc *rp)
 {
+	int st = rp->exit_status;
 	const char *abbrev;
-	switch (rp->end_kind) {
-	case WP_END_EXIT:
-		snprintf(rp->end, sizeof(rp->end), "exit %d", rp->end_code);
-		break;
-	case WP_END_SIGNAL:
-		abbrev = sigabbrev_np(rp->end_code);
+	if (rp->exit_known && WIFEXITED(st)) {
+		snprintf(rp->end, sizeof(rp->end), "exit %d", WEXITSTATUS(st));
+	} else if (rp->exit_known && WIFSIGNALED(st)) {
+		abbrev = sigabbrev_np(WTERMSIG(st));
 		if (abbrev)
 			snprintf(rp->end, sizeof(rp->end), "SIG%s", abbrev);
 		else
-			snprintf(rp->end, sizeof(rp->end), "signal %d", rp->end_code);
-		break;
-	case WP_END_EXEC:
-		snprintf(rp->end, sizeof(rp->end), "exec'd");
-		break;
-	case WP_END_NO_WORD:
-		snprintf(rp->end, sizeof(rp->end), "no word");
-		break;
-	default:
-		snprintf(rp->end, sizeof(rp->end), "ended");
+			snprintf(rp->end, sizeof(rp->end), "signal %d", WTERMSIG(st));
+	} else {
+		snprintf(rp->end, sizeof(rp->end), "%s",
+			 rp->end_kind == WP_END_EXEC      ? "exec'd"
+			 : rp->end_kind == WP_END_NO_WORD ? "no word"
+							  : "ended");
 	}
 }
 
@@ -104,7 +100,12 @@ static int describe(const struct wp_profile *p, const char *path, int is_main,
 	for (size_t i = 0; i < p->nstacks; i++)
 		rp->samples += p->stacks[i].count;
 	rp->is_main = is_main;
-	rp->end_kind = wp_profile_end(p, &rp->end_code);
+	int code;
+	rp->end_kind = wp_profile_end(p, &code);
+	if (rp->end_kind == WP_END_EXIT || rp->end_kind == WP_END_SIGNAL) {
+		rp->exit_known = 1; /* as a wait status */
+		rp->exit_status = rp->end_kind == WP_END_EXIT ? (code & 0xff) << 8 : code & 0x7f;
+	}
 	end_text(rp);
 	return 0;
 }
@@ -465,25 +466,18 @@ static int unsampled_of_files(const struct wp_profile *const *ps, const char *co
 	return rc;
 }
 
-void wp_run_root_status(struct wp_run *run, long pid, int st)
+/* The CPU time of an image of its own: the kernel counts a process's CPU time across exec,
+ * so an image's figure holds its pid's earlier images' too. `run` sorted by start. */
+static void own_cpu(struct wp_run *run)
 {
-	struct wp_run_proc *last = NULL;
-	for (size_t i = 0; i < run->n; i++)
-		if (run->procs[i].pid == pid)
-			last = &run->procs[i]; /* by start time: its last image */
-	if (!last || (last->end_kind != WP_END_NO_WORD && last->end_kind != WP_END_ENDED))
-		return;
-	if (WIFEXITED(st)) {
-		last->end_kind = WP_END_EXIT;
-		last->end_code = WEXITSTATUS(st);
-	} else if (WIFSIGNALED(st)) {
-		last->end_kind = WP_END_SIGNAL;
-		last->end_code = WTERMSIG(st);
-	} else {
-		return;
-	}
-	last->end_by_command = 1;
-	end_text(last);
+	for (size_t i = run->n; i-- > 0;)
+		for (size_t j = i; j-- > 0;)
+			if (run->procs[j].pid == run->procs[i].pid && run->procs[i].pid > 0) {
+				uint64_t before = run->procs[j].cpu_ns;
+				run->procs[i].cpu_ns = run->procs[i].cpu_ns > before
+							       ? run->procs[i].cpu_ns - before : 0;
+				break;
+			}
 }
 
 int wp_run_find(const char *main_path, const struct wp_profile *main, FILE *warn,
@@ -497,6 +491,7 @@ int wp_run_find(const char *main_path, const struct wp_profile *main, FILE *warn
 	if (siblings(main_path, wp_profile_meta(main, "run"), 0, warn, run, &cap) ||
 	    unsampled_of_run(main_path, wp_profile_meta(main, "run"), 0, run))
 		goto oom;
+	own_cpu(run);
 	return 0;
 oom:
 	fprintf(stderr, "wallprof: out of memory\n");
@@ -534,11 +529,65 @@ int wp_run_of(const struct wp_profile *const *ps, const char *const *paths, size
 	}
 	run->skipped = skipped;
 	run->merged = 1;
+	own_cpu(run);
 	if (unsampled_of_files(ps, paths, n, run)) {
 		wp_run_free(run);
 		return -1;
 	}
 	return 0;
+}
+
+void wp_run_set_exit(struct wp_run *run, long pid, int status)
+{
+	struct wp_run_proc *last = NULL;
+	for (size_t i = 0; i < run->n; i++)
+		if (run->procs[i].pid == pid && run->procs[i].end_kind != WP_END_EXEC)
+			last = &run->procs[i];
+	if (!last)
+		return;
+	last->exit_known = 1;
+	last->exit_status = status;
+	end_text(last);
+}
+
+static const struct wp_run_proc *by_pid(const struct wp_run *run, long pid)
+{
+	for (size_t i = 0; pid > 0 && i < run->n; i++)
+		if (run->procs[i].pid == pid)
+			return &run->procs[i];
+	return NULL;
+}
+
+const struct wp_run_proc *wp_run_root(const struct wp_run *run)
+{
+	for (size_t i = 0; i < run->n; i++)
+		if (!by_pid(run, run->procs[i].ppid))
+			return &run->procs[i];
+	return run->n ? &run->procs[0] : NULL;
+}
+
+int wp_run_depth(const struct wp_run *run, size_t i)
+{
+	int d = 0;
+	for (const struct wp_run_proc *p = by_pid(run, run->procs[i].ppid); p && d < 8;
+	     p = by_pid(run, p->ppid))
+		d++;
+	return d;
+}
+
+uint64_t wp_run_pid_wall(const struct wp_run *run, long pid)
+{
+	uint64_t first = UINT64_MAX, last = 0;
+	for (size_t i = 0; i < run->n; i++) {
+		const struct wp_run_proc *p = &run->procs[i];
+		if (p->pid != pid)
+			continue;
+		if (p->start_unix_ns < first)
+			first = p->start_unix_ns;
+		if (p->start_unix_ns + p->wall_ns > last)
+			last = p->start_unix_ns + p->wall_ns;
+	}
+	return last > first ? last - first : 0;
 }
 
 void wp_run_free(struct wp_run *run)

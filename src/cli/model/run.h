@@ -21,14 +21,18 @@ struct wp_run_proc {
 	char *path;          /* the file as found (directory and name) */
 	long pid, ppid;      /* -1 when unknown */
 	char *command;       /* "" when unknown */
-	char end[32];        /* how it ended, for the header: "exit 0", "SIGSEGV" (died of it),
+	/* How it ended, when known: a wait status as waitpid gives it (WIFEXITED, WIFSIGNALED),
+	 * from META exit_status or died_of_signal (profile.h's wp_profile_end) or, for the run's
+	 * root, the command's own waitpid (wp_run_set_exit). exit_known is 0 until one says. */
+	int exit_known, exit_status;
+	enum wp_end end_kind; /* what its file says (wp_profile_end) */
+	char end[32];        /* what the header says: "exit 0", "SIGSEGV" (died of it, or killed),
 			      * "exec'd", "no word" (its last write was a checkpoint: killed by
-			      * SIGKILL, or still running), "ended" (an older agent: status not
+			      * SIGKILL, or still running), "ended" (an older agent: how is not
 			      * recorded) */
-	enum wp_end end_kind; /* profile.h's wp_profile_end; end_code its status or signal */
-	int end_code;
-	int end_by_command;  /* the end is the command's waitpid's (the root left no final word) */
-	uint64_t start_unix_ns, wall_ns, cpu_ns, samples;
+	uint64_t start_unix_ns, wall_ns, samples;
+	uint64_t cpu_ns;     /* this image's own: its pid's earlier images' taken off (the
+			      * kernel counts a process's CPU time across exec) */
 	int is_main;         /* the file the report is of */
 };
 
@@ -69,9 +73,15 @@ int wp_run_find_orphans(const char *main_path, long root_pid, FILE *warn, struct
  * Returns 0, or -1 when out of memory. */
 int wp_run_of(const struct wp_profile *const *ps, const char *const *paths, size_t n,
 	      size_t skipped, struct wp_run *run);
-/* The command's waitpid status of the run's root (pid): its end when its last image left no
- * final word (killed by SIGKILL, say). */
-void wp_run_root_status(struct wp_run *run, long pid, int wait_status);
+/* The exit status the command saw (waitpid's) for process `pid` of the run: its last image's
+ * row says it (the others were exec'd). */
+void wp_run_set_exit(struct wp_run *run, long pid, int status);
+/* The run's root: the first process (by start) whose parent is not in the run, or NULL. */
+const struct wp_run_proc *wp_run_root(const struct wp_run *run);
+/* The depth of procs[i] in the tree (0: its parent is not in the run; at most 8). */
+int wp_run_depth(const struct wp_run *run, size_t i);
+/* The time between the first start and the last end of process `pid`'s images, in ns. */
+uint64_t wp_run_pid_wall(const struct wp_run *run, long pid);
 void wp_run_free(struct wp_run *run);
 
 #endif

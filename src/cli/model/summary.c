@@ -82,6 +82,28 @@ static uint64_t sum_u(const struct wp_profile *p, const struct wp_resolved *r, c
 	return v;
 }
 
+/* CPU time (META key, user or system) over the model's processes: a process's figure
+ * counts every image of its pid up to then (the kernel keeps it across exec), so each pid
+ * counts once, by its last image. */
+static uint64_t sum_cpu(const struct wp_profile *p, const struct wp_resolved *r, const char *key)
+{
+	if (!r || r->nprocs < 2)
+		return meta_u(p, key);
+	uint64_t v = 0;
+	for (size_t k = 0; k < r->nprocs; k++) {
+		long long pid = wp_profile_meta_ll(r->procs[k], "pid", -1);
+		uint64_t st = meta_u(r->procs[k], "start_unix_ns");
+		int later = 0;
+		for (size_t j = 0; pid > 0 && j < r->nprocs && !later; j++)
+			later = j != k && wp_profile_meta_ll(r->procs[j], "pid", -1) == pid &&
+				(meta_u(r->procs[j], "start_unix_ns") > st ||
+				 (meta_u(r->procs[j], "start_unix_ns") == st && j > k));
+		if (!later)
+			v += meta_u(r->procs[k], key);
+	}
+	return v;
+}
+
 /* Several processes: from the first start to the last end. */
 static uint64_t span(const struct wp_resolved *r)
 {
@@ -103,8 +125,8 @@ void wp_summarize(const struct wp_profile *p, const struct wp_resolved *r, struc
 	const char *mode = wp_profile_meta(p, "mode");
 	s->cpu_mode = mode && !strcmp(mode, "cpu");
 	s->duration_ns = r && r->nprocs > 1 ? span(r) : meta_u(p, "duration_ns");
-	s->cpu_user_ns = sum_u(p, r, "cpu_user_ns");
-	s->cpu_sys_ns = sum_u(p, r, "cpu_sys_ns");
+	s->cpu_user_ns = sum_cpu(p, r, "cpu_user_ns");
+	s->cpu_sys_ns = sum_cpu(p, r, "cpu_sys_ns");
 	s->sampler_cpu_ns = sum_u(p, r, "sampler_cpu_ns");
 	s->hz = meta_u(p, "hz");
 	s->interval_ns = s->hz ? 1000000000ull / s->hz : 0;
@@ -211,4 +233,28 @@ double wp_z_critical(double alpha)
 			hi = mid;
 	}
 	return (lo + hi) / 2;
+}
+
+void wp_thread_budget(const struct wp_resolved *r, uint32_t proc, uint32_t tid,
+		      struct wp_budget *b)
+{
+	memset(b, 0, sizeof(*b));
+	for (size_t i = 0; i < r->nstacks; i++) {
+		const struct wp_rstack *s = &r->stacks[i];
+		if (s->tid != tid || s->proc != proc)
+			continue;
+		uint64_t known = 0;
+		for (uint32_t k = 0; k < s->nwaits; k++) {
+			const struct wp_rwait *w = &s->waits[k];
+			uint64_t ns = w->weight_ns < s->weight_ns - known ? w->weight_ns
+									   : s->weight_ns - known;
+			b->kind_ns[w->kind] += ns;
+			known += ns;
+		}
+		b->total_ns += s->weight_ns;
+		if (s->flags & WP_STACK_WAITING)
+			b->unknown_ns += s->weight_ns - known;
+		else
+			b->running_ns += s->weight_ns - known;
+	}
 }

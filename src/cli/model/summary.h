@@ -76,6 +76,19 @@ struct wp_summary {
  * stacks, waiting, truncated and no_stack are left 0). */
 void wp_summarize(const struct wp_profile *p, const struct wp_resolved *r, struct wp_summary *s);
 
+/* Where one thread's wall time went (wall mode), from the weights of its kept samples, in ns:
+ * the parts add up to total_ns. */
+struct wp_budget {
+	uint64_t total_ns;            /* its samples' weight: the wall time they stand for */
+	uint64_t running_ns;          /* on a CPU */
+	uint64_t kind_ns[WP_WAIT__N]; /* waiting, by what for (waits.h; WP_WAIT_CPU: for a CPU) */
+	uint64_t unknown_ns;          /* waiting in no known call: blocked where the agent read no
+				       * call (signalled inside one; a first look over the ration) */
+};
+
+/* The budget of thread `tid` of process `proc` (an index in r->procs) over r's kept stacks. */
+void wp_thread_budget(const struct wp_resolved *r, uint32_t proc, uint32_t tid,
+		      struct wp_budget *b);
 
 /* ---- statistics ---- */
 

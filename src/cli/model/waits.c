@@ -9,7 +9,8 @@ static const char *const kind_names[WP_WAIT__N] = {
 	[WP_WAIT_LOCK] = "lock",	   [WP_WAIT_RWLOCK] = "rwlock", [WP_WAIT_CONDITION] = "condition",
 	[WP_WAIT_SEMAPHORE] = "semaphore", [WP_WAIT_JOIN] = "join",	[WP_WAIT_FUTEX] = "futex",
 	[WP_WAIT_IO] = "io",		   [WP_WAIT_SLEEP] = "sleep",	[WP_WAIT_CHILD] = "child",
-	[WP_WAIT_SIGNAL] = "signal",	   [WP_WAIT_OTHER] = "other",
+	[WP_WAIT_SIGNAL] = "signal",	   [WP_WAIT_OTHER] = "other",	[WP_WAIT_CPU] = "cpu",
+	[WP_WAIT_DISK] = "disk",
 };
 
 const char *wp_wait_kind_name(enum wp_wait_kind k)
@@ -81,6 +82,10 @@ static int futex_user(const char *f)
 
 enum wp_wait_kind wp_wait_classify(uint32_t nr, const char *const *funcs, size_t n)
 {
+	if (nr == WP_WAIT_NR_CPU)
+		return WP_WAIT_CPU;
+	if (nr == WP_WAIT_NR_DISK)
+		return WP_WAIT_DISK;
 	if (nr == SYS_futex) {
 		for (size_t i = 0; i < n; i++) {
 			int k = funcs[i] ? futex_user(funcs[i]) : -1;
@@ -163,6 +168,20 @@ void wp_wait_describe(const struct wp_wait *w, enum wp_wait_kind k, const char *
 			snprintf(buf, cap, "until clock %" PRIu64 ":%.3fs", w->a0, (double)w->aux / 1e9);
 		else
 			wp_wait_duration(w->aux, buf, cap);
+		return;
+	case WP_WAIT_CPU:
+		snprintf(buf, cap, "runqueue");
+		return;
+	case WP_WAIT_DISK:
+		/* the file when known, else the call, else (no call) a page fault */
+		if (w->target && *w->target)
+			snprintf(buf, cap, "%s", w->target);
+		else if (w->a0 != ~0ull && w->a0 <= UINT32_MAX && wp_syscall_name((uint32_t)w->a0))
+			snprintf(buf, cap, "%s", wp_syscall_name((uint32_t)w->a0));
+		else if (w->a0 != ~0ull)
+			snprintf(buf, cap, "syscall %" PRIu64, w->a0);
+		else
+			snprintf(buf, cap, "page fault");
 		return;
 	case WP_WAIT_CHILD:
 		if (w->nr == SYS_wait4 && (int32_t)w->a0 > 0)

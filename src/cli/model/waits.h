@@ -15,6 +15,8 @@
 
 #include "common/profile.h"
 
+struct wp_rframe;
+
 enum wp_wait_kind {
 	WP_WAIT_LOCK,      /* a pthread mutex (and what is built on it) */
 	WP_WAIT_RWLOCK,
@@ -27,11 +29,13 @@ enum wp_wait_kind {
 	WP_WAIT_CHILD,     /* wait4, waitid */
 	WP_WAIT_SIGNAL,    /* sigsuspend, sigtimedwait, pause */
 	WP_WAIT_OTHER,     /* any other system call: the object is its name */
+	WP_WAIT_CPU,       /* runnable, waiting for a CPU (format.h's WP_WAIT_NR_CPU) */
+	WP_WAIT_DISK,      /* uninterruptible sleep, state D (WP_WAIT_NR_DISK) */
 	WP_WAIT__N
 };
 
 /* "lock", "rwlock", "condition", "semaphore", "join", "futex", "io", "sleep", "child",
- * "signal", "other". */
+ * "signal", "other", "cpu", "disk". */
 const char *wp_wait_kind_name(enum wp_wait_kind k);
 
 /* The kind of a wait in system call `nr` (x86-64), from the call and, for a futex, the
@@ -58,9 +62,16 @@ void wp_wait_duration(uint64_t ns, char *buf, size_t cap);
 struct wp_rwait {
 	enum wp_wait_kind kind;
 	const char *object; /* owned by the model */
-	uint32_t holder;    /* lock: the holder's tid when it is a thread of the profile, else 0 */
+	uint32_t holder;    /* lock, rwlock: the holder's tid (a mutex's owner, an rwlock's
+			     * writer) when it is a thread of the profile, else 0 */
 	const char *waiter; /* the program's function nearest the leaf (the caller of libc's
 			     * waiting code), NULL when the stack has none */
+	/* lock, rwlock: the holder's stack sampled in the same tick, ROOT FIRST (owned by the
+	 * model), holder_n frames; none (NULL, 0) when the agent sampled none. Shown whatever
+	 * the filter: a holder of a thread the filter leaves out still shows under the waits of
+	 * the threads it keeps (it is what they waited for). */
+	const struct wp_rframe *holder_frames;
+	uint32_t holder_n;
 	uint64_t count, weight_ns;
 };
 

@@ -29,8 +29,9 @@
 
 struct name_info {
 	const char *str;
-	uint32_t rank; /* position in strcmp order */
+	uint32_t rank; /* position in strcmp order (then by state) */
 	uint8_t kind;
+	uint8_t state; /* enum wp_flame_state */
 };
 
 struct node {
@@ -42,7 +43,11 @@ struct tree {
 	struct node *nodes;
 	size_t nnodes, cap;
 	struct wp_u64map edges;    /* edge_key(parent, name) -> child */
-	struct wp_interner strs;   /* frame name -> name id */
+	struct wp_interner strs;   /* frame name -> name id (a name in a state other than
+				    * RUNNING is interned as "\x1f" STATE NAME: another id) */
+	char **keys;               /* those composed names, freed with the tree */
+	size_t nkeys, keys_cap;
+	struct wp_u64map key_of;   /* (name pointer << 3 | state) -> index in keys */
 	struct name_info *names;   /* by name id */
 	size_t nnames, names_cap;
 };
@@ -58,6 +63,10 @@ static void tree_free(struct tree *t)
 	wp_u64map_free(&t->edges);
 	wp_interner_free(&t->strs);
 	free(t->names);
+	for (size_t i = 0; i < t->nkeys; i++)
+		free(t->keys[i]);
+	free(t->keys);
+	wp_u64map_free(&t->key_of);
 }
 
 static int tree_init(struct tree *t)
@@ -70,22 +79,59 @@ static int tree_init(struct tree *t)
 	return 0;
 }
 
-static int name_id(struct tree *t, const char *s, enum wp_frame_kind kind, uint32_t *out)
+/* The interner's key of name `s` in `state`: `s` itself when running, else "\x1f" STATE
+ * NAME, kept in t->keys (interned strings are kept by pointer). NULL when out of memory. */
+static const char *state_key(struct tree *t, const char *s, enum wp_flame_state state)
+{
+	if (state == WP_FLAME_RUNNING)
+		return s;
+	/* user-space pointers fit in 61 bits: the state goes in the low 3 */
+	uint64_t pk = (uint64_t)(uintptr_t)s << 3 | (uint64_t)state;
+	uint32_t at;
+	if (wp_u64map_get(&t->key_of, pk, &at))
+		return t->keys[at];
+	size_t l = strlen(s);
+	char *k = malloc(l + 3);
+	if (!k || (t->nkeys == t->keys_cap &&
+		   wp_grow(&t->keys, &t->keys_cap, t->nkeys + 1, sizeof(*t->keys)))) {
+		free(k);
+		return NULL;
+	}
+	k[0] = '\x1f';
+	k[1] = (char)('0' + state);
+	memcpy(k + 2, s, l + 1);
+	if (wp_u64map_get_or_add(&t->key_of, pk, (uint32_t)t->nkeys, &at) < 0) {
+		free(k);
+		return NULL;
+	}
+	t->keys[t->nkeys++] = k;
+	return k;
+}
+
+static int name_id(struct tree *t, const char *s, enum wp_frame_kind kind,
+		   enum wp_flame_state state, uint32_t *out)
 {
 	int64_t id;
+	const char *key;
 
 	if (!s) {
 		s = "[unknown]";
 		kind = WP_KIND_UNKNOWN;
 	}
+	if ((unsigned)state >= WP_FLAME__N)
+		state = WP_FLAME_RUNNING;
 	if (t->nnames == t->names_cap &&
 	    wp_grow(&t->names, &t->names_cap, t->nnames + 1, sizeof(*t->names)))
 		return -ENOMEM;
-	id = wp_intern(&t->strs, s);
+	key = state_key(t, s, state);
+	if (!key)
+		return -ENOMEM;
+	id = wp_intern(&t->strs, key);
 	if (id < 0)
 		return -ENOMEM;
 	if ((size_t)id == t->nnames) /* a new name: the kind it first came with is its colour */
-		t->names[t->nnames++] = (struct name_info){ .str = s, .kind = (uint8_t)kind };
+		t->names[t->nnames++] = (struct name_info){ .str = s, .kind = (uint8_t)kind,
+							    .state = (uint8_t)state };
 	*out = (uint32_t)id;
 	return 0;
 }
@@ -166,11 +212,13 @@ static int tree_build(struct tree *t, const struct wp_flame_stack *stacks, size_
 				if (i >= l->st->nframes)
 					continue;
 				if (l->same && (i >= p->nframes ||
-						p->frames[i].name != l->st->frames[i].name))
+						p->frames[i].name != l->st->frames[i].name ||
+						p->frames[i].state != l->st->frames[i].state))
 					l->same = 0;
 				if (l->same)
 					continue;
-				r = name_id(t, l->st->frames[i].name, l->st->frames[i].kind, &l->nid);
+				r = name_id(t, l->st->frames[i].name, l->st->frames[i].kind,
+					    l->st->frames[i].state, &l->nid);
 				if (r)
 					goto out;
 				wp_u64map_prefetch(&t->edges, edge_key(l->cur, l->nid));
@@ -219,8 +267,10 @@ out:
 static int cmp_name_ids(const void *a, const void *b, void *arg)
 {
 	const struct name_info *names = arg;
+	const struct name_info *x = &names[*(const uint32_t *)a], *y = &names[*(const uint32_t *)b];
+	int c = strcmp(x->str, y->str);
 
-	return strcmp(names[*(const uint32_t *)a].str, names[*(const uint32_t *)b].str);
+	return c ? c : (x->state > y->state) - (x->state < y->state);
 }
 
 static int cmp_rank(const void *a, const void *b, void *arg)
@@ -505,6 +555,49 @@ static struct rgb kind_colour(const char *name, int kind, int is_root)
 	}
 }
 
+/* Hot/cold graphs: a running sample's frames in warm colours (program red to yellow, libraries
+ * orange, unknown tan), a waiting sample's in cool ones (program blue, libraries aqua,
+ * unknown slate), the wait leaf indigo, a lock's "held by" violet and its holder's stack
+ * pink. Thread roots keep their blue-grey. */
+static struct rgb state_colour(const char *name, int kind, int state, int is_root)
+{
+	uint32_t h = name_hash(name ? name : "");
+	double v1 = (h & 0xff) / 255.0, v2 = ((h >> 8) & 0xff) / 255.0;
+
+	if (is_root || kind == WP_KIND_THREAD)
+		return kind_colour(name, kind, is_root);
+	switch (state) {
+	case WP_FLAME_WAITING:
+		if (kind == WP_KIND_PROGRAM)
+			return (struct rgb){ 70 + (int)(40 * v2), 120 + (int)(50 * v1), 215 + (int)(35 * v2) };
+		if (kind == WP_KIND_LIBRARY)
+			return (struct rgb){ 80 + (int)(40 * v2), 185 + (int)(40 * v1), 205 + (int)(35 * v1) };
+		return (struct rgb){ 140 + (int)(30 * v1), 160 + (int)(30 * v1), 190 + (int)(30 * v1) };
+	case WP_FLAME_WAIT:
+		return (struct rgb){ 120 + (int)(30 * v1), 120 + (int)(30 * v1), 235 };
+	case WP_FLAME_HELD_BY:
+		return (struct rgb){ 185 + (int)(20 * v1), 130 + (int)(20 * v1), 235 };
+	case WP_FLAME_HOLDER:
+		return (struct rgb){ 230 + (int)(25 * v2), 130 + (int)(50 * v1), 200 + (int)(35 * v2) };
+	default:
+		if (kind == WP_KIND_PROGRAM)
+			return kind_colour(name, kind, 0);
+		if (kind == WP_KIND_LIBRARY)
+			return (struct rgb){ 235 + (int)(20 * v2), 150 + (int)(60 * v1), 40 + (int)(40 * v2) };
+		return (struct rgb){ 210 + (int)(30 * v1), 180 + (int)(30 * v1), 140 + (int)(30 * v1) };
+	}
+}
+
+/* The class of a hot/cold frame's <g> besides "f" (NULL: none). */
+static const char *state_class(int kind, int state, int is_root)
+{
+	static const char *const cls[WP_FLAME__N] = { "warm", "cool", "wait", "held", "holder" };
+
+	if (is_root || kind == WP_KIND_THREAD || state < 0 || state >= WP_FLAME__N)
+		return NULL;
+	return cls[state];
+}
+
 /* Red: more samples in AFTER, blue: fewer, grey: the same; the more the change, the more
  * the colour (and never so dark that the black label gets hard to read). */
 static struct rgb diff_colour(uint64_t after, uint64_t before, double maxdelta)
@@ -553,7 +646,7 @@ static void write_svg(struct out *o, const struct tree *t, const struct layout *
 	const int gbottom = top + rows * ROW_H;
 	const int height = gbottom + 70;
 	double maxdelta = 0, lx;
-	int seen[5] = { 0 };
+	int seen[5] = { 0 }, seen_state[WP_FLAME__N] = { 0 };
 	size_t k;
 
 	if (diff) {
@@ -610,14 +703,21 @@ static void write_svg(struct out *o, const struct tree *t, const struct layout *
 		const struct node *n = &t->nodes[it->node];
 		const char *name = it->node ? t->names[n->name].str : "all";
 		int kind = it->node ? t->names[n->name].kind : -1;
+		int state = it->node ? t->names[n->name].state : 0;
 		double x = XPAD + (double)it->start * scale, w = (double)n->count * scale;
 		int y = gbottom - (int)(it->depth + 1) * ROW_H;
 		struct rgb c = diff ? diff_colour(n->count, n->base, maxdelta)
-				    : kind_colour(name, kind, it->node == 0);
+			     : opts->hotcold ? state_colour(name, kind, state, it->node == 0)
+					     : kind_colour(name, kind, it->node == 0);
+		const char *cls = opts->hotcold && !diff ? state_class(kind, state, it->node == 0)
+							 : NULL;
 
 		if (kind >= 0 && kind < 5)
 			seen[kind] = 1;
-		o_printf(o, "<g class=\"f\" id=\"f%zu\" data-s=\"%llu\" data-n=\"%llu\" data-d=\"%u\"",
+		if (state > 0 && state < WP_FLAME__N)
+			seen_state[state] = 1;
+		o_printf(o, "<g class=\"f%s%s\" id=\"f%zu\" data-s=\"%llu\" data-n=\"%llu\" "
+			    "data-d=\"%u\"", cls ? " " : "", cls ? cls : "",
 			 k, (unsigned long long)it->start, (unsigned long long)n->count,
 			 it->depth);
 		if (diff)
@@ -672,6 +772,20 @@ static void write_svg(struct out *o, const struct tree *t, const struct layout *
 		o_count(o, L->before_only);
 		o_puts(o, L->before_only == 1 ? " frame only in BEFORE not drawn</text>\n"
 					      : " frames only in BEFORE not drawn</text>\n");
+	} else if (opts->hotcold) {
+		static const char *const labels[WP_FLAME__N] = {
+			"running", "waiting", "wait [KIND OBJECT]", "lock held by", "holder's stack"
+		};
+		int st;
+
+		for (st = 0; st < WP_FLAME__N; st++)
+			if (st == WP_FLAME_RUNNING || seen_state[st])
+				o_swatch(o, &lx, gbottom + 42,
+					 state_colour(labels[st], WP_KIND_PROGRAM, st, 0), labels[st]);
+		if (seen[WP_KIND_LIBRARY])
+			o_swatch(o, &lx, gbottom + 42,
+				 state_colour("memcpy", WP_KIND_LIBRARY, WP_FLAME_RUNNING, 0),
+				 "running, library");
 	} else {
 		static const char *const labels[5] = { "program", "library", "kernel", "unknown",
 						       "thread" };

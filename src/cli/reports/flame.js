@@ -16,7 +16,7 @@ for (var i = 0; i < gs.length; i++) {
 	var tt = t.textContent, k = tt.lastIndexOf(' (');
 	var f = { i: i, id: g.id, g: g, rect: r, text: tx, title: tt,
 		name: k >= 0 ? tt.slice(0, k) : tt, s: num(g, 'data-s'), n: num(g, 'data-n'),
-		d: num(g, 'data-d'), fill: r.getAttribute('fill'), x0: num(r, 'x'), w0: num(r, 'width'),
+		d: num(g, 'data-d'), cls: g.getAttribute('class'), fill: r.getAttribute('fill'), x0: num(r, 'x'), w0: num(r, 'width'),
 		x: num(r, 'x'), w: num(r, 'width'), hit: false };
 	frames.push(f);
 	byId[g.id] = f;
@@ -63,11 +63,16 @@ function fitAll(list) {
 		} while (f.lab !== '' && f.text.getComputedTextLength() > f.w - 6);
 	}
 }
-function place(f, x, w, cls, vis) {
+/* a frame's classes: its own ("f", and in hot/cold graphs its state: warm, cool, wait,
+ * held, holder) plus what zooming makes of it (dim, hide) */
+function setCls(f, extra) {
+	f.g.setAttribute('class', extra ? f.cls + ' ' + extra : f.cls);
+}
+function place(f, x, w, extra, vis) {
 	f.x = x; f.w = w;
 	f.rect.setAttribute('x', x.toFixed(2));
 	f.rect.setAttribute('width', w.toFixed(2));
-	f.g.setAttribute('class', cls);
+	setCls(f, extra);
 	vis.push(f);
 }
 function find(what) {
@@ -92,12 +97,12 @@ function zoom(what) {
 	for (var i = 0; i < frames.length; i++) {
 		var f = frames[i];
 		if (f.d < z.d) {
-			if (f.s <= z.s && f.s + f.n >= end) place(f, xpad, gw, 'f dim', vis);
-			else f.g.setAttribute('class', 'f hide');
+			if (f.s <= z.s && f.s + f.n >= end) place(f, xpad, gw, 'dim', vis);
+			else setCls(f, 'hide');
 		} else if (f.s >= z.s && f.s + f.n <= end) {
-			place(f, xpad + (f.s - z.s) * scale, f.n * scale, 'f', vis);
+			place(f, xpad + (f.s - z.s) * scale, f.n * scale, '', vis);
 		} else {
-			f.g.setAttribute('class', 'f hide');
+			setCls(f, 'hide');
 		}
 	}
 	fitAll(vis);
@@ -109,7 +114,7 @@ function reset() {
 	var vis = [];
 	for (var i = 0; i < frames.length; i++) {
 		var f = frames[i];
-		place(f, f.x0, f.w0, 'f', vis);
+		place(f, f.x0, f.w0, '', vis);
 	}
 	fitAll(vis);
 	resetBtn.setAttribute('class', 'btn hidden');
@@ -206,8 +211,8 @@ window.wpFlame = {
 	frames: function () {
 		return frames.map(function (f) {
 			return { id: f.id, name: f.name, samples: f.n, start: f.s, depth: f.d,
-				x: f.x, width: f.w, hidden: f.g.getAttribute('class') === 'f hide',
-				matched: f.hit };
+				x: f.x, width: f.w, hidden: f.g.classList.contains('hide'),
+				state: (f.cls.split(' ')[1] || ''), matched: f.hit };
 		});
 	}
 };

@@ -1,7 +1,8 @@
 /* Folded stacks, the format flamegraph.pl and speedscope read: "root;caller;leaf COUNT",
  * one distinct stack a line (stacks that symbolize alike are merged), sorted. With --waits,
  * a waiting sample's stack ends with "[wait KIND OBJECT]" and, for a lock whose holder is
- * known, "[held by NAME tid=N]" (docs/profile-format.md, "Waits"). */
+ * known, "[held by NAME tid=N]" and the holder's frames in the same tick, root first
+ * (docs/profile-format.md, "Waits"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,17 +62,19 @@ size_t wp_folded_stack(const struct wp_opts *o, const struct wp_resolved *r,
 }
 
 /* Appends the frames of wait `w` (of a stack of process `proc`) to the stack text of length
- * n in buf. */
+ * n in buf; `leaf`: the stack already ends with its [wait ...] frame (--wait-leaves=on). */
 static size_t put_wait(const struct wp_resolved *r, uint32_t proc, const struct wp_rwait *w,
-		       char *buf, size_t n, size_t cap)
+		       int leaf, char *buf, size_t n, size_t cap)
 {
-	if (n + 1 < cap)
-		buf[n++] = ';';
-	n = put_name(buf, n, cap, "[wait ");
-	n = put_name(buf, n, cap, wp_wait_kind_name(w->kind));
-	n = put_name(buf, n, cap, " ");
-	n = put_name(buf, n, cap, w->object);
-	n = put_name(buf, n, cap, "]");
+	if (!leaf) {
+		if (n + 1 < cap)
+			buf[n++] = ';';
+		n = put_name(buf, n, cap, "[wait ");
+		n = put_name(buf, n, cap, wp_wait_kind_name(w->kind));
+		n = put_name(buf, n, cap, " ");
+		n = put_name(buf, n, cap, w->object);
+		n = put_name(buf, n, cap, "]");
+	}
 	if (w->holder) {
 		const struct wp_thread *t = wp_resolved_thread_of(r, proc, w->holder);
 		char tid[32];
@@ -81,6 +84,12 @@ static size_t put_wait(const struct wp_resolved *r, uint32_t proc, const struct 
 		n = put_name(buf, n, cap, t && t->name && *t->name ? t->name : "?");
 		snprintf(tid, sizeof(tid), " tid=%u]", w->holder);
 		n = put_name(buf, n, cap, tid);
+		/* the holder's stack in the same tick, root first, above its frame */
+		for (uint32_t j = 0; j < w->holder_n; j++) {
+			if (n + 1 < cap)
+				buf[n++] = ';';
+			n = put_name(buf, n, cap, r->funcs[w->holder_frames[j].func].name);
+		}
 	}
 	buf[n] = 0;
 	return n;
@@ -117,13 +126,14 @@ int wp_report_folded(const struct wp_opts *o, const struct wp_resolved *r,
 			continue;
 		size_t n = wp_folded_stack(o, r, s, buf, sizeof(buf));
 		uint64_t rest = s->count;
+		int leaf = !strcmp(r->funcs[s->frames[s->n - 1].func].module, "[wait]");
 		for (uint32_t k = 0; o->waits && k < s->nwaits; k++) {
 			const struct wp_rwait *w = &s->waits[k];
 			uint64_t c = w->count < rest ? w->count : rest;
 			if (!c)
 				continue;
 			rest -= c;
-			size_t m = put_wait(r, s->proc, w, buf, n, sizeof(buf));
+			size_t m = put_wait(r, s->proc, w, leaf, buf, n, sizeof(buf));
 			if (add_line(&lines, buf, m, c) < 0)
 				return -1;
 			buf[n] = 0;

@@ -1,6 +1,13 @@
-/* The SVG flame graph of a profile: the resolved stacks handed to the flame graph writer, each
- * frame coloured by what it is (program, library, unknown), with a "[NAME tid=N]" root per
- * thread under --per-thread. --thread keeps one thread's stacks. */
+/* The SVG flame graph of a profile, or of the processes of a run: the resolved stacks handed
+ * to the flame graph writer, each frame coloured by what it is (program, library, unknown),
+ * with a "[PROGRAM pid=N]" root per process under --per-process and a "[NAME tid=N]" root
+ * per thread under --per-thread (below its process's root with both), as in folded output.
+ * --thread, --process keep some of the stacks.
+ *
+ * Wall mode is hot/cold (flame.h): a running sample's frames warm, a waiting sample's cool,
+ * and a waiting sample the agent read a wait for ends with the wait as a leaf frame "[wait
+ * KIND OBJECT]", then for a lock with a known holder "[held by NAME tid=N]" and the holder's
+ * stack from the same tick, root first, in its own colour (the frames of folded --waits). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,44 +22,129 @@ static const char *meta_or(const struct wp_profile *p, const char *key, const ch
 	return v && *v ? v : dflt;
 }
 
+/* What the graph is built from: its stacks, their frame arrays and the frame names made here
+ * (thread roots, wait frames), all freed together. */
+struct build {
+	struct wp_flame_stack *stacks;
+	size_t n, cap;
+	void **owned;
+	size_t nowned, owned_cap;
+};
+
+static int own(struct build *b, void *p)
+{
+	if (!p)
+		return -1;
+	if (b->nowned == b->owned_cap) {
+		size_t cap = b->owned_cap ? 2 * b->owned_cap : 256;
+		void **o = realloc(b->owned, cap * sizeof(*o));
+		if (!o) {
+			free(p);
+			return -1;
+		}
+		b->owned = o;
+		b->owned_cap = cap;
+	}
+	b->owned[b->nowned++] = p;
+	return 0;
+}
+
+/* "[PREFIX NAME tid=N]", kept in b. */
+static char *own_tid(struct build *b, const char *prefix, const char *name, unsigned tid)
+{
+	char *out;
+	if (asprintf(&out, "[%s%s tid=%u]", prefix, name, tid) < 0)
+		return NULL;
+	return own(b, out) ? NULL : out;
+}
+
+/* Adds stack `s` (with `count` samples), then wait `w`'s frames when not NULL. */
+static int add_stack(struct build *b, const struct wp_opts *o, const struct wp_resolved *r,
+		     const struct wp_rstack *s, const struct wp_rwait *w, uint64_t count,
+		     int hotcold)
+{
+	enum wp_flame_state st = hotcold && (s->flags & WP_STACK_WAITING) ? WP_FLAME_WAITING
+									  : WP_FLAME_RUNNING;
+	size_t extra = (o->per_process ? 1 : 0) + (o->per_thread ? 1 : 0) + (s->n ? 0 : 1) +
+		       (w ? 2 + w->holder_n : 0);
+	struct wp_flame_frame *f = malloc((s->n + extra) * sizeof(*f));
+	if (own(b, f))
+		return -1;
+	int k = 0;
+	if (o->per_process) {
+		char prog[256], *root = NULL;
+		if (asprintf(&root, "[%s pid=%ld]", wp_resolved_program(r, s->proc, prog, sizeof(prog)),
+			     wp_resolved_pid(r, s->proc)) < 0 || own(b, root))
+			return -1;
+		f[k++] = (struct wp_flame_frame){ root, WP_KIND_THREAD, WP_FLAME_RUNNING };
+	}
+	if (o->per_thread) {
+		const struct wp_thread *t = wp_resolved_thread_of(r, s->proc, s->tid);
+		char *root = own_tid(b, "", t && t->name && *t->name ? t->name : "?",
+				     s->tid);
+		if (!root)
+			return -1;
+		f[k++] = (struct wp_flame_frame){ root, WP_KIND_THREAD, WP_FLAME_RUNNING };
+	}
+	if (!s->n)
+		f[k++] = (struct wp_flame_frame){ "[no stack]", WP_KIND_UNKNOWN, st };
+	for (uint32_t j = 0; j < s->n; j++) {
+		const struct wp_func *fn = &r->funcs[s->frames[j].func];
+		f[k++] = (struct wp_flame_frame){ fn->name, fn->kind, st };
+	}
+	if (w) {
+		char *wf = NULL;
+		if (asprintf(&wf, "[wait %s %s]", wp_wait_kind_name(w->kind), w->object) < 0 ||
+		    own(b, wf))
+			return -1;
+		f[k++] = (struct wp_flame_frame){ wf, WP_KIND_UNKNOWN, WP_FLAME_WAIT };
+		if (w->holder) {
+			const struct wp_thread *t = wp_resolved_thread_of(r, s->proc, w->holder);
+			char *hf = own_tid(b, "held by ",
+					   t && t->name && *t->name ? t->name : "?", w->holder);
+			if (!hf)
+				return -1;
+			f[k++] = (struct wp_flame_frame){ hf, WP_KIND_UNKNOWN, WP_FLAME_HELD_BY };
+			for (uint32_t j = 0; j < w->holder_n; j++) {
+				const struct wp_func *fn = &r->funcs[w->holder_frames[j].func];
+				f[k++] = (struct wp_flame_frame){ fn->name, fn->kind, WP_FLAME_HOLDER };
+			}
+		}
+	}
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? 2 * b->cap : 256;
+		struct wp_flame_stack *ns = realloc(b->stacks, cap * sizeof(*ns));
+		if (!ns)
+			return -1;
+		b->stacks = ns;
+		b->cap = cap;
+	}
+	b->stacks[b->n++] = (struct wp_flame_stack){ f, k, count, 0 };
+	return 0;
+}
+
 int wp_report_svg(const struct wp_opts *o, const struct wp_resolved *r,
 		  const struct wp_summary *sum, FILE *out)
 {
 	const struct wp_profile *p = r->p;
-	struct wp_flame_stack *stacks = calloc(r->nstacks + 1, sizeof(*stacks));
-	struct wp_flame_frame **frames = calloc(r->nstacks + 1, sizeof(*frames));
-	char **roots = calloc(r->nstacks + 1, sizeof(*roots));
-	size_t n = 0;
+	struct build b = { 0 };
 	int rc = -1;
-	if (!stacks || !frames || !roots)
-		goto oom;
+	int hotcold = !strcmp(meta_or(p, "mode", "wall"), "wall");
 	for (size_t i = 0; i < r->nstacks; i++) {
 		const struct wp_rstack *s = &r->stacks[i];
 		if (!s->count)
 			continue;
-		int extra = (o->per_thread ? 1 : 0) + (s->n ? 0 : 1);
-		struct wp_flame_frame *f = malloc((s->n + (size_t)extra) * sizeof(*f));
-		if (!f)
-			goto oom;
-		frames[n] = f;
-		int k = 0;
-		if (o->per_thread) {
-			const struct wp_thread *t = wp_resolved_thread(r, s->tid);
-			if (asprintf(&roots[n], "[%s tid=%u]", t && t->name && *t->name ? t->name : "?",
-				     s->tid) < 0) {
-				roots[n] = NULL;
+		uint64_t rest = s->count;
+		for (uint32_t k = 0; hotcold && k < s->nwaits; k++) {
+			uint64_t c = s->waits[k].count < rest ? s->waits[k].count : rest;
+			if (!c)
+				continue;
+			rest -= c;
+			if (add_stack(&b, o, r, s, &s->waits[k], c, hotcold))
 				goto oom;
-			}
-			f[k++] = (struct wp_flame_frame){ roots[n], WP_KIND_THREAD };
 		}
-		if (!s->n)
-			f[k++] = (struct wp_flame_frame){ "[no stack]", WP_KIND_UNKNOWN };
-		for (uint32_t j = 0; j < s->n; j++) {
-			const struct wp_func *fn = &r->funcs[s->frames[j].func];
-			f[k++] = (struct wp_flame_frame){ fn->name, fn->kind };
-		}
-		stacks[n] = (struct wp_flame_stack){ f, k, s->count, 0 };
-		n++;
+		if (rest && add_stack(&b, o, r, s, NULL, rest, hotcold))
+			goto oom;
 	}
 
 	char title[512], sub[512];
@@ -62,10 +154,16 @@ int wp_report_svg(const struct wp_opts *o, const struct wp_resolved *r,
 	int sl = snprintf(sub, sizeof(sub), "wallprof: %llu samples at %s Hz over %.2f s",
 			  (unsigned long long)sum->samples, meta_or(p, "hz", "?"),
 			  (double)sum->duration_ns / 1e9);
+	if (r->nprocs > 1 && sl > 0 && (size_t)sl < sizeof(sub))
+		sl += snprintf(sub + sl, sizeof(sub) - (size_t)sl, ", %zu profiles of one run",
+			       r->nprocs);
+	if (r->filter.process && sl > 0 && (size_t)sl < sizeof(sub))
+		sl += snprintf(sub + sl, sizeof(sub) - (size_t)sl, ", process %s%s",
+			       r->filter.process, r->filter.descendants ? " and its descendants" : "");
 	if (r->filter.thread && sl > 0 && (size_t)sl < sizeof(sub))
 		snprintf(sub + sl, sizeof(sub) - (size_t)sl, ", thread %s", r->filter.thread);
-	struct wp_flame_opts fo = { .title = title, .subtitle = sub };
-	int e = wp_flame_write(out, stacks, n, &fo);
+	struct wp_flame_opts fo = { .title = title, .subtitle = sub, .hotcold = hotcold };
+	int e = wp_flame_write(out, b.stacks, b.n, &fo);
 	if (e)
 		fprintf(stderr, "wallprof: could not write the flame graph: %s\n", strerror(-e));
 	rc = e ? -1 : 0;
@@ -73,12 +171,9 @@ int wp_report_svg(const struct wp_opts *o, const struct wp_resolved *r,
 oom:
 	fprintf(stderr, "wallprof: out of memory\n");
 done:
-	for (size_t i = 0; i < n + 1 && frames && roots; i++) {
-		free(frames[i]);
-		free(roots[i]);
-	}
-	free(frames);
-	free(roots);
-	free(stacks);
+	for (size_t i = 0; i < b.nowned; i++)
+		free(b.owned[i]);
+	free(b.owned);
+	free(b.stacks);
 	return rc;
 }

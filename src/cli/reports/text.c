@@ -19,6 +19,7 @@
 #define GRAPH_EDGES 8   /* callers / callees listed per function */
 #define THREAD_FUNCS 5  /* functions listed per thread */
 #define MAX_THREADS 20  /* thread sections without --thread */
+#define MAX_PROCS 20    /* process sections without --process */
 #define FEW_SAMPLES 100 /* below this, warn that the shares are rough */
 
 static const char rule[] =
@@ -35,6 +36,16 @@ struct text {
 	int wall;
 	uint64_t total; /* samples kept by the filter */
 };
+
+/* The pid of each process of the model being reported (META lookups, once: the sections of
+ * a run of many processes ask for them per stack). Set and cleared by wp_report_text. */
+static const struct wp_resolved *pids_of;
+static long *pids;
+
+static long pid_of(const struct wp_resolved *r, uint32_t proc)
+{
+	return r == pids_of && pids && proc < r->nprocs ? pids[proc] : wp_resolved_pid(r, proc);
+}
 
 /* ---------------------------------------------------------------------------------------- */
 /* Formatting */
@@ -205,8 +216,44 @@ static void exit_line(struct text *t, char *buf, size_t cap)
 	}
 }
 
-/* The other processes of the run (a fork child, an exec'd image, a program it started):
- * listed, so that their time is not missed; their samples are in their own files. */
+/* One row of the run's table, and then (tree order) the processes it started. */
+static void process_row(struct text *t, const struct wp_run *run, size_t i, char *done)
+{
+	const struct wp_run_proc *rp = &run->procs[i];
+	char pid[24], ppid[24], line[WIDTH * 4], b[WIDTH * 4];
+	done[i] = 1;
+	snprintf(pid, sizeof(pid), "%ld", rp->pid);
+	snprintf(ppid, sizeof(ppid), "%ld", rp->ppid);
+	if (rp->pid < 0)
+		strcpy(pid, "?");
+	if (rp->ppid < 0)
+		strcpy(ppid, "?");
+	/* the program's name without its directory: the arguments tell processes apart */
+	const char *cmd = rp->command, *sp = strchr(cmd, ' '), *sl = strrchr(cmd, '/');
+	if (sl && (!sp || sl < sp))
+		cmd = sl + 1;
+	else if (sp && cmd[0] == '/')
+		for (const char *c = cmd; c < sp; c++)
+			if (*c == '/')
+				cmd = c + 1;
+	/* indented by its depth in the tree; the file only when the report is of one of them */
+	int depth = wp_run_depth(run, i);
+	snprintf(line, sizeof(line), "%*s%s%s%s%s", 2 * depth, "", *cmd ? cmd : "(command unknown)",
+		 run->merged ? "" : "  [", run->merged ? "" : rp->file,
+		 run->merged ? "" : rp->is_main ? " (this)]" : "]");
+	fprintf(t->out, "  %7s %7s  %-10s %9s %9s %8s  %s\n", pid, ppid, rp->end,
+		wp_dur(rp->wall_ns), wp_dur(rp->cpu_ns), wp_num(rp->samples),
+		fit_head(line, WIDTH - 60, b, sizeof(b)));
+	/* its children, by start; an exec'd image and the next image of its pid are siblings */
+	for (size_t k = 0; k < run->n; k++)
+		if (!done[k] && rp->pid > 0 && run->procs[k].ppid == rp->pid &&
+		    run->procs[k].pid != rp->pid)
+			process_row(t, run, k, done);
+}
+
+/* Every process of the run (a fork child, an exec'd image, a program it started), as a tree:
+ * pid, parent, how it ended, wall and CPU time, samples, command line. With --single-file
+ * the others are listed so that their time is not missed; their samples are in their files. */
 static void processes(struct text *t)
 {
 	const struct wp_run *run = t->s->run;
@@ -223,35 +270,22 @@ static void processes(struct text *t)
 		fprintf(t->out, "[RUN]     the run's only profile:\n");
 	else
 		fprintf(t->out, "[RUN]     %zu profiles in this run (each process, each image before "
-				"an exec); this report is\n          of %s only: `wallprof --report "
-				"--whole-run %s` reports them all\n", run->n, self, self);
-	fprintf(t->out, "[RUN]     %7s %7s %-10s %9s %9s %8s  %s\n", "pid", "parent", "ended",
-		"wall", "CPU", "samples", "file: command");
-	for (size_t i = 0; i < run->n; i++) {
-		const struct wp_run_proc *rp = &run->procs[i];
-		char pid[24], ppid[24], line[WIDTH * 2 + 1], b[WIDTH * 2];
-		snprintf(pid, sizeof(pid), "%ld", rp->pid);
-		snprintf(ppid, sizeof(ppid), "%ld", rp->ppid);
-		if (rp->pid < 0)
-			strcpy(pid, "?");
-		if (rp->ppid < 0)
-			strcpy(ppid, "?");
-		/* the program's name without its directory: the arguments tell processes apart */
-		const char *cmd = rp->command, *sp = strchr(cmd, ' '), *sl = strrchr(cmd, '/');
-		if (sl && (!sp || sl < sp))
-			cmd = sl + 1;
-		else if (sp && cmd[0] == '/')
-			for (const char *c = cmd; c < sp; c++)
-				if (*c == '/')
-					cmd = c + 1;
-		snprintf(line, sizeof(line), "%s%s: %s", rp->file, rp->is_main ? " (this)" : "",
-			 *cmd ? cmd : "(command unknown)");
-		fprintf(t->out, "[RUN]     %7s %7s %-10s %9s %9s %8s  %s\n", pid, ppid, rp->end,
-			wp_dur(rp->wall_ns), wp_dur(rp->cpu_ns), wp_num(rp->samples),
-			fit_head(line, WIDTH - 68, b, sizeof(b)));
-	}
+				"an exec); this report is\n          of %s only (--single-file): "
+				"`wallprof --report %s` reports them all\n", run->n, self, self);
+	fprintf(t->out, "  %7s %7s  %-10s %9s %9s %8s  %s\n", "pid", "parent", "ended", "wall",
+		"CPU", "samples", run->merged ? "command" : "command  [file]");
+	char *done = calloc(run->n ? run->n : 1, 1);
+	if (!done)
+		return;
+	for (size_t i = 0; i < run->n; i++) /* roots first (parent not in the run), by start */
+		if (!done[i] && wp_run_depth(run, i) == 0)
+			process_row(t, run, i, done);
+	for (size_t i = 0; i < run->n; i++) /* a cycle of reused pids: still every row */
+		if (!done[i])
+			process_row(t, run, i, done);
+	free(done);
 	for (size_t i = 0; i < run->n; i++)
-		if (run->procs[i].end_kind == WP_END_NO_WORD) {
+		if (run->procs[i].end_kind == WP_END_NO_WORD && !run->procs[i].exit_known) {
 			fprintf(t->out, "[RUN]     no word: a process whose last write was a checkpoint "
 					"(killed by SIGKILL, or still running)\n");
 			break;
@@ -285,7 +319,17 @@ static void header(struct text *t)
 			fprintf(t->out, "pid %llu%s", (unsigned long long)meta(t, "pid"), *ex ? ", " : "");
 		fprintf(t->out, "%s\n", ex);
 	}
-	if (duration) {
+	const struct wp_run *run = s->run && s->run->merged ? s->run : NULL;
+	const struct wp_run_proc *root = run ? wp_run_root(run) : NULL;
+	uint64_t root_wall = root ? wp_run_pid_wall(run, root->pid) : 0;
+	if (root_wall) {
+		/* a tree: the wall time the user waited is the root's (every image of its pid);
+		 * the CPU time is every process's */
+		fprintf(t->out, "[RUN]     wall time %s (the root's), CPU time %s (user %s, system "
+				"%s)\n          of all %zu profiles: %.2f cores busy\n", wp_dur(root_wall),
+			wp_dur(user + sys), wp_dur(user), wp_dur(sys), run->n,
+			(double)(user + sys) / (double)root_wall);
+	} else if (duration) {
 		fprintf(t->out, "[RUN]     wall time %s, CPU time %s (user %s, system %s)", wp_dur(duration),
 			wp_dur(user + sys), wp_dur(user), wp_dur(sys));
 		fprintf(t->out, ": %.2f cores busy\n", (double)(user + sys) / (double)duration);
@@ -319,6 +363,11 @@ static void header(struct text *t)
 				wp_num(s->samples_all), wp_dur(s->program_cpu_ns));
 		}
 	}
+	if (t->r->filter.process)
+		fprintf(t->out, "[FILTER]  --process%s=%s%s: %s of %s samples (%.1f%%)\n",
+			t->r->filter.descendants ? "-tree" : "", t->r->filter.process,
+			t->r->filter.descendants ? " and its descendants" : "", wp_num(t->total),
+			wp_num(s->samples_all), wp_pct(t->total, s->samples_all));
 	if (t->r->filter.thread)
 		fprintf(t->out, "[FILTER]  --thread=%s: %s of %s samples (%.1f%%)\n",
 			t->r->filter.thread, wp_num(t->total), wp_num(s->samples_all),
@@ -413,9 +462,19 @@ struct cols {
 	int func, src, mod, samples;
 };
 
-/* "  pid N" of the process with most of function f's self samples, "+" when others had
- * some too (the PROCESSES section splits them). */
-static void main_process(const struct wp_resolved *r, uint32_t f, char *buf, size_t cap)
+/* Whether function f is anywhere in stack s. */
+static int in_stack(const struct wp_rstack *s, uint32_t f)
+{
+	for (uint32_t j = 0; j < s->n; j++)
+		if (s->frames[j].func == f)
+			return 1;
+	return 0;
+}
+
+/* "  pid N" of the process with most of function f's self samples (its total samples with
+ * `total`), "+" when others had some too (the PROCESSES section splits them). */
+static void main_process(const struct wp_resolved *r, uint32_t f, int total, char *buf,
+			 size_t cap)
 {
 	uint64_t *per = calloc(r->nprocs, sizeof(*per));
 	if (!per)
@@ -423,13 +482,13 @@ static void main_process(const struct wp_resolved *r, uint32_t f, char *buf, siz
 	size_t best = 0, with = 0;
 	for (size_t i = 0; i < r->nstacks; i++) {
 		const struct wp_rstack *s = &r->stacks[i];
-		if (s->n && s->frames[s->n - 1].func == f)
+		if (total ? in_stack(s, f) : s->n && s->frames[s->n - 1].func == f)
 			per[s->proc] += s->count;
 	}
 	/* the images of one pid are one process */
 	for (size_t k = 0; k < r->nprocs; k++)
 		for (size_t j = 0; j < k; j++)
-			if (per[k] && wp_resolved_pid(r, (uint32_t)j) == wp_resolved_pid(r, (uint32_t)k)) {
+			if (per[k] && pid_of(r, (uint32_t)j) == pid_of(r, (uint32_t)k)) {
 				per[j] += per[k];
 				per[k] = 0;
 			}
@@ -438,7 +497,7 @@ static void main_process(const struct wp_resolved *r, uint32_t f, char *buf, siz
 		if (per[k] > per[best])
 			best = k;
 	}
-	snprintf(buf, cap, "  pid %ld%s", wp_resolved_pid(r, (uint32_t)best), with > 1 ? "+" : "");
+	snprintf(buf, cap, "  pid %ld%s", pid_of(r, (uint32_t)best), with > 1 ? "+" : "");
 	free(per);
 }
 
@@ -471,17 +530,20 @@ static void flat(struct text *t)
 		if (ml > c.mod)
 			c.mod = ml;
 	}
-	/* Everything fits in WIDTH when it can; else the module gives way first (down to 14),
-	 * then the source (down to 18), then the function (down to 20). */
-	int avail = WIDTH - (2 + 6 + 2 + 11 + 2 + c.samples + 2 + 6 + 2) - 4;
+	/* Everything fits in WIDTH when it can; else the module gives way first (down to 14,
+	 * 10 beside a process column), then the source (down to 18, 14), then the function
+	 * (down to 20). */
+	int procs_col = r->nprocs > 1 ? 12 : 0; /* "  pid NNNNN+" */
+	int mod_min = procs_col ? 10 : 14, src_min = procs_col ? 14 : 18;
+	int avail = WIDTH - (2 + 6 + 2 + 11 + 2 + c.samples + 2 + 6 + 2) - 4 - procs_col;
 	if (c.mod > 24)
 		c.mod = 24;
 	if (c.src > 28)
 		c.src = 28;
-	if (c.func + c.src + c.mod > avail && c.mod > 14)
-		c.mod = c.func + c.src + 14 > avail ? 14 : avail - c.func - c.src;
-	if (c.func + c.src + c.mod > avail && c.src > 18)
-		c.src = c.func + 18 + c.mod > avail ? 18 : avail - c.func - c.mod;
+	if (c.func + c.src + c.mod > avail && c.mod > mod_min)
+		c.mod = c.func + c.src + mod_min > avail ? mod_min : avail - c.func - c.src;
+	if (c.func + c.src + c.mod > avail && c.src > src_min)
+		c.src = c.func + src_min + c.mod > avail ? src_min : avail - c.func - c.mod;
 	if (c.func + c.src + c.mod > avail)
 		c.func = avail - c.src - c.mod < 20 ? 20 : avail - c.src - c.mod;
 
@@ -501,7 +563,7 @@ static void flat(struct text *t)
 		snprintf(ci, sizeof(ci), "%.1f-%.1f", lo, hi);
 		char pc[48] = "";
 		if (procs)
-			main_process(r, ids[i], pc, sizeof(pc));
+			main_process(r, ids[i], 0, pc, sizeof(pc));
 		fprintf(t->out, "  %5.1f%%  %-11s  %*s  %5.1f%%  %-*s  %-*s  %-*s%s\n",
 			wp_pct(f->self, r->total), ci, c.samples, wp_num(f->self), wp_pct(f->total, r->total),
 			c.func, fit_tail(f->name, c.func, b1, sizeof(b1)), c.src,
@@ -531,13 +593,23 @@ static void flat(struct text *t)
 #define WAIT_OBJECTS 20   /* objects listed */
 #define WAIT_NAMES 4      /* threads, holders named per object */
 
+/* A lock's holder as the text names it: its thread, and where its stack in the same tick
+ * was (the program function nearest the leaf, at its line) in its largest share. */
+struct holder_slot {
+	uint64_t key; /* process << 32 | tid, + 1; 0: free */
+	const struct wp_rframe *at; /* NULL: no holder stack known; else the frame of the wait
+				     * record that brought the most samples (best) */
+	uint64_t n, best;
+};
+
 struct wait_obj {
 	UT_hash_handle hh;
 	enum wp_wait_kind kind;
 	const char *object;
 	uint64_t count, weight_ns;
-	uint64_t tids[WAIT_NAMES], holders[WAIT_NAMES]; /* process << 32 | tid, + 1 */
-	uint64_t tid_n[WAIT_NAMES], holder_n[WAIT_NAMES];
+	uint64_t tids[WAIT_NAMES]; /* process << 32 | tid, + 1 */
+	uint64_t tid_n[WAIT_NAMES];
+	struct holder_slot holders[WAIT_NAMES];
 	const char *funcs[WAIT_NAMES];
 	uint64_t func_n[WAIT_NAMES];
 	int more_funcs;
@@ -573,6 +645,71 @@ static void tally_func(struct wait_obj *w, const char *f, uint64_t n)
 			return;
 		}
 	w->more_funcs = 1;
+}
+
+/* The frame a holder stack is shown by: the program's function nearest the leaf, else the
+ * leaf; NULL when there is no stack. */
+static const struct wp_rframe *holder_at(const struct wp_resolved *r, const struct wp_rwait *rw)
+{
+	for (uint32_t j = rw->holder_n; j-- > 0;)
+		if (r->funcs[rw->holder_frames[j].func].kind == WP_KIND_PROGRAM)
+			return &rw->holder_frames[j];
+	return rw->holder_n ? &rw->holder_frames[rw->holder_n - 1] : NULL;
+}
+
+/* Counts `n` samples held by rw's holder (thread and place) in w's holder slots. */
+static void tally_holder(const struct wp_resolved *r, struct wait_obj *w, uint32_t proc,
+			 const struct wp_rwait *rw, uint64_t n)
+{
+	uint64_t key = ((uint64_t)proc << 32 | rw->holder) + 1;
+	const struct wp_rframe *at = holder_at(r, rw);
+	for (int i = 0; i < WAIT_NAMES; i++) {
+		struct holder_slot *h = &w->holders[i];
+		if (!h->key || h->key == key) {
+			h->key = key;
+			if (at && (!h->at || n > h->best)) {
+				h->at = at;
+				h->best = n;
+			}
+			h->n += n;
+			return;
+		}
+	}
+	w->more_holders = 1;
+}
+
+/* "holder tid=12 97% in compute (main.c:40), ...", most samples first */
+static void put_holders(struct text *t, struct wait_obj *w, char *buf, size_t cap)
+{
+	size_t at = 0;
+	buf[0] = 0;
+	for (int i = 1; i < WAIT_NAMES; i++) /* insertion sort of 4 slots, by count */
+		for (int j = i; j > 0 && w->holders[j].n > w->holders[j - 1].n; j--) {
+			struct holder_slot tmp = w->holders[j];
+			w->holders[j] = w->holders[j - 1];
+			w->holders[j - 1] = tmp;
+		}
+	for (int i = 0; i < WAIT_NAMES && w->holders[i].key && at < cap; i++) {
+		const struct holder_slot *h = &w->holders[i];
+		uint32_t proc = (uint32_t)((h->key - 1) >> 32), tid = (uint32_t)(h->key - 1);
+		const struct wp_thread *th = wp_resolved_thread_of(t->r, proc, tid);
+		at += (size_t)snprintf(buf + at, cap - at, "%s%s tid=%u %.0f%%", i ? ", " : "",
+				       th && th->name && *th->name ? th->name : "?", tid,
+				       wp_pct(h->n, w->count));
+		if (h->at && at < cap) {
+			const struct wp_func *f = &t->r->funcs[h->at->func];
+			const char *file = h->at->file ? h->at->file : f->file;
+			int line = h->at->file ? h->at->line : f->line;
+			const char *base = file ? strrchr(file, '/') : NULL;
+			if (file && line > 0)
+				at += (size_t)snprintf(buf + at, cap - at, " in %s (%s:%d)", f->name,
+						       base ? base + 1 : file, line);
+			else
+				at += (size_t)snprintf(buf + at, cap - at, " in %s", f->name);
+		}
+	}
+	if (w->more_holders && at < cap)
+		snprintf(buf + at, cap - at, ", ...");
 }
 
 static int by_wait_count(struct wait_obj *a, struct wait_obj *b)
@@ -627,12 +764,13 @@ static void waits(struct text *t)
 			tally_func(w, rw->waiter, rw->count);
 			if (rw->holder) {
 				w->holder_known += rw->count;
-				tally_tid(w->holders, w->holder_n, &w->more_holders, s->proc,
-					  rw->holder, rw->count);
+				tally_holder(r, w, s->proc, rw, rw->count);
 			}
 			per_kind[rw->kind] += rw->count;
 			kind_ns[rw->kind] += rw->weight_ns;
 			known += rw->count;
+			if (!(s->flags & WP_STACK_WAITING))
+				waiting += rw->count; /* a runnable thread's wait for a CPU */
 		}
 	}
 	banner(t, "WAITS (what waiting samples waited in: %s of %s)", wp_num(known),
@@ -661,11 +799,12 @@ static void waits(struct text *t)
 						       wp_pct(w->func_n[i], w->count));
 			if (w->more_funcs && at < sizeof(b2))
 				snprintf(b2 + at, sizeof(b2) - at, ", ...");
+			if (strlen(b2) > WIDTH - 38) /* long C++ names: the line stays in WIDTH */
+				snprintf(b2 + WIDTH - 41, sizeof(b2) - (WIDTH - 41), "...");
 			if (*b2)
 				fprintf(t->out, "  %30s  in: %s\n", "", b2);
 			if (w->holder_known) {
-				put_tids(t, w->holders, w->holder_n, w->more_holders, w->count, b2,
-					 sizeof(b2));
+				put_holders(t, w, b2, sizeof(b2));
 				fprintf(t->out, "  %30s  held by: %s\n", "", b2);
 			}
 		}
@@ -810,11 +949,23 @@ static void call_graph(struct text *t)
 		const struct wp_func *f = &r->funcs[id];
 		size_t nl = 0;
 		const char *src = source_of(f->file, f->line, b2, sizeof(b2));
+		/* over several processes, the one with most of its samples ("+": others too) */
+		char pc[48] = "";
+		if (r->nprocs > 1) {
+			main_process(r, id, 1, pc, sizeof(pc));
+			pc[0] = ',';
+		}
 		/* "[k] NAME  100.0% total, 100.0% self  (SRC, MODULE)": 41 columns besides */
-		int fw = WIDTH - 41 - (int)strlen(src) - (int)strlen(f->module);
-		fprintf(t->out, "\n[%zu] %s  %.1f%% total, %.1f%% self  (%s, %s)\n", k + 1,
-			fit_tail(f->name, fw < 20 ? 20 : fw, b1, sizeof(b1)), wp_pct(f->total, t->total),
-			wp_pct(f->self, t->total), fit_tail(src, 30, b3, sizeof(b3)), f->module);
+		int sw = (int)strlen(src) > 30 ? 30 : (int)strlen(src);
+		int fw = WIDTH - 41 - sw - (int)strlen(f->module) - (int)strlen(pc);
+		if (fw < 20) { /* the source gives way first, then the name */
+			sw -= 20 - fw;
+			sw = sw < 12 ? 12 : sw;
+			fw = 20;
+		}
+		fprintf(t->out, "\n[%zu] %s  %.1f%% total, %.1f%% self  (%s, %s%s)\n", k + 1,
+			fit_tail(f->name, fw, b1, sizeof(b1)), wp_pct(f->total, t->total),
+			wp_pct(f->self, t->total), fit_tail(src, sw, b3, sizeof(b3)), f->module, pc);
 		HASH_ITER(hh, g.edges, e, tmp) {
 			if ((uint32_t)e->key == id)
 				links[nl++] = (struct link){ (uint32_t)(e->key >> 32), e->count };
@@ -843,12 +994,21 @@ done:
 /* ---------------------------------------------------------------------------------------- */
 /* Threads */
 
+/* A thread of the report: tids are a process's own, and the images of one pid share their
+ * threads (exec keeps the calling thread), so a thread is a (pid, tid). */
 struct tcount {
 	UT_hash_handle hh;
+	uint64_t key;  /* pid << 32 | tid */
 	uint32_t tid;
 	uint32_t proc; /* the process it was first met in */
+	long pid;
 	uint64_t samples, waiting;
 };
+
+static uint64_t thread_key(const struct wp_resolved *r, uint32_t proc, uint32_t tid)
+{
+	return (uint64_t)(uint32_t)pid_of(r, proc) << 32 | tid;
+}
 
 static int by_samples(struct tcount *a, struct tcount *b)
 {
@@ -906,9 +1066,15 @@ static void hidden_by_name(struct text *t, struct tcount *tc, size_t skip)
 		fprintf(t->out, "    (%s more names)\n", wp_num(groups - 8));
 }
 
-static int of_thread(const struct wp_rstack *s, void *tid)
+struct of_tid {
+	const struct wp_resolved *r;
+	uint64_t key;
+};
+
+static int of_thread(const struct wp_rstack *s, void *arg)
 {
-	return s->tid == *(const uint32_t *)tid;
+	const struct of_tid *a = arg;
+	return thread_key(a->r, s->proc, s->tid) == a->key;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -922,65 +1088,260 @@ struct of_pid {
 static int of_process(const struct wp_rstack *s, void *arg)
 {
 	const struct of_pid *a = arg;
-	return wp_resolved_pid(a->r, s->proc) == a->pid;
+	return pid_of(a->r, s->proc) == a->pid;
 }
 
-static void process_sections(struct text *t)
+/* The heading of process `k`'s section (the first image of its pid): its share and its top
+ * functions over every image; its threads follow. */
+static void process_head(struct text *t, size_t k)
 {
 	const struct wp_resolved *r = t->r;
 	char b1[512], b2[256], b3[256], b4[256], prog[256];
-	banner(t, "PROCESSES (%zu profiles; the images of one pid are one process)", r->nprocs);
-	for (size_t k = 0; k < r->nprocs; k++) {
-		long pid = wp_resolved_pid(r, (uint32_t)k);
-		size_t j = 0;
-		while (j < k && wp_resolved_pid(r, (uint32_t)j) != pid)
-			j++;
-		if (j < k)
-			continue; /* an earlier image of this pid has the section */
-		struct of_pid arg = { r, pid };
-		struct wp_tally tally;
-		if (wp_tally(r, of_process, &arg, &tally) != 0)
-			return;
-		long long ppid = wp_profile_meta_ll(r->procs[k], "ppid", -1);
-		fprintf(t->out, "\n%s (pid %ld, parent %lld): %s sample%s, %.1f%% of all\n",
-			wp_resolved_program(r, (uint32_t)k, prog, sizeof(prog)), pid, ppid,
-			wp_num(tally.samples), tally.samples == 1 ? "" : "s",
-			wp_pct(tally.samples, t->total));
-		size_t n;
-		uint32_t *ids = wp_funcs_ranked(r, &tally, WP_RANK_SELF, &n);
-		for (size_t i = 0; ids && i < n && i < THREAD_FUNCS; i++) {
-			const struct wp_func *f = &r->funcs[ids[i]];
-			uint64_t self = tally.self[ids[i]];
-			fprintf(t->out, "    %5.1f%%  %8s  %-40s  %-24s  %s\n",
-				wp_pct(self, tally.samples), wp_num(self),
-				fit_tail(f->name, 40, b1, sizeof(b1)),
-				fit_tail(source_of(f->file, f->line, b2, sizeof(b2)), 24, b3, sizeof(b3)),
-				fit_head(f->module, 14, b4, sizeof(b4)));
+	long pid = pid_of(r, (uint32_t)k);
+	struct of_pid arg = { r, pid };
+	struct wp_tally tally;
+	if (wp_tally(r, of_process, &arg, &tally) != 0)
+		return;
+	long long ppid = wp_profile_meta_ll(r->procs[k], "ppid", -1);
+	size_t images = 0, last = k;
+	for (size_t j = 0; j < r->nprocs; j++)
+		if (pid_of(r, (uint32_t)j) == pid) {
+			images++;
+			last = j; /* procs are in the order they started */
 		}
-		if (ids && n > THREAD_FUNCS)
-			fprintf(t->out, "    %s more function%s\n", wp_num(n - THREAD_FUNCS),
-				n - THREAD_FUNCS == 1 ? "" : "s");
-		free(ids);
+	char first[256], from[300] = "";
+	if (images > 1)
+		snprintf(from, sizeof(from), ", exec'd from %s",
+			 wp_resolved_program(r, (uint32_t)k, first, sizeof(first)));
+	/* how it ended: its last image's row of the run */
+	const char *end = NULL;
+	for (size_t j = 0; t->s->run && j < t->s->run->n; j++)
+		if (t->s->run->procs[j].pid == pid)
+			end = t->s->run->procs[j].end;
+	fprintf(t->out, "\n%s\n%s (pid %ld, parent %lld%s%s%s): %s sample%s, %.1f%% of all\n",
+		dashes, wp_resolved_program(r, (uint32_t)last, prog, sizeof(prog)), pid, ppid, from,
+		end ? ", " : "", end ? end : "",
+		wp_num(tally.samples), tally.samples == 1 ? "" : "s",
+		wp_pct(tally.samples, t->total));
+	size_t n;
+	uint32_t *ids = wp_funcs_ranked(r, &tally, WP_RANK_SELF, &n);
+	for (size_t i = 0; ids && i < n && i < THREAD_FUNCS; i++) {
+		const struct wp_func *f = &r->funcs[ids[i]];
+		uint64_t self = tally.self[ids[i]];
+		fprintf(t->out, "    %5.1f%%  %8s  %-36s  %-24s  %s\n",
+			wp_pct(self, tally.samples), wp_num(self),
+			fit_tail(f->name, 36, b1, sizeof(b1)),
+			fit_tail(source_of(f->file, f->line, b2, sizeof(b2)), 24, b3, sizeof(b3)),
+			fit_head(f->module, 14, b4, sizeof(b4)));
+	}
+	if (ids && n > THREAD_FUNCS)
+		fprintf(t->out, "    %s more function%s\n", wp_num(n - THREAD_FUNCS),
+			n - THREAD_FUNCS == 1 ? "" : "s");
+	free(ids);
+	wp_tally_free(&tally);
+}
+
+/* One line: where the thread's wall time went, parts adding up to 100%: running, waiting
+ * for a CPU, then each kind of wait, then waiting in no known call (summary.h's budget). */
+static void time_budget(struct text *t, uint32_t proc, uint32_t tid)
+{
+	struct wp_budget b;
+	wp_thread_budget(t->r, proc, tid, &b);
+	if (!b.total_ns)
+		return;
+	fprintf(t->out, "    time (%s sampled): running %.1f%%", wp_dur(b.total_ns),
+		wp_pct(b.running_ns, b.total_ns));
+	if (b.kind_ns[WP_WAIT_CPU])
+		fprintf(t->out, ", waiting for a CPU %.1f%%", wp_pct(b.kind_ns[WP_WAIT_CPU], b.total_ns));
+	for (int k = 0; k < WP_WAIT__N; k++)
+		if (k != WP_WAIT_CPU && b.kind_ns[k])
+			fprintf(t->out, ", %s %.1f%%", wp_wait_kind_name((enum wp_wait_kind)k),
+				wp_pct(b.kind_ns[k], b.total_ns));
+	if (b.unknown_ns)
+		fprintf(t->out, ", waiting in no known call %.1f%%", wp_pct(b.unknown_ns, b.total_ns));
+	fputc('\n', t->out);
+}
+
+/* One thread's section: its samples, and the functions it spent them in. Returns -1 when out
+ * of memory. */
+static int thread_section(struct text *t, const struct tcount *c, uint64_t all)
+{
+	char b1[512], b2[256], b3[256], b4[256];
+	const struct wp_thread *th = wp_resolved_thread_of(t->r, c->proc, c->tid);
+	char in[64] = "";
+	if (t->r->nprocs > 1)
+		snprintf(in, sizeof(in), ", pid %ld", c->pid);
+	fprintf(t->out, "\n%s (tid %u%s%s): %s sample%s, %.1f%% of the %s",
+		th && th->name && *th->name ? th->name : "?", c->tid, in,
+		th && (th->flags & WP_THREAD_EXITED) ? ", exited" : "", wp_num(c->samples),
+		c->samples == 1 ? "" : "s", wp_pct(c->samples, all),
+		t->r->nprocs > 1 ? "run" : "process");
+	if (t->wall)
+		fprintf(t->out, "; running %.1f%%, waiting %.1f%%",
+			wp_pct(c->samples - c->waiting, c->samples), wp_pct(c->waiting, c->samples));
+	fputc('\n', t->out);
+	if (t->wall)
+		time_budget(t, c->proc, c->tid);
+	struct wp_tally tally;
+	struct of_tid arg = { t->r, c->key };
+	if (wp_tally(t->r, of_thread, &arg, &tally) != 0)
+		return -1;
+	size_t n;
+	uint32_t *ids = wp_funcs_ranked(t->r, &tally, WP_RANK_SELF, &n);
+	if (!ids) {
 		wp_tally_free(&tally);
+		return -1;
+	}
+	int nw = (int)strlen(wp_num(c->samples)), fw = 8, sw = 8;
+	for (size_t i = 0; i < n && i < THREAD_FUNCS; i++) {
+		const struct wp_func *f = &t->r->funcs[ids[i]];
+		int l1 = (int)strlen(f->name), l2 = (int)strlen(source_of(f->file, f->line, b2,
+								      sizeof(b2)));
+		fw = l1 > fw ? l1 : fw;
+		sw = l2 > sw ? l2 : sw;
+	}
+	sw = sw > 24 ? 24 : sw;
+	int room = WIDTH - (4 + 6 + 2 + nw + 2 + 2 + sw + 2) - 14;
+	fw = fw > room ? room : fw;
+	for (size_t i = 0; i < n && i < THREAD_FUNCS; i++) {
+		const struct wp_func *f = &t->r->funcs[ids[i]];
+		const char *src = fit_tail(source_of(f->file, f->line, b2, sizeof(b2)), sw, b3,
+					   sizeof(b3));
+		uint64_t self = tally.self[ids[i]];
+		fprintf(t->out, "    %5.1f%%  %*s  %-*s  %-*s  %s\n", wp_pct(self, c->samples),
+			nw, wp_num(self), fw, fit_tail(f->name, fw, b1, sizeof(b1)), sw, src,
+			fit_head(f->module, 14, b4, sizeof(b4)));
+	}
+	if (n > THREAD_FUNCS)
+		fprintf(t->out, "    %s more function%s\n", wp_num(n - THREAD_FUNCS),
+			n - THREAD_FUNCS == 1 ? "" : "s");
+	free(ids);
+	wp_tally_free(&tally);
+	return 0;
+}
+
+/* The threads of process `pid` (every thread when pid < 0), most sampled first, at most
+ * `limit`; the rest summed up, by name. */
+static void threads_of(struct text *t, struct tcount *tc, long pid, size_t limit, uint64_t all)
+{
+	struct tcount *c, *tmp, *only = NULL;
+	size_t shown = 0, mine = 0;
+	uint64_t rest = 0;
+	HASH_ITER(hh, tc, c, tmp) {
+		if (pid >= 0 && c->pid == pid && !mine++)
+			only = c;
+	}
+	if (pid >= 0 && mine == 1) { /* its functions are the process's, just above */
+		const struct wp_thread *th = wp_resolved_thread_of(t->r, only->proc, only->tid);
+		fprintf(t->out, "    (one thread sampled: %s, tid %u%s)\n",
+			th && th->name && *th->name ? th->name : "?", only->tid,
+			!t->wall ? "" : only->waiting * 2 > only->samples ? ", mostly waiting"
+									    : ", mostly running");
+		return;
+	}
+	HASH_ITER(hh, tc, c, tmp) {
+		if (pid >= 0 && c->pid != pid)
+			continue;
+		if (shown++ >= limit) {
+			rest += c->samples;
+			continue;
+		}
+		if (thread_section(t, c, all) != 0)
+			break;
+	}
+	if (shown > limit) {
+		fprintf(t->out, "\n(%s more threads with %s samples, %.1f%%; --thread=NAME|TID shows "
+				"one)\n", wp_num(shown - limit), wp_num(rest), wp_pct(rest, all));
+		if (pid < 0)
+			hidden_by_name(t, tc, limit);
 	}
 }
 
+
+static int by_u64_desc(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Over several processes: a section per process (the first image of each pid, in the order
+ * they started) with its threads within; the MAX_PROCS most sampled (all with --process),
+ * the rest summed up. */
+static void process_sections(struct text *t, struct tcount *tc, size_t limit, uint64_t all,
+			     size_t nthreads)
+{
+	const struct wp_resolved *r = t->r;
+	size_t np = 0;
+	uint64_t *per = calloc(r->nprocs, sizeof(*per)), *sorted = calloc(r->nprocs, sizeof(*per));
+	size_t *head = calloc(r->nprocs, sizeof(*head)); /* each image's pid's first image */
+	char *first = calloc(r->nprocs, 1);
+	if (!per || !sorted || !head || !first)
+		goto done;
+	for (size_t k = 0; k < r->nprocs; k++) {
+		size_t j = 0;
+		while (j < k && pid_of(r, (uint32_t)j) != pid_of(r, (uint32_t)k))
+			j++;
+		head[k] = j;
+		first[k] = j == k;
+		np += j == k;
+	}
+	for (size_t i = 0; i < r->nstacks; i++) /* samples per pid, on its first image */
+		per[head[r->stacks[i].proc]] += r->stacks[i].count;
+	size_t ns = 0;
+	for (size_t k = 0; k < r->nprocs; k++)
+		if (first[k])
+			sorted[ns++] = per[k];
+	qsort(sorted, ns, sizeof(*sorted), by_u64_desc);
+	size_t cap = r->filter.process ? SIZE_MAX : MAX_PROCS;
+	uint64_t floor = ns > cap ? sorted[cap - 1] : 0;
+	banner(t, "PROCESSES (%zu) AND THEIR THREADS (%zu with samples)", np, nthreads);
+	size_t shown = 0, rest = 0;
+	uint64_t rest_samples = 0;
+	for (size_t k = 0; k < r->nprocs; k++) {
+		if (!first[k])
+			continue; /* an earlier image of this pid has the section */
+		if (ns > cap && (per[k] < floor || shown >= cap || !per[k])) {
+			rest++;
+			rest_samples += per[k];
+			continue;
+		}
+		shown++;
+		process_head(t, k);
+		threads_of(t, tc, pid_of(r, (uint32_t)k), limit, all);
+	}
+	if (rest)
+		fprintf(t->out, "\n(%s more process%s with %s samples, %.1f%%; --process=PID|NAME "
+				"shows one)\n", wp_num(rest), rest == 1 ? "" : "es",
+			wp_num(rest_samples), wp_pct(rest_samples, t->total));
+done:
+	free(per);
+	free(sorted);
+	free(head);
+	free(first);
+}
+
+/* Per thread; over several processes, per process (the images of one pid are one process,
+ * in the order they started) with its threads within. */
 static void thread_sections(struct text *t)
 {
+	const struct wp_resolved *r = t->r;
 	struct tcount *tc = NULL, *c, *tmp;
 	size_t nthreads = 0;
-	for (size_t i = 0; i < t->r->nstacks; i++) {
-		const struct wp_rstack *s = &t->r->stacks[i];
+	for (size_t i = 0; i < r->nstacks; i++) {
+		const struct wp_rstack *s = &r->stacks[i];
 		if (!s->count)
 			continue;
-		HASH_FIND(hh, tc, &s->tid, sizeof(s->tid), c);
+		uint64_t key = thread_key(r, s->proc, s->tid);
+		HASH_FIND(hh, tc, &key, sizeof(key), c);
 		if (!c) {
 			c = calloc(1, sizeof(*c));
 			if (!c)
 				break;
+			c->key = key;
 			c->tid = s->tid;
 			c->proc = s->proc;
-			HASH_ADD(hh, tc, tid, sizeof(c->tid), c);
+			c->pid = pid_of(r, s->proc);
+			HASH_ADD(hh, tc, key, sizeof(c->key), c);
 			nthreads++;
 		}
 		c->samples += s->count;
@@ -989,71 +1350,17 @@ static void thread_sections(struct text *t)
 	}
 	HASH_SORT(tc, by_samples);
 	uint64_t all = t->s->samples_all;
-	size_t idle = 0, shown = 0, limit = t->r->filter.thread ? SIZE_MAX : MAX_THREADS;
-	for (size_t i = 0; i < t->r->nthreads; i++) {
-		HASH_FIND(hh, tc, &t->r->threads[i]->tid, sizeof(t->r->threads[i]->tid), c);
+	size_t idle = 0, limit = r->filter.thread ? SIZE_MAX : MAX_THREADS;
+	for (size_t i = 0; i < r->nthreads; i++) {
+		uint64_t key = thread_key(r, r->thread_procs[i], r->threads[i]->tid);
+		HASH_FIND(hh, tc, &key, sizeof(key), c);
 		idle += !c;
 	}
-	banner(t, "THREADS (%zu with samples, most sampled first)", nthreads);
-	char b1[512], b2[256], b3[256], b4[256];
-	uint64_t rest = 0;
-	HASH_ITER(hh, tc, c, tmp) {
-		if (shown++ >= limit) {
-			rest += c->samples;
-			continue;
-		}
-		const struct wp_thread *th = wp_resolved_thread_of(t->r, c->proc, c->tid);
-		char in[64] = "";
-		if (t->r->nprocs > 1)
-			snprintf(in, sizeof(in), ", pid %ld", wp_resolved_pid(t->r, c->proc));
-		fprintf(t->out, "\n%s (tid %u%s%s): %s sample%s, %.1f%% of the %s",
-			th && th->name && *th->name ? th->name : "?", c->tid, in,
-			th && (th->flags & WP_THREAD_EXITED) ? ", exited" : "", wp_num(c->samples),
-			c->samples == 1 ? "" : "s", wp_pct(c->samples, all),
-			t->r->nprocs > 1 ? "run" : "process");
-		if (t->wall)
-			fprintf(t->out, "; running %.1f%%, waiting %.1f%%",
-				wp_pct(c->samples - c->waiting, c->samples), wp_pct(c->waiting, c->samples));
-		fputc('\n', t->out);
-		struct wp_tally tally;
-		if (wp_tally(t->r, of_thread, &c->tid, &tally) != 0)
-			break;
-		size_t n;
-		uint32_t *ids = wp_funcs_ranked(t->r, &tally, WP_RANK_SELF, &n);
-		if (!ids) {
-			wp_tally_free(&tally);
-			break;
-		}
-		int nw = (int)strlen(wp_num(c->samples)), fw = 8, sw = 8;
-		for (size_t i = 0; i < n && i < THREAD_FUNCS; i++) {
-			const struct wp_func *f = &t->r->funcs[ids[i]];
-			int l1 = (int)strlen(f->name), l2 = (int)strlen(source_of(f->file, f->line, b2,
-									      sizeof(b2)));
-			fw = l1 > fw ? l1 : fw;
-			sw = l2 > sw ? l2 : sw;
-		}
-		sw = sw > 24 ? 24 : sw;
-		int room = WIDTH - (4 + 6 + 2 + nw + 2 + 2 + sw + 2) - 14;
-		fw = fw > room ? room : fw;
-		for (size_t i = 0; i < n && i < THREAD_FUNCS; i++) {
-			const struct wp_func *f = &t->r->funcs[ids[i]];
-			const char *src = fit_tail(source_of(f->file, f->line, b2, sizeof(b2)), sw, b3,
-						   sizeof(b3));
-			uint64_t self = tally.self[ids[i]];
-			fprintf(t->out, "    %5.1f%%  %*s  %-*s  %-*s  %s\n", wp_pct(self, c->samples),
-				nw, wp_num(self), fw, fit_tail(f->name, fw, b1, sizeof(b1)), sw, src,
-				fit_head(f->module, 14, b4, sizeof(b4)));
-		}
-		if (n > THREAD_FUNCS)
-			fprintf(t->out, "    %s more function%s\n", wp_num(n - THREAD_FUNCS),
-				n - THREAD_FUNCS == 1 ? "" : "s");
-		free(ids);
-		wp_tally_free(&tally);
-	}
-	if (shown > limit) {
-		fprintf(t->out, "\n(%s more threads with %s samples, %.1f%%; --thread=NAME|TID shows "
-				"one)\n", wp_num(shown - limit), wp_num(rest), wp_pct(rest, all));
-		hidden_by_name(t, tc, limit);
+	if (r->nprocs > 1) {
+		process_sections(t, tc, limit, all, nthreads);
+	} else {
+		banner(t, "THREADS (%zu with samples, most sampled first)", nthreads);
+		threads_of(t, tc, -1, limit, all);
 	}
 	if (idle)
 		fprintf(t->out, "\n(%s thread%s seen but never sampled)\n", wp_num(idle),
@@ -1070,6 +1377,11 @@ int wp_report_text(const struct wp_opts *o, const struct wp_resolved *r,
 		   const struct wp_summary *s, FILE *out)
 {
 	struct text t = { o, r->p, r, s, out, !s->cpu_mode, s->samples };
+	if ((pids = calloc(r->nprocs ? r->nprocs : 1, sizeof(*pids)))) {
+		for (size_t k = 0; k < r->nprocs; k++)
+			pids[k] = wp_resolved_pid(r, (uint32_t)k);
+		pids_of = r;
+	}
 	header(&t);
 	stats(&t);
 	if (!t.total) {
@@ -1081,9 +1393,10 @@ int wp_report_text(const struct wp_opts *o, const struct wp_resolved *r,
 		flat(&t);
 		waits(&t);
 		call_graph(&t);
-		if (r->nprocs > 1)
-			process_sections(&t);
 		thread_sections(&t);
 	}
+	free(pids);
+	pids = NULL;
+	pids_of = NULL;
 	return ferror(out) ? -1 : 0;
 }

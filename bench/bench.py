@@ -21,6 +21,10 @@ medians of ratios to the baseline of the same round, never a single absolute tim
   5. calls      what the agent's interposers cost the program's own calls (bench/calls:
                 pthread_sigmask pairs, 64-byte writes, pthread_create+join) and a trivial
                 process's start-to-exit, unprofiled and under the agent
+  6. tree       a build-like process tree (make -j2 over a generated Makefile of tiny C
+                files: make -> cc -> cc1, as, then ar) recorded with `wallprof -- make`: the
+                build's time both ways, its profile files and unsampled processes, and the
+                report of every file of the run (folded and text) per 1,000 files
 
 Standard library only. Progress lines go to stderr; the markdown report to stdout and to
 docs/bench.md (--out, --no-write).
@@ -77,6 +81,8 @@ class Plan:
             self.calls_rounds = 5
             self.calls_n = (100000, 200000, 1000)  # sigmask pairs, writes, threads
             self.calls_spawns = 10          # trivial processes each way per round
+            self.tree_units = 120           # C files in the build (about 3 processes each)
+            self.tree_rounds = 1
         else:
             self.overhead_rounds = 5
             self.overhead_ms = 1000
@@ -96,6 +102,8 @@ class Plan:
             self.calls_rounds = 11
             self.calls_n = (200000, 500000, 2000)
             self.calls_spawns = 20
+            self.tree_units = 350
+            self.tree_rounds = 3
         self.report_samples = 10_000_000
 
 
@@ -1171,6 +1179,19 @@ def spawn_wall(argv, env, root=False):
     return wall
 
 
+TREE_TEXT = (
+    "A build-like process tree: `make -j2` over a generated Makefile of %d tiny C files (make "
+    "runs `cc` for each, which starts `cc1` and `as`; then `ar`), recorded with `wallprof -q "
+    "-o make.prof -- make -s -j2` (wall mode, 100 Hz: the defaults), alternating with an "
+    "unprofiled build, %d round(s) (median). *profile files*: the recorded run's files (a "
+    "process sampled at least once leaves one); *unsampled*: the processes that ran too "
+    "briefly to be sampled, each a line of make.unsampled; *samples*: the sum over the files "
+    "and the total of the folded report over all of them (`--report make.prof --whole-run`), "
+    "which must be equal; the report times are medians of %d runs each (reading, "
+    "symbolizing and merging every file). Load average (1, 5, 15 min) when the section "
+    "ended: %s.")
+
+
 def calls(ctx):
     """The program's own calls that the agent interposes on, timed by bench/calls unprofiled
     and under the agent (wall mode, 1000 Hz, every thread each tick), alternating round by
@@ -1215,6 +1236,77 @@ def calls(ctx):
                       wp=median([r["wp"][k] for r in rounds]),
                       ratio=median(ratios), ratio_iqr=iqr_half(ratios))
     return res
+
+
+# ------------------------------------------------------------------------------------------
+# 6. Process trees
+
+
+def make_tree_project(d, units):
+    """`units` tiny C files and a Makefile that compiles each (make -> cc -> cc1, as: cc
+    starts its passes with posix_spawn or vfork) and archives them (ar)."""
+    os.makedirs(d, exist_ok=True)
+    names = []
+    for i in range(units):
+        with open(os.path.join(d, "u%04d.c" % i), "w") as f:
+            f.write("int f%d(int x) { int s = 0; for (int i = 0; i < x; i++) s += i * %d; "
+                    "return s; }\n" % (i, i + 1))
+        names.append("u%04d.o" % i)
+    with open(os.path.join(d, "Makefile"), "w") as f:
+        f.write("OBJS = %s\n\nlib.a: $(OBJS)\n\tar rcs $@ $(OBJS)\n\n"
+                "%%.o: %%.c\n\tcc -O1 -c $< -o $@\n\nclean:\n\trm -f lib.a $(OBJS)\n"
+                % " ".join(names))
+
+
+def tree(ctx):
+    """A build-like tree recorded with `wallprof -- make -j2` (default settings: wall mode,
+    100 Hz), alternating with an unprofiled build, round by round; then the report of the
+    last recorded run's files: `--whole-run` folded and text, each plan.report_runs times."""
+    plan = ctx.plan
+    proj = ctx.path("tree")
+    make_tree_project(proj, plan.tree_units)
+    pdir = ctx.path("tree-prof")
+    main = os.path.join(pdir, "make.prof")
+    walls = collections.defaultdict(list)
+    for rnd in range(plan.tree_rounds):
+        for kind in (("base", "wp") if rnd % 2 == 0 else ("wp", "base")):
+            log("tree: round %d of %d, %s" % (rnd + 1, plan.tree_rounds, kind))
+            run(["make", "-s", "clean"], cwd=proj).check()
+            if kind == "wp":
+                shutil.rmtree(pdir, ignore_errors=True)
+                os.makedirs(pdir)
+                cmd = [ctx.cli, "-q", "-o", main, "-f", "folded", "--", "make", "-s", "-j2"]
+            else:
+                cmd = ["make", "-s", "-j2"]
+            walls[kind].append(run(cmd, cwd=proj).check().wall)
+    files = [f for f in os.listdir(pdir) if f.endswith(".prof")]
+    listed = set()
+    with open(os.path.join(pdir, "make.unsampled")) as f:
+        for line in f:
+            m = re.match(r"^run=\S+ pid=(\d+) ", line)
+            if m:
+                listed.add(int(m.group(1)))
+    profs = [wpformat.read(os.path.join(pdir, f)) for f in files]
+    pids = {int(p.meta["pid"]) for p in profs}
+    file_samples = sum(p.samples() for p in profs)
+    times = collections.defaultdict(list)
+    for i in range(plan.report_runs):
+        for fmt in ("folded", "text"):
+            log("tree: report %s, run %d of %d" % (fmt, i + 1, plan.report_runs))
+            r = run([ctx.cli, "--report", main, "--whole-run", "-f", fmt]).check()
+            times[fmt].append(r.wall)
+            if fmt == "folded":
+                folded = sum(int(line.rpartition(" ")[2]) for line in r.out.splitlines()
+                             if line.strip())
+            else:
+                m = re.search(r"^\[RUN\]\s+(\d+) process(?:es)? ran too briefly", r.out, re.M)
+                said = int(m.group(1)) if m else 0
+    return dict(units=plan.tree_units, rounds=plan.tree_rounds, files=len(files),
+                pids=len(pids), unsampled=len(listed - pids), said_unsampled=said,
+                file_samples=file_samples, report_samples=folded,
+                base=median(walls["base"]), wp=median(walls["wp"]),
+                folded=median(times["folded"]), text=median(times["text"]),
+                runs=plan.report_runs, load=sh("cut -d' ' -f1-3 /proc/loadavg"))
 
 
 # ------------------------------------------------------------------------------------------
@@ -1599,6 +1691,25 @@ def render(ctx, info, res, elapsed, load0, load1):
                 v["ratio_iqr"] or 0, CALL_ROWS[k][1]))
         a("")
 
+    # 6 ---------------------------------------------------------------------------------
+    tr = res.get("tree")
+    if tr:
+        a("## 6. Process trees")
+        a("")
+        a(TREE_TEXT % (tr["units"], tr["rounds"], tr["runs"], tr["load"]))
+        a("")
+        a("| build | profile files | processes with a file | unsampled (listed) | samples: "
+          "files / report | report, folded | report, text | per 1,000 files (text) |")
+        a("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        a("| %.2f s unprofiled, %.2f s recorded (%.2f×) | %s | %s | %s (header: %s) | "
+          "%s / %s | %.2f s | %.2f s | %.2f s |" % (
+              tr["base"], tr["wp"], tr["wp"] / tr["base"], "{:,}".format(tr["files"]),
+              "{:,}".format(tr["pids"]), "{:,}".format(tr["unsampled"]),
+              "{:,}".format(tr["said_unsampled"]), "{:,}".format(tr["file_samples"]),
+              "{:,}".format(tr["report_samples"]), tr["folded"], tr["text"],
+              1000 * tr["text"] / tr["files"]))
+        a("")
+
     # targets ---------------------------------------------------------------------------
     a("## Targets")
     a("")
@@ -1785,6 +1896,16 @@ def targets(res):
     rep = res.get("report")
     if rep:
         out.append(("report of 10M samples < 2 s", "%.2f s" % rep["time"], rep["time"] < 2))
+    tr = res.get("tree")
+    if tr:
+        per = 1000 * max(tr["folded"], tr["text"]) / tr["files"]
+        out.append(("build-like tree: report < 2 s per 1,000 profile files",
+                    "%.2f s per 1,000 (%s files; text %.2f s, folded %.2f s)" % (
+                        per, "{:,}".format(tr["files"]), tr["text"], tr["folded"]), per < 2))
+        out.append(("build-like tree: no sample counted twice or lost",
+                    "%s in the files, %s in the report" % (
+                        "{:,}".format(tr["file_samples"]), "{:,}".format(tr["report_samples"])),
+                    tr["file_samples"] == tr["report_samples"]))
     return out
 
 
@@ -1799,7 +1920,7 @@ def main():
     ap.add_argument("--no-write", action="store_true", help="print only")
     ap.add_argument("--only", default="",
                     help="comma-separated sections: overhead,accuracy,rate,real,window,scale,"
-                         "memory,report,calls (default: all)")
+                         "memory,report,calls,tree (default: all)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
     ap.add_argument("--merge", action="store_true",
                     help="with --only: start from the results saved by the last run "
@@ -1866,6 +1987,8 @@ def main():
             res["scale_steady"] = scale_steady(ctx)
         if want("calls"):
             res["calls"] = calls(ctx)
+        if want("tree"):
+            res["tree"] = tree(ctx)
         if want("memory") or want("report"):
             res["memory"] = memory(ctx)
         if want("report"):

@@ -1,10 +1,12 @@
-/* The agent's life: the constructor reads the settings and starts the sampler; the destructor
- * stops it and writes the profile. In between, the process may fork (the child profiles
- * itself into its own file), exec (the profile so far is written first; the new image starts
- * afresh), or die of a signal (the samples so far are written, then it dies the same way).
- * When its last thread ends without exit() (main called pthread_exit, say), the sampler ends
- * it as glibc would have (sampler.c). Long runs are checkpointed, so even _exit or SIGKILL
- * lose at most one interval. */
+/* The agent's life: the constructor reads the settings and starts the sampler; at the end an
+ * exit handler (after every destructor, with the exit status) or _exit (exit.c) stops it and
+ * writes the profile, or, when the process took no sample, one line in the run's list of
+ * unsampled processes. In between, the process may fork (the child profiles itself into its
+ * own file), exec (the profile so far is written first; the new image starts afresh), or die
+ * of a signal (the samples so far are written, then it dies the same way). When its last
+ * thread ends without exit() (main called pthread_exit, say), the sampler ends it as glibc
+ * would have (sampler.c). Long runs are checkpointed, so even SIGKILL loses at most one
+ * interval. */
 #include <alloca.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -16,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -102,10 +105,12 @@ static void read_command(char *out, size_t cap)
 }
 
 /* On the sampler thread at its start. */
+static char command[2048];
+
 static void build_meta(void)
 {
-	char cmd[2048];
-	read_command(cmd, sizeof(cmd));
+	char *cmd = command;
+	read_command(cmd, sizeof(command));
 	wp_format(meta_text, sizeof(meta_text),
 		  "wallprof_version=%s\nmode=%s\nhz=%d\nthreads_per_tick=%d\npid=%d\nppid=%d\n"
 		  "run=%s\ncommand=%s\nsignal=%d\nncpus=%ld\n",
@@ -202,18 +207,71 @@ static void checkpoint(void)
 		write_profile("checkpoint=1\n");
 }
 
-/* ---- the end: exit, exec, fatal signal ---- */
+/* ---- the end: exit, _exit, exec, fatal signal ---- */
+
+/* The run's list of processes that took no sample (config.h: wp_config_unsampled_path). */
+static char unsampled_path[PATH_MAX];
+
+/* "exit_status=3\n" -> "exit 3"; "died_of_signal=9\n" -> "signal 9"; "exec=1\n" -> "exec";
+ * else "stop" (wallprof_stop). Async-signal-safe. */
+static void end_word(const char *extra, char *out, size_t cap)
+{
+	const char *word = "stop", *num = NULL;
+	if (extra && !strncmp(extra, "exit_status=", 12))
+		word = "exit ", num = extra + 12;
+	else if (extra && !strncmp(extra, "died_of_signal=", 15))
+		word = "signal ", num = extra + 15;
+	else if (extra && !strcmp(extra, "exec=1\n"))
+		word = "exec";
+	size_t n = wp_format(out, cap, "%s", word);
+	for (; num && *num >= '0' && *num <= '9' && n + 1 < cap; num++)
+		out[n++] = *num;
+	out[n] = 0;
+}
+
+/* A process that took no sample leaves no profile (worth_writing): one line in the run's
+ * list instead, so the report can count it without a file per process. One write() with
+ * O_APPEND: the lines of processes ending at once never mix (a regular file's appends are
+ * serialized by the kernel); under PIPE_BUF bytes. Async-signal-safe (system calls and the
+ * agent's formatter; static buffers: called once, at the end, under the writer's rules). */
+static int note_unsampled(const char *extra)
+{
+	static char line[1024];
+	if (!unsampled_path[0])
+		return 1;
+	char end[32];
+	end_word(extra, end, sizeof(end));
+	struct rusage ru;
+	unsigned long long cpu = 0;
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		cpu = (unsigned long long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ull +
+		      (unsigned long long)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ull;
+	size_t n = wp_format(line, sizeof(line) - 1,
+			     "run=%s pid=%d ppid=%d end=%s start_unix_ns=%llu wall_ns=%llu "
+			     "cpu_ns=%llu command=%s",
+			     run_id, (int)getpid(), (int)getppid(), end,
+			     (unsigned long long)wp_sampler_start_unix_ns(),
+			     (unsigned long long)(wp_now_ns() - wp_sampler_start_ns()), cpu, command);
+	line[n++] = '\n';
+	int fd = open(unsampled_path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	ssize_t w = write(fd, line, n);
+	close(fd);
+	return w == (ssize_t)n ? 1 : -EIO;
+}
 
 /* What the last write adds to META, and its result. */
 static const char *final_extra;
 static int final_result;
 
 /* The final write, after the sampler's last tick: on the sampler thread when it can (its own
- * descriptor table), else on the caller's. */
+ * descriptor table), else on the caller's. 1: nothing written (no sample: a line in the
+ * run's list instead). */
 static void write_final(void)
 {
 	refresh_names();
-	final_result = worth_writing() ? write_profile(final_extra) : 1;
+	final_result = worth_writing() ? write_profile(final_extra) : note_unsampled(final_extra);
 }
 
 static int finish(const char *why)
@@ -232,22 +290,64 @@ static int finish(const char *why)
 	return r > 0 ? 0 : r;
 }
 
-/* Runs inside a fatal signal handler: async-signal-safe only (the writer is). */
-static void flush_on_signal(int sig)
+/* The end where the caller cannot wait long or safely: a fatal signal handler, _exit (which
+ * a signal handler may call too). Async-signal-safe only (the writer is). The pid is looked
+ * at first: a vfork child shares our memory, and must not stop its parent's sampler. */
+static int finish_async(const char *extra)
 {
-	if (!atomic_exchange(&running, 0) || getpid() != owner_pid)
-		return;
-	static char extra[48];
-	wp_format(extra, sizeof(extra), "died_of_signal=%d\n", sig);
+	if (getpid() != owner_pid || !atomic_exchange(&running, 0))
+		return -ESRCH;
 	final_extra = extra;
 	final_result = 1;
 	if (wp_sampler_stop_async(500 * 1000000ull, write_final) != 0) {
 		/* The sampler could not do it: here, then (names as last read). */
-		final_result = worth_writing() ? write_profile(extra) : 1;
+		final_result = worth_writing() ? write_profile(extra) : note_unsampled(extra);
 	}
-	if (final_result == 0 && !cfg.quiet)
+	return final_result;
+}
+
+/* Runs inside a fatal signal handler: async-signal-safe only. */
+static void flush_on_signal(int sig)
+{
+	static char extra[48];
+	wp_format(extra, sizeof(extra), "died_of_signal=%d\n", sig);
+	if (finish_async(extra) == 0 && !cfg.quiet)
 		wp_log_summary("dying of signal %d: %llu samples written to %s", sig,
 			       (unsigned long long)wp_stats.samples, out_path);
+}
+
+/* The exit status, as the process ends (META exit_status: the low 8 bits, what a parent's
+ * waitpid sees). exit() and a return from main come through the on_exit handler below;
+ * _exit and _Exit through their interposers (exit.c). */
+static char exit_extra[40];
+
+static const char *exit_status_extra(int status)
+{
+	wp_format(exit_extra, sizeof(exit_extra), "exit_status=%d\n", status & 0xff);
+	return exit_extra;
+}
+
+/* glibc runs on_exit handlers last registered, first run, and the one for the loader's
+ * destructors (_dl_fini, registered by __libc_start_main after our constructor ran) before
+ * ours: so this comes after every destructor and atexit handler of the program, with the
+ * status they all lacked. A fork child inherits it; an exec'd image registers its own. */
+static int exit_hook;
+
+static void at_exit(int status, void *arg)
+{
+	(void)arg;
+	finish(exit_status_extra(status));
+}
+
+/* _exit/_Exit (exit.c), on any thread, maybe in a signal handler: no destructor runs, so
+ * this is the process's last word. Async-signal-safe. */
+void wp_agent_before__exit(int status)
+{
+	if (finish_async(exit_status_extra(status)) == 0 && !cfg.quiet)
+		wp_log_summary("%llu samples from %llu threads (%llu missed) written to %s",
+			       (unsigned long long)wp_stats.samples,
+			       (unsigned long long)wp_threads_seen(),
+			       (unsigned long long)wp_stats_missed_total(), out_path);
 }
 
 /* ---- start ---- */
@@ -305,6 +405,8 @@ static int start(void)
 		return -ENAMETOOLONG;
 	}
 	check_out_path();
+	if (wp_config_unsampled_path(&cfg, unsampled_path, sizeof(unsampled_path)) != 0)
+		unsampled_path[0] = 0;
 	choose_run_id();
 	if ((e = wp_sampler_start(&cfg, on_sampler_start)) != 0) {
 		wp_log("cannot start the sampler thread (%s); profiling is off", strerror(-e));
@@ -412,13 +514,17 @@ __attribute__((constructor)) static void wallprof_agent_init(void)
 	struct wp_config c;
 	if (wp_config_load(&c, getenv) != 0)
 		return; /* the complaint is printed; the program runs untouched */
+	/* Before anything runs that could call exit (the program's constructors, main). */
+	exit_hook = on_exit(at_exit, NULL) == 0;
 	if (c.autostart == 1 || (c.autostart == -1 && preloaded()))
 		wp_agent_begin(&c);
 }
 
+/* Without the exit hook (on_exit failed), the destructor writes, without the status. */
 __attribute__((destructor)) static void wallprof_agent_fini(void)
 {
-	finish(NULL);
+	if (!exit_hook)
+		finish(NULL);
 }
 
 /* ---- pthread_exit: the leader may be the program's last thread ---- */

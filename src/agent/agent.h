@@ -13,4 +13,7 @@ const char *wp_agent_meta(void);
 void wp_agent_before_exec(void);
 void wp_agent_after_failed_exec(void);
 
+/* The _exit interposers (exit.c): the final write, with the status. Async-signal-safe. */
+void wp_agent_before__exit(int status);
+
 #endif

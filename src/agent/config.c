@@ -142,3 +142,42 @@ int wp_config_out_path(const struct wp_config *cfg, int pid, char *buf, unsigned
 	}
 	return 0;
 }
+
+int wp_config_unsampled_path(const struct wp_config *cfg, char *buf, unsigned long cap)
+{
+	static const char suffix[] = ".unsampled";
+	unsigned long n = 0;
+	int cut = 0;
+	for (const char *p = cfg->out; *p && !cut; p++) {
+		if (p[0] == '%' && p[1] == 'p') {
+			cut = 1;
+			break;
+		}
+		if (p[0] == '%' && p[1] == '%')
+			p++;
+		if (n + 1 >= cap)
+			return -ENAMETOOLONG;
+		buf[n++] = *p;
+	}
+	buf[n] = 0;
+	char *slash = strrchr(buf, '/');
+	char *base = slash ? slash + 1 : buf;
+	if (cut) {
+		while (n > (unsigned long)(base - buf) && strchr(".-_", buf[n - 1]))
+			buf[--n] = 0;
+	} else {
+		char *dot = strrchr(base, '.');
+		if (dot && dot > base)
+			n = (unsigned long)(dot - buf);
+	}
+	if (n == (unsigned long)(base - buf)) { /* nothing left of the name: "%p.prof" */
+		if (n + 8 >= cap)
+			return -ENAMETOOLONG;
+		memcpy(buf + n, "wallprof", 8);
+		n += 8;
+	}
+	if (n + sizeof(suffix) > cap)
+		return -ENAMETOOLONG;
+	memcpy(buf + n, suffix, sizeof(suffix));
+	return 0;
+}

@@ -53,4 +53,12 @@ int wp_config_load(struct wp_config *cfg, char *(*getenv_fn)(const char *));
  * other's profiles. Returns 0 or -ENAMETOOLONG. */
 int wp_config_out_path(const struct wp_config *cfg, int pid, char *buf, unsigned long cap);
 
+/* The run's list of processes that took no sample (one line each, agent.c): the output path
+ * before its extension with ".unsampled" (wallprof.1234.prof -> wallprof.1234.unsampled, the
+ * main file's stem, the same for every process of a run under the command); a template with
+ * %p is cut before the first %p and its trailing '.', '-', '_' (wallprof.%p.prof ->
+ * wallprof.unsampled: one list per directory and name under bare LD_PRELOAD). %% is %.
+ * Returns 0 or -ENAMETOOLONG. */
+int wp_config_unsampled_path(const struct wp_config *cfg, char *buf, unsigned long cap);
+
 #endif

@@ -75,6 +75,9 @@ static uint64_t next_rand(void)
 	return rng;
 }
 
+/* When the last wall-mode tick was (tick_wall). */
+static uint64_t prev_tick;
+
 static int backed_off(struct wp_athread *t, uint64_t now)
 {
 	for (size_t i = 0; i < sizeof(backoffs) / sizeof(backoffs[0]); i++)
@@ -317,6 +320,20 @@ static void missed_answer(struct wp_athread *t, uint64_t weight_ns, uint64_t now
 			wp_stats.reused++;
 		}
 	}
+}
+
+/* Wall mode: a backed-off thread that runs is not signalled; as for a thread that did not
+ * answer, its interval is counted on its last stack rather than dropped (missed, by cause,
+ * too), so the thread's wall time stays whole. */
+static void count_backed_off(struct wp_athread *t, uint64_t weight_ns, uint64_t now)
+{
+	miss(t->flags & WP_THREAD_UNSAMPLEABLE ? WP_MISS_BLOCKED : WP_MISS_TIMEOUT);
+	if (!t->last_stack)
+		return;
+	t->last_wait = NULL; /* running, not blocked in a call */
+	wp_stacks_again(t, t->last_stack, units_of(weight_ns), weight_ns, (now - start_ns) / 1000);
+	wp_stats.samples++;
+	wp_stats.reused++;
 }
 
 /* After the batch: every thread runs again; unwind the copies and count them. */
@@ -726,12 +743,19 @@ static void tick_wall(uint64_t now)
 		return;
 	size_t k = cfg.threads == 0 || (size_t)cfg.threads > n ? n : (size_t)cfg.threads;
 	/* Each sample stands for the wall time since the previous tick (the interval, or more
-	 * when this tick came late on a busy machine), times n / k for the threads not chosen. */
-	static uint64_t prev_tick;
-	uint64_t since = prev_tick && now > prev_tick ? now - prev_tick : interval_ns;
+	 * when this tick came late on a busy machine), times n / k for the threads not chosen.
+	 * The first tick's since the sampler started (wp_sample_begin): the set-up before it
+	 * (an exec'd image's modules and unwinder, on a loaded machine tens of ms) is the
+	 * program's wall time too. */
+	uint64_t since = now > prev_tick ? now - prev_tick : interval_ns;
 	prev_tick = now;
-	if (since > 100 * interval_ns)
-		since = 100 * interval_ns; /* e.g. the machine was suspended: do not invent time */
+	/* e.g. the machine was suspended: do not invent time. At least a second: a sampler kept
+	 * off the CPU for 100-300 ms on a loaded machine (seen at load 12 on 2 CPUs) is real
+	 * wall time of the program's threads, which a cap of 100 intervals (100 ms at 1000 Hz)
+	 * lost. */
+	uint64_t cap = 100 * interval_ns > 1000000000ull ? 100 * interval_ns : 1000000000ull;
+	if (since > cap)
+		since = cap;
 	uint64_t weight = since * n / k;
 	for (size_t i = 0; i < k; i++) {
 		/* Partial Fisher-Yates: live[i] becomes a uniformly chosen remaining thread. */
@@ -739,15 +763,23 @@ static void tick_wall(uint64_t now)
 		struct wp_athread *t = live[j];
 		live[j] = live[i];
 		live[i] = t;
-		if (!t->alive || backed_off(t, now) || wp_threads_is_excluded(t->tid))
+		if (!t->alive || wp_threads_is_excluded(t->tid))
 			continue;
+		/* A thread backed off (it blocked the signal: glibc's posix_spawn blocks every
+		 * signal for a moment) is only spared the signal: a thread that has not run since
+		 * its last sample, or is blocked in a call, is still counted from /proc, so its
+		 * wall time is not lost for the back-off's second. */
+		int off = backed_off(t, now);
 		if (!cfg.test_signal_all) {
 			if (sample_unmoved(t, weight, now))
 				continue;
 			if (!on_cpu_now(t, t->last_cpu_ns) && look_blocked(t, weight, now))
 				continue;
 		}
-		sample_signalled(t, weight, now);
+		if (off)
+			count_backed_off(t, weight, now);
+		else
+			sample_signalled(t, weight, now);
 	}
 	flush_jobs(now);
 	wp_locks_settle(now); /* after every owner read of the tick */
@@ -799,6 +831,7 @@ void wp_sample_begin(const struct wp_config *c, uint64_t run_start_ns, uint64_t 
 {
 	cfg = *c;
 	start_ns = run_start_ns;
+	prev_tick = run_start_ns; /* a fork child's too: not its parent's last tick */
 	interval_ns = every_ns;
 }
 

@@ -181,8 +181,9 @@ int wp_sampler_call(void (*fn)(void *), void *arg, uint64_t timeout_ns)
  * glibc ends the process when the last thread it counts ends: that thread calls exit(0).
  * Ours are counted too, so without this the process would never end. When no program
  * thread is left (threads.h says how that is noticed), the sampler starts one more thread
- * that calls exit(0) in the program's stead: atexit handlers and destructors run (ours
- * writes the profile, once, and stops the sampler the ordinary way) on a thread with the
+ * that calls exit(0) in the program's stead: atexit handlers and destructors run (then the
+ * agent's exit handler writes the profile, once, and stops the sampler the ordinary way,
+ * agent.c) on a thread with the
  * program's default stack and the signal mask its last thread most likely had, not on ours
  * (256 KiB, every signal blocked). */
 

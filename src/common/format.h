@@ -41,7 +41,10 @@ _Static_assert(sizeof(struct wp_file_header) == 16 && sizeof(struct wp_rec_heade
 #define WP_MAX_BUILD_ID 64u
 
 enum wp_record_type {
-	/* "key=value\n" lines, UTF-8: mode, hz, command, pid, times and sampler statistics. */
+	/* "key=value\n" lines, UTF-8: mode, hz, command, pid, times and sampler statistics, and
+	 * how the process ended: exec=1, died_of_signal=N, exit_status=N (0-255; newer agents),
+	 * or checkpoint=1 alone (no final word: killed by SIGKILL, or still running). New keys
+	 * need no new version: readers ignore keys they do not know. */
 	WP_REC_META = 1,
 	WP_REC_MODULE = 2,   /* struct wp_rec_module */
 	WP_REC_THREAD = 3,   /* struct wp_rec_thread */

@@ -85,6 +85,13 @@ void wp_profile_free(struct wp_profile *p);
 const char *wp_profile_meta(const struct wp_profile *p, const char *key);
 /* Value of a META key as an integer, or `dflt` when missing or not a number. */
 long long wp_profile_meta_ll(const struct wp_profile *p, const char *key, long long dflt);
+/* How the process (this image of it) ended, from META: exec=1, died_of_signal, exit_status
+ * (written since 0.3), or checkpoint=1 / flush=1 alone (no final word: it was killed by
+ * SIGKILL, ended in a way the agent does not see, or was still running). A file of an older
+ * agent that ended normally has none of them: WP_END_ENDED (the status was not recorded). */
+enum wp_end { WP_END_ENDED, WP_END_EXIT, WP_END_SIGNAL, WP_END_EXEC, WP_END_NO_WORD };
+/* *code: the exit status (WP_END_EXIT) or the signal (WP_END_SIGNAL), else 0. */
+enum wp_end wp_profile_end(const struct wp_profile *p, int *code);
 /* The stack with this id, or NULL. */
 const struct wp_stack *wp_profile_stack(const struct wp_profile *p, uint32_t id);
 /* The module mapping `pc`, or NULL. */

@@ -879,6 +879,26 @@ long long wp_profile_meta_ll(const struct wp_profile *p, const char *key, long l
 	return x;
 }
 
+enum wp_end wp_profile_end(const struct wp_profile *p, int *code)
+{
+	long long sig = wp_profile_meta_ll(p, "died_of_signal", 0);
+	long long st = wp_profile_meta_ll(p, "exit_status", -1);
+	*code = 0;
+	if (wp_profile_meta(p, "exec"))
+		return WP_END_EXEC;
+	if (sig > 0 && sig < 65) {
+		*code = (int)sig;
+		return WP_END_SIGNAL;
+	}
+	if (st >= 0 && st <= 255) {
+		*code = (int)st;
+		return WP_END_EXIT;
+	}
+	if (wp_profile_meta(p, "checkpoint") || wp_profile_meta(p, "flush"))
+		return WP_END_NO_WORD;
+	return WP_END_ENDED;
+}
+
 /* How many of the n elements, sorted by key(p, i), have a key at or below k. */
 static size_t count_at_or_below(const struct wp_profile *p, size_t n,
 				uint64_t (*key)(const struct wp_profile *p, size_t i), uint64_t k)

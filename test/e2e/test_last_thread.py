@@ -168,7 +168,7 @@ def fork_helpers(t, mode, plain):
     t.eq(lines(r.stdout), lines(plain.stdout), "%s: the same output as unprofiled" % what)
     d = os.path.dirname(out)
     child = [f for f in os.listdir(d) if f.startswith("fork-%s." % mode) and
-             f != os.path.basename(out)]
+             f.endswith(".prof") and f != os.path.basename(out)]
     t.eq(len(child), 1, "%s: the child wrote its own profile" % what, repr(child))
     if child:
         helpers = wp.load(os.path.join(d, child[0])).through("burn_in_helper")

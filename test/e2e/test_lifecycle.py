@@ -52,15 +52,18 @@ def main(t):
 
     r, out = lc("exit3")
     t.eq(r.returncode, 3, "exit(3): wallprof exits 3")
+    t.eq(wp.read_raw(out).end(), ("exit", 3), "exit(3): the profile says exit_status=3")
 
-    # _exit skips destructors: the periodic checkpoint bounds the loss
+    # _exit skips destructors and exit handlers: the agent's _exit writes the profile, with
+    # the status (before it did not, and the last checkpoint was all there was)
     r, out = lc("_exit", "3.5", env={"WALLPROF_CHECKPOINT": "1"})
     t.eq(r.returncode, 0, "_exit: status 0")
     raw = wp.read_raw(out) if os.path.exists(out) else None
-    t.check(raw is not None and raw.meta.get("checkpoint") == "1",
-            "_exit: a checkpoint is on disk")
-    t.check(raw is not None and raw.samples() > 1500,
-            "_exit: it holds all but the last interval (%s samples of ~3500)"
+    t.check(raw is not None and raw.end() == ("exit", 0) and "checkpoint" not in raw.meta,
+            "_exit: the final profile is on disk, with exit_status=0",
+            str(raw.meta if raw else None))
+    t.check(raw is not None and raw.samples() > 3000,
+            "_exit: it holds every interval (%s samples of ~3500)"
             % (raw.samples() if raw else 0))
 
     # fork: the child profiles itself into its own file
@@ -98,9 +101,11 @@ def main(t):
     cpu = lambda raw: (int(raw.meta.get("cpu_user_ns", 0)) + int(raw.meta.get("cpu_sys_ns", 0)))
     rows = {}
     for line in wp.wallprof(["--report", out]).stdout.splitlines():
-        m = re.match(r"^\s+\d+\s+\d+\s+(exec'd|ended)\s+\S+ \S+\s+([\d.]+) (s|ms|µs)\s", line)
+        m = re.match(r"^\s+\d+\s+\d+\s+(exec'd|ended|exit \d+)\s+\S+ \S+\s+([\d.]+) (s|ms|µs)\s",
+                     line)
         if m:
-            rows[m.group(1)] = float(m.group(2)) * {"s": 1e9, "ms": 1e6, "µs": 1e3}[m.group(3)]
+            key = "exec'd" if m.group(1) == "exec'd" else "ended"  # the last image: exit 0
+            rows[key] = float(m.group(2)) * {"s": 1e9, "ms": 1e6, "µs": 1e3}[m.group(3)]
     want = cpu(raw_after) - cpu(raw_before)
     t.check(rows.get("ended") is not None and abs(rows["ended"] - want) <= max(1e6, want * 0.01),
             "exec: the new image's CPU in the header is its own (%.1f ms, its META %.1f ms less "
@@ -133,11 +138,16 @@ def main(t):
     r, out = lc("vfork")
     t.eq(r.returncode, 0, "posix_spawn children run under the agent")
     extra = [f for f in os.listdir(os.path.dirname(out)) if f.startswith("lc-vfork.")
-             and f != "lc-vfork.prof"]
+             and f.endswith(".prof") and f != "lc-vfork.prof"]
     empty = [f for f in extra
              if wp.read_raw(os.path.join(os.path.dirname(out), f)).samples() == 0]
     t.eq(empty, [], "helper processes never sampled leave no profile files (%d of ~100 "
          "were sampled and did)" % len(extra))
+    # ... each of the others is one line of the run's list: every child is accounted for
+    m = re.search(r"spawned (\d+)", r.stderr)
+    listed = wp.unsampled_pids(out.replace(".prof", ".unsampled"))
+    t.eq(len(extra) + len(listed), int(m.group(1)) if m else -1,
+         "posix_spawn: profiles + the unsampled list's pids == the children spawned")
 
     # a planted symlink at the output path is replaced, never followed
     victim = wp.tmp_path("victim.txt")

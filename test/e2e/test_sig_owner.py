@@ -69,7 +69,8 @@ def main(t):
     t.eq(r.returncode, 0, "vfork children resetting every signal do not kill the parent",
          r.describe())
     kids = [f for f in os.listdir(wp.tmp_dir())
-            if f.startswith("owner-vfork-wall.") and f != os.path.basename(prof)]
+            if f.startswith("owner-vfork-wall.") and f.endswith(".prof") and
+            f != os.path.basename(prof)]
     raws = [wp.read_raw(os.path.join(wp.tmp_dir(), f)) for f in kids]
     t.check(raws and all(x.samples() > 50 for x in raws),
             "fork children sample themselves (%s)" % [x.samples() for x in raws])

@@ -43,7 +43,9 @@ def main(t):
     def waiting(*names):
         return sum(raw.threads[tid[n]]["waiting"] for n in names if tid[n] in raw.threads)
 
-    rep = wp.wallprof(["--report", prof, "--top=40"])
+    # --single-file: the target's forked child (it sleeps, then _exit) writes a profile of
+    # its own at _exit, a sibling of the run; these checks are of the parent's threads
+    rep = wp.wallprof(["--report", prof, "--single-file", "--top=40"])
     t.check(rep.returncode == 0, "text report", rep.describe())
     text = rl.TextReport(rep.stdout)
     expect = [
@@ -72,13 +74,15 @@ def main(t):
     t.check(callers == ["locker_fn"], "call graph: [wait lock big_lock] is called by locker_fn "
             "alone", repr(callers))
     # the same model in another report: folded with the option on
-    leaves = wp.wallprof(["--report", prof, "--format=folded", "--wait-leaves=on"])
+    leaves = wp.wallprof(["--report", prof, "--single-file", "--format=folded",
+                          "--wait-leaves=on"])
     pipe = "[wait io %s]" % truth["pipe"]
     callers = set(fr[fr.index(pipe) - 1] for fr in wp.parse_folded(leaves.stdout) if pipe in fr)
     t.check(leaves.returncode == 0 and callers == {"reader_fn"},
             "folded --wait-leaves=on: %s is a leaf under reader_fn" % pipe, repr(callers))
 
-    both = wp.wallprof(["--report", prof, "--format=folded", "--wait-leaves=on", "--waits"])
+    both = wp.wallprof(["--report", prof, "--single-file", "--format=folded",
+                        "--wait-leaves=on", "--waits"])
     lock = [fr for fr in wp.parse_folded(both.stdout) if "[wait lock big_lock]" in fr]
     t.check(both.returncode == 0 and lock and all(
         fr.count("[wait lock big_lock]") == 1
@@ -88,11 +92,11 @@ def main(t):
             "folded --wait-leaves=on --waits: locker_fn;[wait lock big_lock];[held by ...] once"
             " (then the holder's frames)",
             repr(lock[:3]))
-    off = wp.wallprof(["--report", prof, "--wait-leaves=off"])
+    off = wp.wallprof(["--report", prof, "--single-file", "--wait-leaves=off"])
     t.check(off.returncode == 0 and "[wait " not in rl.TextReport(off.stdout).text.partition(
         "WAITS")[0], "--wait-leaves=off: no [wait ...] row in the flat profile",
             off.stdout[:1500])
-    folded = wp.wallprof(["--report", prof, "--format=folded"])
+    folded = wp.wallprof(["--report", prof, "--single-file", "--format=folded"])
     t.check(folded.returncode == 0 and "[wait " not in folded.stdout,
             "folded without --waits: no [wait ...] frame", folded.stdout[:500])
 

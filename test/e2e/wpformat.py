@@ -157,6 +157,21 @@ class Profile:
     def truncated(self):
         return sum(s["count"] for s in self.stacks if s["flags"] & STACK_TRUNCATED)
 
+    def end(self):
+        """How this image of the process ended, as profile_read.c's wp_profile_end: ("exec",
+        None), ("signal", N), ("exit", N), ("no word", None) (a checkpoint or flush was its
+        last write), or ("ended", None) (an older agent: a normal end, status not recorded)."""
+        m = self.meta
+        if "exec" in m:
+            return ("exec", None)
+        if m.get("died_of_signal", "").isdigit() and 0 < int(m["died_of_signal"]) < 65:
+            return ("signal", int(m["died_of_signal"]))
+        if m.get("exit_status", "").isdigit() and int(m["exit_status"]) <= 255:
+            return ("exit", int(m["exit_status"]))
+        if "checkpoint" in m or "flush" in m:
+            return ("no word", None)
+        return ("ended", None)
+
 
 def _text(b):
     return b.decode("utf-8", "replace")

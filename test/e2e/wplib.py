@@ -168,6 +168,32 @@ def run(argv, env=None, timeout=60, cwd=None, stdin_data=None, base_env=None, te
     return Result(list(argv), proc.returncode, out, err, elapsed)
 
 
+def unsampled_lines(path):
+    """The run's list of processes that took no sample (NAME.unsampled, one line each:
+    "run=ID pid=N ppid=N end=WORD[ N] start_unix_ns=N wall_ns=N cpu_ns=N command=REST"), as
+    dicts; [] when there is none."""
+    out = []
+    try:
+        with open(path) as f:
+            text = f.read()
+    except FileNotFoundError:
+        return out
+    for line in text.splitlines():
+        m = re.match(r"^run=(\S+) pid=(\d+) ppid=(\d+) end=(.*?) start_unix_ns=(\d+) "
+                     r"wall_ns=(\d+) cpu_ns=(\d+) command=(.*)$", line)
+        if m:
+            out.append(dict(run=m.group(1), pid=int(m.group(2)), ppid=int(m.group(3)),
+                            end=m.group(4), start_unix_ns=int(m.group(5)),
+                            wall_ns=int(m.group(6)), cpu_ns=int(m.group(7)),
+                            command=m.group(8)))
+    return out
+
+
+def unsampled_pids(path):
+    """The distinct pids of the list at `path`."""
+    return {u["pid"] for u in unsampled_lines(path)}
+
+
 def preload_env(mode=None, hz=None, threads=None, out=None, quiet=True, extra=None):
     """The environment for running a program under the agent directly."""
     env = {"LD_PRELOAD": agent()}

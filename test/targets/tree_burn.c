@@ -3,8 +3,10 @@
  * amount of CPU in a function of its own and appends "pid ppid main_thread_cpu_ns role" to
  * $WP_TRUTH (O_APPEND, one write per process, so the lines of the tree never mix).
  * Usage: tree_burn [SCALE] (SCALE multiplies the burns; default 1 = 150..400 ms each).
- * TREE_BURN_ROOT_EXIT=1: the root ends with _exit. TREE_BURN_CHILD_SCALE=F: the child burns F
+ * TREE_BURN_ROOT_EXIT=1: the root ends with _exit(0); TREE_BURN_ROOT_KILL=1: the root kills
+ * itself with SIGKILL (it leaves no final word). TREE_BURN_CHILD_SCALE=F: the child burns F
  * times as long (a change for --compare). */
+#include <signal.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -89,6 +91,8 @@ int main(int argc, char **argv)
 	wait_all();
 	report("root");
 	if (getenv("TREE_BURN_ROOT_EXIT"))
-		_exit(0); /* as dash does: no destructor, so the root leaves no profile */
+		_exit(0); /* as dash does: no destructor or exit handler runs */
+	if (getenv("TREE_BURN_ROOT_KILL"))
+		raise(SIGKILL); /* nothing runs: the root leaves no file (no checkpoint yet) */
 	return 0;
 }

@@ -82,6 +82,25 @@ static void test_out_path(void)
 	CHECK(wp_config_out_path(&c, 12, buf, sizeof(buf)) == 0 && !strcmp(buf, "/tmp/dir.d/noext.12"),
 	      "a dot in a directory name is not an extension: %s", buf);
 	CHECK(wp_config_out_path(&c, 12, buf, 8) == -ENAMETOOLONG, "too long is refused");
+
+	/* the run's list of unsampled processes: the main file's stem, or the template before %p */
+	static const char *const lists[][2] = {
+		{ "/tmp/run.prof", "/tmp/run.unsampled" },
+		{ "/d/wallprof.123.prof", "/d/wallprof.123.unsampled" },
+		{ "/tmp/x.%p.prof", "/tmp/x.unsampled" },
+		{ "/tmp/x-%p.prof", "/tmp/x.unsampled" },
+		{ "/tmp/%p.prof", "/tmp/wallprof.unsampled" },
+		{ "%p", "wallprof.unsampled" },
+		{ "/tmp/dir.d/noext", "/tmp/dir.d/noext.unsampled" },
+		{ "a%%b.prof", "a%b.unsampled" },
+	};
+	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+		load(&c, "WALLPROF_OUT", lists[i][0]);
+		CHECK(wp_config_unsampled_path(&c, buf, sizeof(buf)) == 0 && !strcmp(buf, lists[i][1]),
+		      "%s: list %s", lists[i][0], buf);
+	}
+	load(&c, "WALLPROF_OUT", "/tmp/run.prof");
+	CHECK(wp_config_unsampled_path(&c, buf, 12) == -ENAMETOOLONG, "a list path too long");
 }
 
 static void test_format(void)

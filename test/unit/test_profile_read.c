@@ -374,6 +374,39 @@ static void test_meta_values(void)
 	buf_free(&b);
 }
 
+/* How a process ended, from its META: newer agents' exit_status, a fatal signal, exec, a
+ * checkpoint or flush alone (no final word), and an older agent's file (none: "ended"). */
+static void test_end(void)
+{
+	static const struct { const char *meta; enum wp_end end; int code; } cases[] = {
+		{ "pid=1\nexit_status=3\n", WP_END_EXIT, 3 },
+		{ "exit_status=0\n", WP_END_EXIT, 0 },
+		{ "died_of_signal=9\n", WP_END_SIGNAL, 9 },
+		{ "checkpoint=1\ndied_of_signal=15\n", WP_END_SIGNAL, 15 },
+		{ "exec=1\n", WP_END_EXEC, 0 },
+		{ "checkpoint=1\n", WP_END_NO_WORD, 0 },
+		{ "flush=1\n", WP_END_NO_WORD, 0 },
+		{ "pid=1\n", WP_END_ENDED, 0 },
+		{ "exit_status=999\n", WP_END_ENDED, 0 },  /* not a status: as if absent */
+		{ "exit_status=x\ncheckpoint=1\n", WP_END_NO_WORD, 0 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct buf b;
+		header(&b, WP_FORMAT_VERSION);
+		rec_meta(&b, cases[i].meta);
+		rec_end_marker(&b);
+		struct wp_profile *p = parse_ok(&b);
+		if (p) {
+			int code = -1;
+			enum wp_end e = wp_profile_end(p, &code);
+			CHECK(e == cases[i].end && code == cases[i].code, "%s: end %d code %d",
+			      cases[i].meta, (int)e, code);
+			wp_profile_free(p);
+		}
+		buf_free(&b);
+	}
+}
+
 /* Forward compatibility: a newer writer may append fields to a record and add record types. */
 static void test_forward_compat(void)
 {
@@ -1224,6 +1257,7 @@ int main(int argc, char **argv)
 	test_roundtrip();
 	test_module_overlap();
 	test_meta_values();
+	test_end();
 	test_forward_compat();
 	test_waits();
 	test_header_errors();

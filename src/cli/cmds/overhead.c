@@ -257,6 +257,9 @@ int wp_overhead_test(const struct wp_opts *o, FILE *out)
 	if (tty)
 		fprintf(stderr, "\r\033[K");
 	unlink(prof);
+	/* the agent's list of the workload's processes that took no sample (run.unsampled) */
+	snprintf(prof, sizeof(prof), "%s/run.unsampled", dir);
+	unlink(prof);
 	rmdir(dir);
 	if (rc)
 		return rc;

@@ -204,6 +204,22 @@ static void progress(int fd, int tty, int quiet)
 	}
 }
 
+/* The agent's list of the run's processes that took no sample is STEM.unsampled beside the
+ * main file STEM.EXT, appended to by each: an earlier run's list under the same name goes,
+ * as its main file is replaced (the report would leave its lines out by their run id, but
+ * the file would grow run after run). */
+static void forget_unsampled(const char *profile_path)
+{
+	char list[PATH_MAX + 16];
+	const char *slash = strrchr(profile_path, '/');
+	const char *base = slash ? slash + 1 : profile_path;
+	const char *dot = strrchr(base, '.');
+	size_t stem = dot && dot != base ? (size_t)(dot - profile_path) : strlen(profile_path);
+	if (snprintf(list, sizeof(list), "%.*s.unsampled", (int)stem, profile_path) <
+	    (int)sizeof(list))
+		unlink(list);
+}
+
 int wp_record(struct wp_opts *o, char *profile_path, size_t cap)
 {
 	const char *agent = wp_find_agent();
@@ -216,6 +232,7 @@ int wp_record(struct wp_opts *o, char *profile_path, size_t cap)
 	/* Said before the program runs, not after: nothing is lost that way. */
 	if (wp_check_profile_path(profile_path) != 0)
 		return -2;
+	forget_unsampled(profile_path);
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC) != 0) {
 		perror("wallprof: pipe");

@@ -49,7 +49,7 @@ int wp_report(const struct wp_opts *o, const struct wp_resolved *r, const struct
 	}
 	struct wp_summary s;
 	wp_summarize(r->p, r, &s);
-	s.run = run && (run->n > 1 || run->skipped) ? run : NULL;
+	s.run = run && (run->n > 1 || run->skipped || run->nunsampled) ? run : NULL;
 	int rc = -1;
 	if ((size_t)o->format < sizeof(reports) / sizeof(reports[0]) && reports[o->format])
 		rc = reports[o->format](o, r, &s, out);

@@ -1,6 +1,7 @@
 #include "run.h"
 
 #include <dirent.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -20,6 +21,13 @@ static int all_digits(const char *s, size_t n)
 static int exec_tag(const char *s, size_t n)
 {
 	return n > 4 && !strncmp(s, "exec", 4) && all_digits(s + 4, n - 4);
+}
+
+/* The directory part of `path` ("." when none, "/" for "/x"), malloc'd. */
+static char *dir_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? strndup(path, (size_t)(slash - path + (slash == path))) : strdup(".");
 }
 
 /* Whether `name` is STEM.MID.EXT (EXT may be empty: then STEM.MID) with MID one of PID,
@@ -46,16 +54,26 @@ static uint64_t meta_u(const struct wp_profile *p, const char *key)
 	return v > 0 ? (uint64_t)v : 0;
 }
 
-/* The header's word for a known exit status: "exit N" or "signal N". */
+/* The header's word for how a process ended: a known status ("exit N", "SIGSEGV"), else what
+ * its file says. */
 static void end_text(struct wp_run_proc *rp)
 {
 	int st = rp->exit_status;
-	if (!rp->exit_known)
-		return;
-	if (WIFEXITED(st))
+	const char *abbrev;
+	if (rp->exit_known && WIFEXITED(st)) {
 		snprintf(rp->end, sizeof(rp->end), "exit %d", WEXITSTATUS(st));
-	else if (WIFSIGNALED(st))
-		snprintf(rp->end, sizeof(rp->end), "signal %d", WTERMSIG(st));
+	} else if (rp->exit_known && WIFSIGNALED(st)) {
+		abbrev = sigabbrev_np(WTERMSIG(st));
+		if (abbrev)
+			snprintf(rp->end, sizeof(rp->end), "SIG%s", abbrev);
+		else
+			snprintf(rp->end, sizeof(rp->end), "signal %d", WTERMSIG(st));
+	} else {
+		snprintf(rp->end, sizeof(rp->end), "%s",
+			 rp->end_kind == WP_END_EXEC      ? "exec'd"
+			 : rp->end_kind == WP_END_NO_WORD ? "no word"
+							  : "ended");
+	}
 }
 
 /* What the header says of one process, from its META. */
@@ -82,20 +100,12 @@ static int describe(const struct wp_profile *p, const char *path, int is_main,
 	for (size_t i = 0; i < p->nstacks; i++)
 		rp->samples += p->stacks[i].count;
 	rp->is_main = is_main;
-	const char *st = wp_profile_meta(p, "exit_status");
-	if (st && *st && !wp_profile_meta(p, "exec")) {
-		rp->exit_known = 1;
-		rp->exit_status = atoi(st);
+	int code;
+	rp->end_kind = wp_profile_end(p, &code);
+	if (rp->end_kind == WP_END_EXIT || rp->end_kind == WP_END_SIGNAL) {
+		rp->exit_known = 1; /* as a wait status */
+		rp->exit_status = rp->end_kind == WP_END_EXIT ? (code & 0xff) << 8 : code & 0x7f;
 	}
-	long long sig = wp_profile_meta_ll(p, "died_of_signal", 0);
-	if (wp_profile_meta(p, "exec"))
-		snprintf(rp->end, sizeof(rp->end), "exec'd");
-	else if (sig > 0)
-		snprintf(rp->end, sizeof(rp->end), "signal %lld", sig);
-	else if (wp_profile_meta(p, "checkpoint"))
-		snprintf(rp->end, sizeof(rp->end), "checkpoint");
-	else
-		snprintf(rp->end, sizeof(rp->end), "ended");
 	end_text(rp);
 	return 0;
 }
@@ -166,8 +176,7 @@ static int siblings(const char *main_path, const char *id, int prefix, FILE *war
 	const char *base = slash ? slash + 1 : main_path;
 	if (!id || !*id || !*base)
 		return 0;
-	char *dir = slash ? strndup(main_path, (size_t)(slash - main_path + (slash == main_path)))
-			  : strdup(".");
+	char *dir = dir_of(main_path);
 	const char *dot = strrchr(base, '.');
 	char *stem = dot && dot != base ? strndup(base, (size_t)(dot - base)) : strdup(base);
 	const char *ext = dot && dot != base ? dot : "";
@@ -176,6 +185,284 @@ static int siblings(const char *main_path, const char *id, int prefix, FILE *war
 	free(stem);
 	if (!rc)
 		qsort(run->procs, run->n, sizeof(*run->procs), by_start);
+	return rc;
+}
+
+/* ---- the processes that took no sample: the run's NAME.unsampled lists ----
+ * A line: "run=ID pid=N ppid=N end=WORD[ N] start_unix_ns=N wall_ns=N cpu_ns=N command=REST"
+ * (agent.c, note_unsampled). */
+
+struct line {
+	struct wp_run_unsampled u;
+	char run[64];
+	uint64_t start;
+	int keep;
+};
+
+struct lines {
+	struct line *v;
+	size_t n, cap;
+	size_t bad;
+};
+
+/* After `key` at *p: a number; moves *p past it. */
+static int field_u(char **p, const char *key, unsigned long long *out)
+{
+	size_t k = strlen(key);
+	if (strncmp(*p, key, k))
+		return -1;
+	char *end;
+	*out = strtoull(*p + k, &end, 10);
+	if (end == *p + k || (*end && *end != ' '))
+		return -1;
+	*p = *end ? end + 1 : end;
+	return 0;
+}
+
+static int parse_line(char *s, struct line *l)
+{
+	memset(l, 0, sizeof(*l));
+	unsigned long long pid, ppid, wall, cpu;
+	char *sp = strchr(s, ' ');
+	if (strncmp(s, "run=", 4) || !sp || (size_t)(sp - s - 4) >= sizeof(l->run))
+		return -1;
+	memcpy(l->run, s + 4, (size_t)(sp - s - 4));
+	char *p = sp + 1;
+	if (field_u(&p, "pid=", &pid) || field_u(&p, "ppid=", &ppid) || strncmp(p, "end=", 4))
+		return -1;
+	char *st = strstr(p, " start_unix_ns=");
+	if (!st || (size_t)(st - p - 4) >= sizeof(l->u.end))
+		return -1;
+	memcpy(l->u.end, p + 4, (size_t)(st - p - 4));
+	p = st + 1;
+	if (field_u(&p, "start_unix_ns=", (unsigned long long *)&l->start) ||
+	    field_u(&p, "wall_ns=", &wall) || field_u(&p, "cpu_ns=", &cpu) ||
+	    strncmp(p, "command=", 8))
+		return -1;
+	l->u.pid = (long)pid;
+	l->u.ppid = (long)ppid;
+	l->u.wall_ns = wall;
+	l->u.cpu_ns = cpu;
+	l->u.command = p + 8; /* pointed into the line; copied when kept */
+	return 0;
+}
+
+/* Appends the lines of the list at `path` (none when it does not exist). */
+static int read_list(const char *path, struct lines *ls)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	char buf[2048];
+	int rc = 0;
+	while (!rc && fgets(buf, sizeof(buf), f)) {
+		size_t len = strlen(buf);
+		if (len && buf[len - 1] == '\n')
+			buf[--len] = 0;
+		else if (!feof(f)) { /* too long: not ours; skip the rest of it */
+			int c;
+			while ((c = fgetc(f)) != EOF && c != '\n')
+				;
+			ls->bad++;
+			continue;
+		}
+		struct line l;
+		if (!len)
+			continue;
+		if (parse_line(buf, &l)) {
+			ls->bad++;
+			continue;
+		}
+		if (ls->n == ls->cap) {
+			size_t c = ls->cap ? ls->cap * 2 : 64;
+			struct line *nv = realloc(ls->v, c * sizeof(*nv));
+			if (!nv) {
+				rc = -1;
+				break;
+			}
+			ls->v = nv;
+			ls->cap = c;
+		}
+		if (!(l.u.command = strdup(l.u.command)))
+			rc = -1;
+		else
+			ls->v[ls->n++] = l;
+	}
+	fclose(f);
+	return rc;
+}
+
+/* Every *.unsampled list in `dir`. */
+static int read_lists_in(const char *dir, struct lines *ls)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	struct dirent *e;
+	int rc = 0;
+	while (!rc && (e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+		char path[4096];
+		if (l <= 10 || strcmp(e->d_name + l - 10, ".unsampled") ||
+		    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path))
+			continue;
+		rc = read_list(path, ls);
+	}
+	closedir(d);
+	return rc;
+}
+
+static int by_long(const void *a, const void *b)
+{
+	long x = *(const long *)a, y = *(const long *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int has_pid(const long *pids, size_t n, long pid)
+{
+	return bsearch(&pid, pids, n, sizeof(*pids), by_long) != NULL;
+}
+
+/* The kept lines into run->unsampled: one per pid, none of a pid that has a profile; of a
+ * pid's lines, its last end other than an exec (its last image's), else its last exec. */
+static int take_kept(struct wp_run *run, struct lines *ls)
+{
+	long *pids = malloc((run->n + 1) * sizeof(*pids));
+	if (!pids)
+		return -1;
+	for (size_t i = 0; i < run->n; i++)
+		pids[i] = run->procs[i].pid;
+	qsort(pids, run->n, sizeof(*pids), by_long);
+	size_t cap = 0;
+	int rc = 0;
+	for (size_t i = 0; !rc && i < ls->n; i++) {
+		struct line *l = &ls->v[i];
+		if (!l->keep || has_pid(pids, run->n, l->u.pid))
+			continue;
+		size_t j = 0;
+		while (j < run->nunsampled && run->unsampled[j].pid != l->u.pid)
+			j++;
+		if (j < run->nunsampled) { /* another image of it */
+			struct wp_run_unsampled *u = &run->unsampled[j];
+			if (strcmp(l->u.end, "exec") || !strcmp(u->end, "exec")) {
+				free(u->command);
+				*u = l->u;
+				l->u.command = NULL;
+			}
+			continue;
+		}
+		if (run->nunsampled == cap) {
+			size_t c = cap ? cap * 2 : 16;
+			struct wp_run_unsampled *nv = realloc(run->unsampled, c * sizeof(*nv));
+			if (!nv) {
+				rc = -1;
+				break;
+			}
+			run->unsampled = nv;
+			cap = c;
+		}
+		run->unsampled[run->nunsampled++] = l->u;
+		l->u.command = NULL;
+	}
+	free(pids);
+	run->unsampled_bad += ls->bad;
+	return rc;
+}
+
+static void free_lines(struct lines *ls)
+{
+	for (size_t i = 0; i < ls->n; i++)
+		free(ls->v[i].u.command);
+	free(ls->v);
+}
+
+/* The unsampled processes of run `id` (a prefix of it with `prefix`), listed in STEM.unsampled
+ * beside the main file STEM.EXT. */
+static int unsampled_of_run(const char *main_path, const char *id, int prefix,
+			    struct wp_run *run)
+{
+	if (!id || !*id)
+		return 0;
+	const char *slash = strrchr(main_path, '/');
+	const char *base = slash ? slash + 1 : main_path;
+	const char *dot = strrchr(base, '.');
+	size_t stem = dot && dot != base ? (size_t)(dot - main_path) : strlen(main_path);
+	char path[4096];
+	if (snprintf(path, sizeof(path), "%.*s.unsampled", (int)stem, main_path) >= (int)sizeof(path))
+		return 0;
+	struct lines ls = { 0 };
+	int rc = read_list(path, &ls);
+	for (size_t i = 0; i < ls.n; i++)
+		ls.v[i].keep = prefix ? !strncmp(ls.v[i].run, id, strlen(id)) : !strcmp(ls.v[i].run, id);
+	if (!rc)
+		rc = take_kept(run, &ls);
+	free_lines(&ls);
+	return rc;
+}
+
+/* Of several files (wp_run_of): the lists in their directories; a line is kept when its run
+ * is one of theirs, or its parent is one of their processes or of the lines kept (under bare
+ * LD_PRELOAD an exec'd program starts a run of its own), and it started no earlier than the
+ * first of them. */
+static int unsampled_of_files(const struct wp_profile *const *ps, const char *const *paths,
+			      size_t n, struct wp_run *run)
+{
+	struct lines ls = { 0 };
+	int rc = 0;
+	uint64_t first = UINT64_MAX;
+	for (size_t i = 0; i < run->n; i++)
+		if (run->procs[i].start_unix_ns && run->procs[i].start_unix_ns < first)
+			first = run->procs[i].start_unix_ns;
+	char **dirs = calloc(n + 1, sizeof(*dirs));
+	size_t nd = 0;
+	if (!dirs)
+		rc = -1;
+	for (size_t i = 0; !rc && i < n; i++) {
+		char *d = dir_of(paths[i]);
+		size_t j = 0;
+		while (d && j < nd && strcmp(dirs[j], d))
+			j++;
+		if (!d)
+			rc = -1;
+		else if (j < nd)
+			free(d); /* each directory once */
+		else
+			rc = read_lists_in(dirs[nd++] = d, &ls);
+	}
+	for (size_t j = 0; j < nd; j++)
+		free(dirs[j]);
+	free(dirs);
+	long *pids = malloc((run->n + ls.n + 1) * sizeof(*pids));
+	size_t np = 0;
+	if (!pids)
+		rc = -1;
+	for (size_t i = 0; !rc && i < run->n; i++)
+		pids[np++] = run->procs[i].pid;
+	for (int changed = 1; !rc && changed;) {
+		changed = 0;
+		qsort(pids, np, sizeof(*pids), by_long);
+		size_t known = np;
+		for (size_t i = 0; i < ls.n; i++) {
+			struct line *l = &ls.v[i];
+			if (l->keep)
+				continue;
+			int mine = 0;
+			for (size_t k = 0; k < n && !mine; k++) {
+				const char *rid = wp_profile_meta(ps[k], "run");
+				mine = rid && !strcmp(rid, l->run);
+			}
+			if (!mine && (first == UINT64_MAX || l->start < first ||
+				      !has_pid(pids, known, l->u.ppid)))
+				continue;
+			l->keep = 1;
+			pids[np++] = l->u.pid;
+			changed = 1;
+		}
+	}
+	if (!rc)
+		rc = take_kept(run, &ls);
+	free(pids);
+	free_lines(&ls);
 	return rc;
 }
 
@@ -201,7 +488,8 @@ int wp_run_find(const char *main_path, const struct wp_profile *main, FILE *warn
 	if (add(run, &cap) || describe(main, main_path, 1, &run->procs[0]))
 		goto oom;
 	run->n = 1;
-	if (siblings(main_path, wp_profile_meta(main, "run"), 0, warn, run, &cap))
+	if (siblings(main_path, wp_profile_meta(main, "run"), 0, warn, run, &cap) ||
+	    unsampled_of_run(main_path, wp_profile_meta(main, "run"), 0, run))
 		goto oom;
 	own_cpu(run);
 	return 0;
@@ -217,7 +505,7 @@ int wp_run_find_orphans(const char *main_path, long root_pid, FILE *warn, struct
 	size_t cap = 0;
 	char id[32];
 	snprintf(id, sizeof(id), "%ld-", root_pid);
-	if (siblings(main_path, id, 1, warn, run, &cap)) {
+	if (siblings(main_path, id, 1, warn, run, &cap) || unsampled_of_run(main_path, id, 1, run)) {
 		fprintf(stderr, "wallprof: out of memory\n");
 		wp_run_free(run);
 		return -1;
@@ -242,6 +530,10 @@ int wp_run_of(const struct wp_profile *const *ps, const char *const *paths, size
 	run->skipped = skipped;
 	run->merged = 1;
 	own_cpu(run);
+	if (unsampled_of_files(ps, paths, n, run)) {
+		wp_run_free(run);
+		return -1;
+	}
 	return 0;
 }
 
@@ -249,7 +541,7 @@ void wp_run_set_exit(struct wp_run *run, long pid, int status)
 {
 	struct wp_run_proc *last = NULL;
 	for (size_t i = 0; i < run->n; i++)
-		if (run->procs[i].pid == pid && strcmp(run->procs[i].end, "exec'd"))
+		if (run->procs[i].pid == pid && run->procs[i].end_kind != WP_END_EXEC)
 			last = &run->procs[i];
 	if (!last)
 		return;
@@ -306,5 +598,8 @@ void wp_run_free(struct wp_run *run)
 		free(run->procs[i].command);
 	}
 	free(run->procs);
+	for (size_t i = 0; i < run->nunsampled; i++)
+		free(run->unsampled[i].command);
+	free(run->unsampled);
 	memset(run, 0, sizeof(*run));
 }

@@ -21,25 +21,41 @@ struct wp_run_proc {
 	char *path;          /* the file as found (directory and name) */
 	long pid, ppid;      /* -1 when unknown */
 	char *command;       /* "" when unknown */
-	/* How it ended, when known: a wait status as waitpid gives it (WIFEXITED, WIFSIGNALED).
-	 * The hook for the recording side: filled from META exit_status (the same encoding),
-	 * which the agent does not record yet; for the run's root, the command's own waitpid
-	 * (wp_run_set_exit). exit_known is 0 until one of them says. */
+	/* How it ended, when known: a wait status as waitpid gives it (WIFEXITED, WIFSIGNALED),
+	 * from META exit_status or died_of_signal (profile.h's wp_profile_end) or, for the run's
+	 * root, the command's own waitpid (wp_run_set_exit). exit_known is 0 until one says. */
 	int exit_known, exit_status;
-	char end[32];        /* what the header says: "exit 0", "signal 11" (died of it, or
-			      * killed), "exec'd", "checkpoint" (the last one written: it ended
-			      * without a final write, e.g. _exit, or is running), "ended" (how is
-			      * not known) */
+	enum wp_end end_kind; /* what its file says (wp_profile_end) */
+	char end[32];        /* what the header says: "exit 0", "SIGSEGV" (died of it, or killed),
+			      * "exec'd", "no word" (its last write was a checkpoint: killed by
+			      * SIGKILL, or still running), "ended" (an older agent: how is not
+			      * recorded) */
 	uint64_t start_unix_ns, wall_ns, samples;
 	uint64_t cpu_ns;     /* this image's own: its pid's earlier images' taken off (the
 			      * kernel counts a process's CPU time across exec) */
 	int is_main;         /* the file the report is of */
 };
 
+/* A process of the run that took no sample: it left no profile, only a line in the run's
+ * list of them (NAME.unsampled beside the files; the agent's note_unsampled). */
+struct wp_run_unsampled {
+	long pid, ppid;
+	char end[32];        /* "exit 0", "signal 9", "exec" (the image was replaced), "stop" */
+	uint64_t wall_ns, cpu_ns;
+	char *command;
+};
+
 struct wp_run {
 	struct wp_run_proc *procs; /* the main file's process too; by start time, then pid */
 	size_t n;
 	size_t skipped;      /* sibling files that could not be read */
+	/* Processes that ran too briefly to be sampled: each pid once (the images of a pid that
+	 * exec'd are one process), none of them a pid of procs. Exact for processes whose agent
+	 * ended them (exit, _exit, a fatal signal it saw, exec); one killed by SIGKILL before
+	 * any sample leaves nothing to count. */
+	struct wp_run_unsampled *unsampled;
+	size_t nunsampled;
+	size_t unsampled_bad; /* lines of those lists that could not be read */
 	int merged;          /* the report's samples are of every process listed (wp_run_of) */
 };
 

@@ -195,12 +195,14 @@ static void exit_line(struct text *t, char *buf, size_t cap)
 	if (t->o->have_exit_status) {
 		st = t->o->exit_status;
 	} else {
-		const char *v = wp_profile_meta(t->p, "exit_status");
-		if (!v || !*v) {
+		/* the profile's own word (exit_status, died_of_signal), as a wait status */
+		int code;
+		enum wp_end e = wp_profile_end(t->p, &code);
+		if (e != WP_END_EXIT && e != WP_END_SIGNAL) {
 			buf[0] = 0;
 			return;
 		}
-		st = atoi(v);
+		st = e == WP_END_EXIT ? (code & 0xff) << 8 : code & 0x7f;
 	}
 	if (WIFEXITED(st)) {
 		snprintf(buf, cap, "exited with status %d", WEXITSTATUS(st));
@@ -264,6 +266,8 @@ static void processes(struct text *t)
 	if (run->merged)
 		fprintf(t->out, "[RUN]     %zu profiles (each process, each image before an exec), "
 				"all in this report:\n", run->n);
+	else if (run->n == 1) /* shown for the processes that took no sample (below) */
+		fprintf(t->out, "[RUN]     the run's only profile:\n");
 	else
 		fprintf(t->out, "[RUN]     %zu profiles in this run (each process, each image before "
 				"an exec); this report is\n          of %s only (--single-file): "
@@ -280,6 +284,16 @@ static void processes(struct text *t)
 		if (!done[i])
 			process_row(t, run, i, done);
 	free(done);
+	for (size_t i = 0; i < run->n; i++)
+		if (run->procs[i].end_kind == WP_END_NO_WORD && !run->procs[i].exit_known) {
+			fprintf(t->out, "[RUN]     no word: a process whose last write was a checkpoint "
+					"(killed by SIGKILL, or still running)\n");
+			break;
+		}
+	if (run->nunsampled)
+		fprintf(t->out, "[RUN]     %zu process%s ran too briefly to sample (no profile; each "
+				"a line in the run's .unsampled list)\n", run->nunsampled,
+			run->nunsampled == 1 ? "" : "es");
 	if (run->skipped)
 		fprintf(t->out, "[WARNING] %zu file%s of this run could not be read (said on standard "
 				"error)\n", run->skipped, run->skipped == 1 ? "" : "s");

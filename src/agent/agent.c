@@ -29,6 +29,7 @@
 #include "agent.h"
 #include "api.h"
 #include "clock.h"
+#include "condwait.h"
 #include "config.h"
 #include "eintr.h"
 #include "fds.h"
@@ -511,6 +512,7 @@ __attribute__((constructor)) static void wallprof_agent_init(void)
 	wp_signals_find_libc();
 	wp_sigmask_init();
 	wp_tmask_init(); /* the main thread's mask, before anything is signalled */
+	wp_condwait_init();
 	struct wp_config c;
 	if (wp_config_load(&c, getenv) != 0)
 		return; /* the complaint is printed; the program runs untouched */

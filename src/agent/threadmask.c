@@ -1,5 +1,6 @@
 #include "threadmask.h"
 
+#include "condwait.h"
 #include "sampler.h"
 
 #include <pthread.h>
@@ -142,6 +143,7 @@ static void give_back(void *p)
 	 * start routine): the program may be about to lose its last thread. */
 	if (me == (pid_t)syscall(SYS_getpid))
 		wp_sampler_prepare_exit_thread();
+	wp_condwait_thread_end(); /* condwait.h's entry too */
 	if (atomic_compare_exchange_strong(&e->tid, &me, GONE) && mine == e)
 		mine = NULL;
 }

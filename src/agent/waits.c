@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "condwait.h"
 #include "log.h"
 #include "wait_locks.h"
 
@@ -220,6 +221,7 @@ struct wp_wait_entry *wp_waits_add(struct wp_athread *t, uint32_t stack_id, long
 		k.a1 = args[1];
 		k.a2 = args[2];
 		k.aux = futex_holder(args[0], k.a1, k.a2);
+		k.cond_mutex = wp_condwait_mutex(t->tid, args[0]);
 	} else if (nr == SYS_nanosleep) {
 		k.aux = timespec_ns_at(args[0]);
 	} else if (nr == SYS_clock_nanosleep) {

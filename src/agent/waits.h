@@ -22,6 +22,8 @@ struct wp_wait_key {
 	/* the lock holder's stack sampled in the same tick (wait_locks.h), else
 	 * WP_LOCKS_NO_STACK */
 	uint32_t holder_stack, pad;
+	/* a futex wait inside a condition: the mutex its waiter published (condwait.h), else 0 */
+	uint64_t cond_mutex;
 };
 
 struct wp_wait_entry {

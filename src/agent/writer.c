@@ -189,11 +189,14 @@ static void write_waits(void)
 					 .aux = e->key.aux, .count = e->count,
 					 .weight_ns = e->weight_ns, .target_len = e->target_len };
 		uint32_t holder_stack = e->key.holder_stack; /* appended: format.h */
+		uint64_t cond_mutex = e->key.cond_mutex; /* appended after it */
 		if (!e->count)
 			continue; /* all moved to the entry with the holder's stack */
-		record(WP_REC_WAIT, &r, sizeof(r), (uint64_t)r.target_len + sizeof(holder_stack));
+		record(WP_REC_WAIT, &r, sizeof(r),
+		       (uint64_t)r.target_len + sizeof(holder_stack) + sizeof(cond_mutex));
 		put(e->target, r.target_len);
 		put(&holder_stack, sizeof(holder_stack));
+		put(&cond_mutex, sizeof(cond_mutex));
 	}
 }
 

@@ -112,6 +112,10 @@ _Static_assert(sizeof(struct wp_rec_timeline) == 16, "TIMELINE's fixed fields ar
  * STACK record of the holder (the thread `aux` names) sampled in the same tick after `aux`
  * was read, or WP_WAIT_NO_HOLDER_STACK. Older files end at the target (read as no holder stack); older
  * readers ignore the 4 bytes. Its STACK record may have count 0 (sampled only as a holder).
+ * After holder_stack (appended later still): a u64 cond_mutex, for a futex wait inside a
+ * pthread_cond_t (its waiter published the condition and the mutex it passed to
+ * pthread_cond_wait, timedwait or clockwait): the mutex's address; 0 otherwise. Files without
+ * it read as 0; older readers ignore the 8 bytes. Pseudo-call records (below) carry neither.
  * Two pseudo calls (numbers no system call has) carry waits without a call to show for them:
  *   WP_WAIT_NR_CPU:      the share of the stack's samples of a runnable thread (state R:
  *                        signalled, or not run since its last sample) that it spent on a

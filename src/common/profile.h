@@ -45,6 +45,9 @@ struct wp_wait {
 	/* the lock holder's STACK record sampled in the same tick (appended to WAIT after its first version), else
 	 * WP_WAIT_NO_HOLDER_STACK (files of older agents, or no holder sampled) */
 	uint32_t holder_stack;
+	/* a futex wait inside a condition: the address of the mutex its waiter passed to
+	 * pthread_cond_wait (appended after holder_stack), else 0 (none, or an older agent) */
+	uint64_t cond_mutex;
 };
 
 struct wp_tl_entry {

@@ -418,6 +418,10 @@ static int parse_wait(struct parser *ps, size_t off, const struct wp_rec_wait *r
 	w->holder_stack = WP_WAIT_NO_HOLDER_STACK;
 	if (n - sizeof(*r) - len >= 4)
 		w->holder_stack = rd32(pl + sizeof(*r) + len);
+	/* appended after holder_stack: a condition wait's mutex (0: none, or an older file) */
+	w->cond_mutex = 0;
+	if (n - sizeof(*r) - len >= 12)
+		w->cond_mutex = rd64(pl + sizeof(*r) + len + 4);
 	return w->target ? 0 : -1;
 }
 

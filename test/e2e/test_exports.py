@@ -9,7 +9,8 @@ the transfers it cut short (transfers.c), keep the program's sigaction/signal wo
 takes wallprof's signal (signals.c), publish each thread's signal mask so a thread that blocks
 the signal is never sent it (sigmask.c, threadstart.c), keep wallprof's signal out of what
 signalfd/sigwait/sigpending show the program (sigwaits.c) and write the profile before exec
-replaces the image (exec.c) or _exit ends the process (exit.c) and notice the main thread's pthread_exit (agent.c). The list is exact: a new export must be
+replaces the image (exec.c) or _exit ends the process (exit.c), notice the main thread's pthread_exit (agent.c)
+and publish the mutex a condition waiter waits with (condwait.c). The list is exact: a new export must be
 added here on purpose.
 
 What it imports is checked the same way: libc only. libunwind is dlopen'ed RTLD_LOCAL by
@@ -46,6 +47,8 @@ INTERPOSED = {
     "_exit", "_Exit",
     # agent.c
     "pthread_exit",
+    # condwait.c
+    "pthread_cond_wait", "pthread_cond_timedwait", "pthread_cond_clockwait",
 }
 
 

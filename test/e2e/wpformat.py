@@ -212,6 +212,9 @@ def read(path):
             # appended after WAIT's first version: the holder's stack id after the target (absent in older files)
             f["holder_stack"] = (struct.unpack_from("<I", rest, tl)[0] if len(rest) >= tl + 4
                                  else WAIT_NO_HOLDER_STACK)
+            # appended after holder_stack: a condition wait's mutex address (0: none, older files)
+            f["cond_mutex"] = (struct.unpack_from("<Q", rest, tl + 4)[0] if len(rest) >= tl + 12
+                               else 0)
             p.waits.append(f)
         elif rtype == REC_TIMELINE:
             p.timeline_entries += f["count"]

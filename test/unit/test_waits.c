@@ -77,6 +77,23 @@ static void test_describe(void)
 	CHECK_STR(describe(&w, NULL, "update_table", NULL), "0x5600001000 in update_table");
 	CHECK_STR(describe(&w, NULL, NULL, NULL), "0x5600001000");
 
+	/* a condition with the mutex its waiter published */
+	struct wp_wait c = { .nr = SYS_futex, .a0 = 0x5600001028, .target = "",
+			     .cond_mutex = 0x5600002000 };
+	char cb[64];
+	wp_wait_describe(&c, WP_WAIT_CONDITION, "big_cond+0x28", NULL, NULL, cb, sizeof(cb));
+	wp_wait_add_mutex(cb, sizeof(cb), "big_lock", c.cond_mutex);
+	CHECK_STR(cb, "big_cond (mutex big_lock)");
+	wp_wait_describe(&c, WP_WAIT_CONDITION, NULL, "consumer", NULL, cb, sizeof(cb));
+	wp_wait_add_mutex(cb, sizeof(cb), NULL, c.cond_mutex);
+	CHECK_STR(cb, "0x5600001028 in consumer (mutex 0x5600002000)");
+	wp_wait_describe(&c, WP_WAIT_CONDITION, "q", NULL, NULL, cb, sizeof(cb));
+	wp_wait_add_mutex(cb, sizeof(cb), "queues+0x40", c.cond_mutex);
+	CHECK_STR(cb, "q (mutex queues)");
+	char tiny[8] = "abcdef";
+	wp_wait_add_mutex(tiny, sizeof(tiny), "big_lock", 1); /* truncated, NUL-terminated */
+	CHECK_STR(tiny, "abcdef ");
+
 	struct wp_wait j = { .nr = SYS_futex, .a0 = 0x7f0000000990, .a2 = 4242, .target = "" };
 	char buf[64];
 	wp_wait_describe(&j, WP_WAIT_JOIN, NULL, NULL, "worker-1", buf, sizeof(buf));

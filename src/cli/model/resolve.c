@@ -704,6 +704,9 @@ static void describe_wait(struct wp_resolved *r, uint32_t proc, struct data_name
 	}
 	char buf[1024];
 	wp_wait_describe(w, k, dn, waiter, joined, buf, sizeof(buf));
+	if (k == WP_WAIT_CONDITION && w->cond_mutex)
+		wp_wait_add_mutex(buf, sizeof(buf), data_name(pv->syms[proc], memo, w->cond_mutex),
+				  w->cond_mutex);
 	out->kind = k;
 	out->waiter = waiter;
 	out->object = strdup(buf);

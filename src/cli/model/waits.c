@@ -136,6 +136,25 @@ static void futex_object(const struct wp_wait *w, const char *data_name, const c
 		snprintf(buf, cap, "0x%" PRIx64, w->a0);
 }
 
+void wp_wait_add_mutex(char *buf, size_t cap, const char *mutex_name, uint64_t cond_mutex)
+{
+	size_t len = strnlen(buf, cap);
+	if (len + 1 >= cap)
+		return;
+	char m[512];
+	if (mutex_name) {
+		/* the whole mutex, as futex_object names a futex inside an object */
+		snprintf(m, sizeof(m), "%s", mutex_name);
+		char *plus = strrchr(m, '+');
+		if (plus && plus[1] == '0' && plus[2] == 'x' && plus[3] &&
+		    strspn(plus + 3, "0123456789abcdef") == strlen(plus + 3))
+			*plus = 0;
+		snprintf(buf + len, cap - len, " (mutex %s)", m);
+	} else {
+		snprintf(buf + len, cap - len, " (mutex 0x%" PRIx64 ")", cond_mutex);
+	}
+}
+
 void wp_wait_describe(const struct wp_wait *w, enum wp_wait_kind k, const char *data_name,
 		      const char *waiter, const char *joined_name, char *buf, size_t cap)
 {

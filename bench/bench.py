@@ -79,7 +79,7 @@ class Plan:
             self.memory_s = 10
             self.report_runs = 2
             self.calls_rounds = 5
-            self.calls_n = (100000, 200000, 1000)  # sigmask pairs, writes, threads
+            self.calls_n = (100000, 200000, 1000, 20000)  # sigmask pairs, writes, threads, cond round trips
             self.calls_spawns = 10          # trivial processes each way per round
             self.tree_units = 120           # C files in the build (about 3 processes each)
             self.tree_rounds = 1
@@ -100,7 +100,7 @@ class Plan:
             self.memory_s = 60
             self.report_runs = 3
             self.calls_rounds = 11
-            self.calls_n = (200000, 500000, 2000)
+            self.calls_n = (200000, 500000, 2000, 50000)
             self.calls_spawns = 20
             self.tree_units = 350
             self.tree_rounds = 3
@@ -1152,7 +1152,9 @@ def report_speed(ctx, mem):
 # 5. Calls
 
 
-CALL_KEYS = ("sigmask", "write", "write_shared", "thread", "process")
+CALL_KEYS = ("sigmask", "write", "write_shared", "thread", "cond", "condcall", "process")
+# the keys bench/calls prints (process is timed here)
+CALL_PS_KEYS = CALL_KEYS[:-1]
 
 
 def spawn_wall(argv, env, root=False):
@@ -1210,7 +1212,7 @@ def calls(ctx):
             else:
                 cmd, env = work, clean_env()
             kv = parse_kv(run(cmd, env=env).check().out, "calls:")
-            r[kind] = {k: kv[k + "_ps"] / 1000 for k in CALL_KEYS[:4]}
+            r[kind] = {k: kv[k + "_ps"] / 1000 for k in CALL_PS_KEYS}
             if kind == "wp":
                 if not meta_int(read_wp(out), "samples"):
                     raise RuntimeError("calls: the agent took no samples")
@@ -1339,7 +1341,8 @@ def ns_or_us(ns):
 CALLS_TEXT = (
     "`bench/calls` times, on its main thread, %d pthread_sigmask block+unblock pairs, %d "
     "64-byte writes to /dev/null and %d pthread_create+join of an empty thread, then the "
-    "writes again after starting an idle thread, each loop in "
+    "writes again after starting an idle thread, then %d condition round trips with a partner "
+    "thread and as many pthread_cond_timedwait calls with a bad deadline, each loop in "
     "50 chunks of 1-2 ms, and prints the fastest chunk's time per call (a chunk in which the "
     "program waited for a CPU on this shared machine does not count); it runs unprofiled and "
     "under "
@@ -1370,6 +1373,12 @@ CALL_ROWS = {
     "thread": ("pthread_create + pthread_join, empty thread",
                "the interposed pthread_create (its trampoline publishes the child's mask, "
                "threadstart.c), and the sampler finding the new thread"),
+    "cond": ("a round trip between two threads over two condition variables",
+             "two pthread_cond_wait and two pthread_cond_signal: each wait publishes its "
+             "condition and mutex for the sampler (condwait.c); the futex wake-ups dominate"),
+    "condcall": ("pthread_cond_timedwait, deadline refused (EINVAL)",
+                 "glibc returns before any futex call: the difference is the interposer's "
+                 "own cost (condwait.c: a TLS load, two loads, four stores)"),
     "process": ("a trivial process, start to exit",
                 "the agent's start-up (loading, its sampler thread, which unshares its "
                 "descriptor table) and its end (writing the profile)"),

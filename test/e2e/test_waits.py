@@ -111,8 +111,8 @@ def main(t):
         "sleeper": "[wait sleep 10ms]",
         "joiner": "[wait join joinee]",
         # the mutex its waiter passed, as pthread_cond_wait/timedwait published it
-        "condwaiter": "[wait condition big_cond (mutex cond_lock)]",
-        "tcondwaiter": "[wait condition slow_cond (mutex slow_lock)]",
+        "condwaiter": "[wait condition big_cond mutex=cond_lock]",
+        "tcondwaiter": "[wait condition slow_cond mutex=slow_lock]",
         "semwaiter": "[wait semaphore big_sem]",
         "futexwaiter": "[wait futex big_word]",
         "sockreader": "[wait io %s]" % truth["sock"],

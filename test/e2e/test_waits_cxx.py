@@ -6,7 +6,7 @@ calls pthread_cond_wait through its PLT) and cvforwaiter in timed_cv.wait_for(lo
 timed_mutex, 1 hour) (the header's steady-clock wait: pthread_cond_clockwait from the
 program), both for the whole run. Wall mode, `--format=folded --per-thread --waits`: >= 90% of
 each one's waiting samples (its THREAD record) end with
-[wait condition big_cv (mutex cv_mutex)], [wait condition timed_cv (mutex timed_mutex)].
+[wait condition big_cv mutex=cv_mutex], [wait condition timed_cv mutex=timed_mutex].
 """
 import os
 import sys
@@ -38,8 +38,8 @@ def main(t):
         wait = next((f for f in frames if f.startswith("[wait ")), None)
         d = counts.setdefault(tid, {})
         d[wait] = d.get(wait, 0) + n
-    for name, frame in (("cvwaiter", "[wait condition big_cv (mutex cv_mutex)]"),
-                        ("cvforwaiter", "[wait condition timed_cv (mutex timed_mutex)]")):
+    for name, frame in (("cvwaiter", "[wait condition big_cv mutex=cv_mutex]"),
+                        ("cvforwaiter", "[wait condition timed_cv mutex=timed_mutex]")):
         tid = int(truth["tid." + name])
         th = raw.threads.get(tid)
         waiting = th["waiting"] if th else 0

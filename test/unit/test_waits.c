@@ -83,13 +83,13 @@ static void test_describe(void)
 	char cb[64];
 	wp_wait_describe(&c, WP_WAIT_CONDITION, "big_cond+0x28", NULL, NULL, cb, sizeof(cb));
 	wp_wait_add_mutex(cb, sizeof(cb), "big_lock", c.cond_mutex);
-	CHECK_STR(cb, "big_cond (mutex big_lock)");
+	CHECK_STR(cb, "big_cond mutex=big_lock");
 	wp_wait_describe(&c, WP_WAIT_CONDITION, NULL, "consumer", NULL, cb, sizeof(cb));
 	wp_wait_add_mutex(cb, sizeof(cb), NULL, c.cond_mutex);
-	CHECK_STR(cb, "0x5600001028 in consumer (mutex 0x5600002000)");
+	CHECK_STR(cb, "0x5600001028 in consumer mutex=0x5600002000");
 	wp_wait_describe(&c, WP_WAIT_CONDITION, "q", NULL, NULL, cb, sizeof(cb));
 	wp_wait_add_mutex(cb, sizeof(cb), "queues+0x40", c.cond_mutex);
-	CHECK_STR(cb, "q (mutex queues)");
+	CHECK_STR(cb, "q mutex=queues");
 	char tiny[8] = "abcdef";
 	wp_wait_add_mutex(tiny, sizeof(tiny), "big_lock", 1); /* truncated, NUL-terminated */
 	CHECK_STR(tiny, "abcdef ");

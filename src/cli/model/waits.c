@@ -149,9 +149,9 @@ void wp_wait_add_mutex(char *buf, size_t cap, const char *mutex_name, uint64_t c
 		if (plus && plus[1] == '0' && plus[2] == 'x' && plus[3] &&
 		    strspn(plus + 3, "0123456789abcdef") == strlen(plus + 3))
 			*plus = 0;
-		snprintf(buf + len, cap - len, " (mutex %s)", m);
+		snprintf(buf + len, cap - len, " mutex=%s", m);
 	} else {
-		snprintf(buf + len, cap - len, " (mutex 0x%" PRIx64 ")", cond_mutex);
+		snprintf(buf + len, cap - len, " mutex=0x%" PRIx64, cond_mutex);
 	}
 }
 

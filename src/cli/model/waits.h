@@ -53,9 +53,9 @@ void wp_wait_describe(const struct wp_wait *w, enum wp_wait_kind k, const char *
 		      const char *waiter, const char *joined_name, char *buf, size_t cap);
 
 /* A condition's object with the mutex its waiter passed (struct wp_wait's cond_mutex, not 0)
- * appended to what wp_wait_describe wrote in buf: "big_cond (mutex big_lock)", the mutex by
+ * appended to what wp_wait_describe wrote in buf: "big_cond mutex=big_lock", the mutex by
  * its symbol (`mutex_name`, wp_symbolize_data at cond_mutex) when it has one, else by its
- * address: "0x55d0c8a2b2a0 in consumer (mutex 0x55d0c8a2b2c8)". Truncated to cap bytes. */
+ * address: "0x55d0c8a2b2a0 in consumer mutex=0x55d0c8a2b2c8". Truncated to cap bytes. */
 void wp_wait_add_mutex(char *buf, size_t cap, const char *mutex_name, uint64_t cond_mutex);
 
 /* The name of x86-64 system call `nr` for the calls a thread commonly blocks in, else NULL. */

@@ -25,8 +25,12 @@ struct wp_wait_entry {
 	UT_hash_handle hh;
 	struct wp_wait_key key;
 	uint64_t count, weight_ns;
+	/* an io or child wait described only in part (a /proc read was put off): its call's
+	 * arguments, to describe it again at the thread's next sample (wait_fds.h) */
+	int partial;
+	uint64_t args[6];
 	uint32_t target_len;
-	char target[]; /* a descriptor's readlink target, not NUL-terminated */
+	char target[]; /* what it waits for, in words (wait_fds.h), not NUL-terminated */
 };
 
 /* Counts a waiting sample of `t` on stack `stack_id`, blocked in call `nr` with arguments
@@ -37,8 +41,10 @@ struct wp_wait_entry *wp_waits_add(struct wp_athread *t, uint32_t stack_id, long
 				   const uint64_t args[6], uint32_t units, uint64_t weight_ns,
 				   int may_look, uint64_t *looked_ns);
 /* Counts another sample of `t`'s last wait (the thread has not run since): a futex's owner is
- * read again, as a lock may change hands while its waiter sleeps. */
-void wp_waits_again(struct wp_athread *t, uint32_t units, uint64_t weight_ns);
+ * read again, as a lock may change hands while its waiter sleeps, and an io or child wait
+ * described in part is described again (may_look, looked_ns: as for wp_waits_add). */
+void wp_waits_again(struct wp_athread *t, uint32_t units, uint64_t weight_ns, int may_look,
+		    uint64_t *looked_ns);
 /* Whose memory is read (the sampler's tid, as sample.c's stack copies). */
 void wp_waits_set_mem_tid(pid_t tid);
 

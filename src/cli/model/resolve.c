@@ -642,6 +642,39 @@ static const char *data_name(struct wp_symbolizer *sym, struct data_name **memo,
 	return name;
 }
 
+/* A pipe end's other end: the threads of this process seen blocked on it at any time of the
+ * run (a pipe's reader blocks only when it is empty, its writer only when it is full, so
+ * both are never blocked at the same moment), at most 3 named. */
+static void pipe_peers(const struct wp_profile *p, const struct wp_wait *w, char *buf, size_t cap)
+{
+	uint64_t ino, other;
+	int end = wp_wait_pipe_end(w, &ino);
+	const struct wp_stack *me = end ? wp_profile_stack(p, w->stack_id) : NULL;
+	if (!me)
+		return;
+	char who[256] = "";
+	uint32_t named[3];
+	int n = 0;
+	for (size_t i = 0; i < p->nwaits && n < 3; i++) {
+		const struct wp_stack *s = wp_profile_stack(p, p->waits[i].stack_id);
+		if (!s || s->tid == me->tid || wp_wait_pipe_end(&p->waits[i], &other) != 3 - end ||
+		    other != ino)
+			continue;
+		int dup = 0;
+		for (int j = 0; j < n; j++)
+			dup |= named[j] == s->tid;
+		if (dup)
+			continue;
+		const struct wp_thread *t = wp_profile_thread(p, s->tid);
+		size_t at = strlen(who);
+		snprintf(who + at, sizeof(who) - at, "%s%s tid=%u", n ? ", " : "",
+			 t && t->name && *t->name ? t->name : "?", (unsigned)s->tid);
+		named[n++] = s->tid;
+	}
+	if (n)
+		wp_wait_pipe_used_by(buf, cap, who);
+}
+
 /* Kind, object and holder of one WAIT record of kept stack `rs` of process `proc`, into
  * `out`. */
 static void describe_wait(struct wp_resolved *r, uint32_t proc, struct data_name **memo,
@@ -668,8 +701,10 @@ static void describe_wait(struct wp_resolved *r, uint32_t proc, struct data_name
 			wp_profile_thread(p, (uint32_t)w->a2) : NULL;
 		joined = t ? t->name : NULL;
 	}
-	char buf[1024];
+	char buf[2048];
 	wp_wait_describe(w, k, dn, waiter, joined, buf, sizeof(buf));
+	if (k == WP_WAIT_IO)
+		pipe_peers(p, w, buf, sizeof(buf));
 	out->kind = k;
 	out->waiter = waiter;
 	out->object = strdup(buf);

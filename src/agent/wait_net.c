@@ -1,0 +1,243 @@
+/* A socket's protocol and addresses by inode (wait_fds.h), from the kernel's socket tables
+ * /proc/self/net/{unix,tcp,tcp6,udp,udp6}. readlink of a socket descriptor gives only
+ * "socket:[INODE]"; the tables are the one place a process may read the rest without
+ * touching the descriptor (it lives in the program's table, not the sampler's).
+ *
+ * On a busy host the tables are long (~150 bytes a TCP connection): they are read at most
+ * once a second for names already known (every 20 ms for a socket never looked for), at most
+ * NET_READ_MAX bytes of each, only when a socket waited on needs it and the first-look ration
+ * allows, and one read names every socket waited on that
+ * it finds. A name is kept NET_RECHECK_NS (a socket's peer changes with connect). Sampler
+ * thread only, outside suspension windows; not async-signal-safe. */
+#include "wait_fds.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "log.h"
+
+#define NET_SLOTS 256 /* sockets named at once, direct-mapped by inode */
+#define NET_TEXT 120
+#define NET_RESCAN_NS (1000 * 1000000ull) /* names kept: looked for again */
+#define NET_NEW_GAP_NS (20 * 1000000ull)  /* a socket never looked for yet */
+#define NET_RECHECK_NS (5000 * 1000000ull)
+#define NET_READ_MAX (1u << 20)
+
+struct net_slot {
+	uint64_t ino;
+	uint64_t checked_ns; /* when it was last looked for in the tables */
+	uint8_t wanted;	     /* to be looked for at the next read of the tables */
+	uint8_t named;	     /* text holds its name */
+	uint8_t fresh;	     /* never looked for yet */
+	char text[NET_TEXT];
+};
+static struct net_slot slots[NET_SLOTS];
+static uint64_t last_read_ns;
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 :
+	       c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* n hex digits at s into *v; 0 when malformed. */
+static int hex_n(const char *s, size_t n, uint32_t *v)
+{
+	*v = 0;
+	for (size_t i = 0; i < n; i++) {
+		int h = hexval(s[i]);
+		if (h < 0)
+			return 0;
+		*v = *v << 4 | (uint32_t)h;
+	}
+	return 1;
+}
+
+/* "0100007F:1388" (IPv4) or 32 hex digits ":PORT" (IPv6): the kernel prints each 32-bit word
+ * of the address as the host reads it, so copying the word back in host order gives the
+ * address's bytes. Writes "127.0.0.1:5000" or "[::1]:5000"; 0 when malformed. The all-zero
+ * address and port set *zero. */
+static int addr_text(const char *s, size_t n, char *out, size_t cap, int *zero)
+{
+	uint8_t bytes[16];
+	uint32_t w, port;
+	size_t words = n == 13 ? 1 : n == 37 ? 4 : 0;
+	if (!words || s[8 * words] != ':' || !hex_n(s + 8 * words + 1, 4, &port))
+		return 0;
+	for (size_t i = 0; i < words; i++) {
+		if (!hex_n(s + 8 * i, 8, &w))
+			return 0;
+		memcpy(bytes + 4 * i, &w, 4);
+	}
+	*zero = port == 0;
+	for (size_t i = 0; i < 4 * words; i++)
+		*zero &= bytes[i] == 0;
+	char a[INET6_ADDRSTRLEN];
+	if (!inet_ntop(words == 1 ? AF_INET : AF_INET6, bytes, a, sizeof(a)))
+		return 0;
+	wp_format(out, cap, words == 1 ? "%s:%u" : "[%s]:%u", a, (unsigned)port);
+	return 1;
+}
+
+/* Splits a line into at most `max` space-separated fields; the count. */
+static int fields(char *line, char **f, int max)
+{
+	int n = 0;
+	for (char *p = line; *p && n < max;) {
+		while (*p == ' ')
+			p++;
+		if (!*p)
+			break;
+		f[n++] = p;
+		while (*p && *p != ' ')
+			p++;
+		if (*p)
+			*p++ = 0;
+	}
+	return n;
+}
+
+static struct net_slot *wanted_slot(uint64_t ino)
+{
+	struct net_slot *s = &slots[ino % NET_SLOTS];
+	return s->ino == ino && s->wanted ? s : NULL;
+}
+
+static uint64_t parse_u64(const char *s)
+{
+	uint64_t v = 0;
+	for (; *s >= '0' && *s <= '9'; s++)
+		v = v * 10 + (uint64_t)(*s - '0');
+	return v;
+}
+
+/* One line of tcp, tcp6, udp or udp6: "sl local rem st tx:rx tr:when retrnsmt uid timeout
+ * inode ...". */
+static void inet_line(char *line, const char *proto, uint64_t now)
+{
+	char *f[10];
+	if (fields(line, f, 10) < 10)
+		return;
+	struct net_slot *s = wanted_slot(parse_u64(f[9]));
+	if (!s)
+		return;
+	char local[64], peer[64];
+	int lz, pz;
+	if (!addr_text(f[1], strlen(f[1]), local, sizeof(local), &lz) ||
+	    !addr_text(f[2], strlen(f[2]), peer, sizeof(peer), &pz))
+		return;
+	if (!strncmp(proto, "tcp", 3) && !strcmp(f[3], "0A"))
+		wp_format(s->text, sizeof(s->text), "%s %s listening", proto, local);
+	else if (pz)
+		wp_format(s->text, sizeof(s->text), "%s %s", proto, local);
+	else
+		wp_format(s->text, sizeof(s->text), "%s %s -> %s", proto, local, peer);
+	s->named = 1;
+	s->wanted = s->fresh = 0;
+	s->checked_ns = now;
+}
+
+/* One line of unix: "Num RefCount Protocol Flags Type St Inode [Path]". */
+static void unix_line(char *line, uint64_t now)
+{
+	char *f[8];
+	int n = fields(line, f, 7);
+	if (n < 7)
+		return;
+	struct net_slot *s = wanted_slot(parse_u64(f[6]));
+	if (!s)
+		return;
+	char *path = f[6] + strlen(f[6]) + 1; /* the rest of the line (a path may hold spaces) */
+	while (*path == ' ')
+		path++;
+	const char *type = !strcmp(f[4], "0001") ? "stream" : !strcmp(f[4], "0002") ? "dgram" :
+			   !strcmp(f[4], "0005") ? "seqpacket" : "?";
+	uint32_t flags = 0;
+	hex_n(f[3], strlen(f[3]) <= 8 ? strlen(f[3]) : 8, &flags);
+	wp_format(s->text, sizeof(s->text), "unix %s%s%s%s", type, *path ? " " : "", path,
+		  flags & 0x10000 /* __SO_ACCEPTCON */ ? " listening" : "");
+	s->named = 1;
+	s->wanted = s->fresh = 0;
+	s->checked_ns = now;
+}
+
+/* Reads one table, at most NET_READ_MAX bytes, a line at a time. */
+static void read_table(const char *name, uint64_t now)
+{
+	static char buf[16384];
+	char path[64];
+	wp_format(path, sizeof(path), "/proc/self/net/%s", name);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	size_t have = 0, total = 0;
+	int first = 1; /* the header line */
+	for (;;) {
+		ssize_t got = total < NET_READ_MAX ? read(fd, buf + have, sizeof(buf) - 1 - have) : 0;
+		if (got <= 0)
+			break;
+		total += (size_t)got;
+		have += (size_t)got;
+		buf[have] = 0;
+		char *line = buf, *nl;
+		while ((nl = memchr(line, '\n', have - (size_t)(line - buf)))) {
+			*nl = 0;
+			if (!first && !strcmp(name, "unix"))
+				unix_line(line, now);
+			else if (!first)
+				inet_line(line, name, now);
+			first = 0;
+			line = nl + 1;
+		}
+		have -= (size_t)(line - buf);
+		memmove(buf, line, have);
+		if (have >= sizeof(buf) - 1)
+			have = 0; /* a line longer than the buffer: dropped */
+	}
+	close(fd);
+}
+
+static void read_tables(uint64_t now, struct wp_look *look)
+{
+	static const char *const tables[] = { "unix", "tcp", "tcp6", "udp", "udp6" };
+	uint64_t c0 = wp_self_cpu_ns();
+	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
+		read_table(tables[i], now);
+	/* what no table holds (netlink, packet, another namespace's) stays unnamed for now */
+	for (size_t i = 0; i < NET_SLOTS; i++)
+		if (slots[i].wanted) {
+			slots[i].wanted = slots[i].fresh = 0;
+			slots[i].named = 0;
+			slots[i].checked_ns = now;
+		}
+	last_read_ns = now;
+	look->cpu_ns += wp_self_cpu_ns() - c0;
+}
+
+const char *wp_wait_net_name(uint64_t ino, struct wp_look *look)
+{
+	struct net_slot *s = &slots[ino % NET_SLOTS];
+	uint64_t now = wp_now_ns();
+	if (s->ino != ino) {
+		memset(s, 0, sizeof(*s));
+		s->ino = ino;
+		s->wanted = s->fresh = 1;
+	} else if (!s->wanted && now - s->checked_ns >= NET_RECHECK_NS) {
+		s->wanted = 1; /* an old name is kept until the tables say otherwise */
+	}
+	uint64_t gap = s->fresh ? NET_NEW_GAP_NS : NET_RESCAN_NS;
+	if (s->wanted && look->may && (!last_read_ns || now - last_read_ns >= gap))
+		read_tables(now, look);
+	if (s->wanted && s->fresh)
+		look->partial = 1;
+	return s->named ? s->text : NULL;
+}
+
+void wp_wait_net_reset(void)
+{
+	memset(slots, 0, sizeof(slots));
+	last_read_ns = 0;
+}

@@ -143,14 +143,16 @@ static void inet_line(char *line, const char *proto, uint64_t now)
 /* One line of unix: "Num RefCount Protocol Flags Type St Inode [Path]". */
 static void unix_line(char *line, uint64_t now)
 {
-	char *f[8];
+	char *f[8], *line_end = line + strlen(line);
 	int n = fields(line, f, 7);
 	if (n < 7)
 		return;
 	struct net_slot *s = wanted_slot(parse_u64(f[6]));
 	if (!s)
 		return;
-	char *path = f[6] + strlen(f[6]) + 1; /* the rest of the line (a path may hold spaces) */
+	/* the rest of the line (a path may hold spaces); an unnamed socket has none */
+	char *path = f[6] + strlen(f[6]);
+	path = path < line_end ? path + 1 : path;
 	while (*path == ' ')
 		path++;
 	const char *type = !strcmp(f[4], "0001") ? "stream" : !strcmp(f[4], "0002") ? "dgram" :

@@ -22,14 +22,16 @@
 #define FD_RECHECK_NS (200 * 1000000ull)
 #define FD_CACHE 256
 #define TARGET_MAX 200
-/* A pipe's descriptors: one scan of the thread's fd directory (a readlink per entry) names
- * every pipe waited on; at most PIPE_SCAN_MAX entries, at most every PIPE_RECHECK_NS per
- * pipe and PIPE_GAP_NS in all. */
+/* A pipe's descriptors: one scan of the thread's fd directory (a readlink per entry) notes
+ * every pipe it finds (those waited on first, then any that finds a free slot), so the pipes
+ * other threads wait on next are known already; at most PIPE_SCAN_MAX entries, at most every
+ * PIPE_GAP_NS, and again for a pipe after PIPE_RECHECK_NS (an inode is one pipe for its
+ * whole life: only the descriptors on its ends may change). */
 #define PIPE_SLOTS 64
 #define PIPE_FDS 8
 #define PIPE_SCAN_MAX 4096
-#define PIPE_RECHECK_NS (2000 * 1000000ull)
-#define PIPE_GAP_NS (20 * 1000000ull)
+#define PIPE_RECHECK_NS (10000 * 1000000ull)
+#define PIPE_GAP_NS (100 * 1000000ull)
 /* poll, select, epoll: descriptors read and named per wait. */
 #define SET_READ 64
 #define SET_NAMED 16
@@ -54,12 +56,15 @@ struct pipe_slot {
 	uint64_t ino;
 	uint64_t checked_ns; /* 0: not scanned yet */
 	uint8_t wanted, truncated;
+	uint32_t scan;	  /* the scan that filled it */
+	uint64_t used_ns; /* when a description last asked for it */
 	int n;
 	int fd[PIPE_FDS];
 	uint8_t mode[PIPE_FDS]; /* 1 read, 2 write */
 };
 static struct pipe_slot pipes[PIPE_SLOTS];
 static uint64_t pipe_scanned_ns;
+static uint32_t pipe_scans;
 
 struct epoll_slot {
 	int epfd; /* -1: empty */
@@ -195,9 +200,12 @@ static void scan_pipes(pid_t tid, uint64_t now, struct wp_look *look)
 	wp_format(dir, sizeof(dir), "/proc/self/task/%d/fd", (int)tid);
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	int seen = 0, truncated = 0;
+	pipe_scans++;
 	for (int i = 0; i < PIPE_SLOTS; i++)
-		if (pipes[i].wanted)
+		if (pipes[i].wanted) {
 			pipes[i].n = 0;
+			pipes[i].scan = pipe_scans;
+		}
 	static char dents[4096];
 	while (dfd >= 0 && !truncated) {
 		long got = syscall(SYS_getdents64, dfd, dents, sizeof(dents));
@@ -214,14 +222,30 @@ static void scan_pipes(pid_t tid, uint64_t now, struct wp_look *look)
 			}
 			wp_format(path, sizeof(path), "%s/%s", dir, d->d_name);
 			ssize_t n = readlink(path, target, sizeof(target));
+			int ok;
+			uint64_t ino = n > 6 ? bracket_number(target, (uint32_t)n, &ok) : 0;
+			if (n > 8 && ok && starts(target, (uint32_t)n, "socket:["))
+				wp_wait_net_note(ino); /* named at the next read of the tables */
 			if (n <= 6 || !starts(target, (uint32_t)n, "pipe:["))
 				continue;
-			int ok;
-			uint64_t ino = bracket_number(target, (uint32_t)n, &ok);
 			struct pipe_slot *s = &pipes[ino % PIPE_SLOTS];
 			struct stat st;
-			if (!ok || s->ino != ino || !s->wanted || s->n >= PIPE_FDS ||
-			    lstat(path, &st) != 0)
+			if (!ok || lstat(path, &st) != 0)
+				continue;
+			if (s->ino != ino && !s->wanted && s->scan != pipe_scans &&
+			    (!s->ino || now - s->used_ns >= PIPE_RECHECK_NS)) {
+				/* a pipe nobody waits on yet, in a slot nobody needs now */
+				memset(s, 0, sizeof(*s));
+				s->ino = ino;
+				s->wanted = 1;
+			}
+			if (s->ino != ino || !s->wanted)
+				continue;
+			if (s->scan != pipe_scans) {
+				s->scan = pipe_scans;
+				s->n = 0;
+			}
+			if (s->n >= PIPE_FDS)
 				continue;
 			int fd = 0;
 			for (const char *p = d->d_name; *p >= '0' && *p <= '9'; p++)
@@ -251,6 +275,7 @@ static const struct pipe_slot *pipe_look(pid_t tid, uint64_t ino, struct wp_look
 		memset(s, 0, sizeof(*s));
 		s->ino = ino;
 	}
+	s->used_ns = now;
 	if (!s->checked_ns || now - s->checked_ns >= PIPE_RECHECK_NS)
 		s->wanted = 1;
 	if (s->wanted && look->may && now - pipe_scanned_ns >= PIPE_GAP_NS)

@@ -51,6 +51,9 @@ void wp_wait_fds_reset(void);
 /* A socket's protocol and addresses ("tcp 127.0.0.1:5000 -> 127.0.0.1:43210"), NULL when
  * unknown (not looked up yet, or in none of the tables). */
 const char *wp_wait_net_name(uint64_t ino, struct wp_look *look);
+/* A socket of this process seen in a scan of its descriptors: named at the next read of the
+ * tables if its slot is free (so that one read names the sockets waited on next). */
+void wp_wait_net_note(uint64_t ino);
 void wp_wait_net_reset(void);
 uint32_t wp_wait_child_describe(pid_t tid, long nr, const uint64_t args[6],
 				struct wp_look *look, char *buf, uint32_t cap);

@@ -4,10 +4,12 @@
  * touching the descriptor (it lives in the program's table, not the sampler's).
  *
  * On a busy host the tables are long (~150 bytes a TCP connection): they are read at most
- * once a second for names already known (every 20 ms for a socket never looked for), at most
+ * once a second for names already known (every 100 ms for a socket never looked for), at most
  * NET_READ_MAX bytes of each, only when a socket waited on needs it and the first-look ration
  * allows, and one read names every socket waited on that
- * it finds. A name is kept NET_RECHECK_NS (a socket's peer changes with connect). Sampler
+ * it finds. A name is kept NET_RECHECK_NS: an inode is one socket for its whole life (a
+descriptor reused for another socket shows another inode), and only an unconnected socket's
+addresses change (bind, connect). Sampler
  * thread only, outside suspension windows; not async-signal-safe. */
 #include "wait_fds.h"
 
@@ -22,8 +24,8 @@
 #define NET_SLOTS 256 /* sockets named at once, direct-mapped by inode */
 #define NET_TEXT 120
 #define NET_RESCAN_NS (1000 * 1000000ull) /* names kept: looked for again */
-#define NET_NEW_GAP_NS (20 * 1000000ull)  /* a socket never looked for yet */
-#define NET_RECHECK_NS (5000 * 1000000ull)
+#define NET_NEW_GAP_NS (100 * 1000000ull) /* a socket never looked for yet */
+#define NET_RECHECK_NS (30000 * 1000000ull)
 #define NET_READ_MAX (1u << 20)
 
 struct net_slot {
@@ -217,6 +219,15 @@ static void read_tables(uint64_t now, struct wp_look *look)
 		}
 	last_read_ns = now;
 	look->cpu_ns += wp_self_cpu_ns() - c0;
+}
+
+void wp_wait_net_note(uint64_t ino)
+{
+	struct net_slot *s = &slots[ino % NET_SLOTS];
+	if (!s->ino) {
+		s->ino = ino;
+		s->wanted = 1;
+	}
 }
 
 const char *wp_wait_net_name(uint64_t ino, struct wp_look *look)

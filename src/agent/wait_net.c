@@ -226,7 +226,7 @@ void wp_wait_net_note(uint64_t ino)
 	struct net_slot *s = &slots[ino % NET_SLOTS];
 	if (!s->ino) {
 		s->ino = ino;
-		s->wanted = 1;
+		s->wanted = s->fresh = 1;
 	}
 }
 

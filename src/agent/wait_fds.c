@@ -27,7 +27,8 @@
  * other threads wait on next are known already; at most PIPE_SCAN_MAX entries, at most every
  * PIPE_GAP_NS, and again for a pipe after PIPE_RECHECK_NS (an inode is one pipe for its
  * whole life: only the descriptors on its ends may change). */
-#define PIPE_SLOTS 64
+#define PIPE_SLOTS 128
+#define PIPE_WAYS 4 /* a pipe lives in one of 4 neighbouring slots: no ping-pong of two */
 #define PIPE_FDS 8
 #define PIPE_SCAN_MAX 4096
 #define PIPE_RECHECK_NS (10000 * 1000000ull)
@@ -63,6 +64,21 @@ struct pipe_slot {
 	uint8_t mode[PIPE_FDS]; /* 1 read, 2 write */
 };
 static struct pipe_slot pipes[PIPE_SLOTS];
+
+/* Pipe `ino`'s slot, or NULL; *victim: the slot it would take (an empty one, else the one
+ * asked for least recently). */
+static struct pipe_slot *pipe_slot(uint64_t ino, struct pipe_slot **victim)
+{
+	*victim = NULL;
+	for (int w = 0; w < PIPE_WAYS; w++) {
+		struct pipe_slot *s = &pipes[(ino + (uint64_t)w) % PIPE_SLOTS];
+		if (s->ino == ino)
+			return s;
+		if (!*victim || ((*victim)->ino && (!s->ino || s->used_ns < (*victim)->used_ns)))
+			*victim = s;
+	}
+	return NULL;
+}
 static uint64_t pipe_scanned_ns;
 static uint32_t pipe_scans;
 
@@ -228,18 +244,19 @@ static void scan_pipes(pid_t tid, uint64_t now, struct wp_look *look)
 				wp_wait_net_note(ino); /* named at the next read of the tables */
 			if (n <= 6 || !starts(target, (uint32_t)n, "pipe:["))
 				continue;
-			struct pipe_slot *s = &pipes[ino % PIPE_SLOTS];
+			struct pipe_slot *v, *s = ok ? pipe_slot(ino, &v) : NULL;
 			struct stat st;
 			if (!ok || lstat(path, &st) != 0)
 				continue;
-			if (s->ino != ino && !s->wanted && s->scan != pipe_scans &&
-			    (!s->ino || now - s->used_ns >= PIPE_RECHECK_NS)) {
+			if (!s && !v->wanted && v->scan != pipe_scans &&
+			    (!v->ino || now - v->used_ns >= PIPE_RECHECK_NS)) {
+				s = v;
 				/* a pipe nobody waits on yet, in a slot nobody needs now */
 				memset(s, 0, sizeof(*s));
 				s->ino = ino;
 				s->wanted = 1;
 			}
-			if (s->ino != ino || !s->wanted)
+			if (!s || !s->wanted)
 				continue;
 			if (s->scan != pipe_scans) {
 				s->scan = pipe_scans;
@@ -269,9 +286,10 @@ static void scan_pipes(pid_t tid, uint64_t now, struct wp_look *look)
 
 static const struct pipe_slot *pipe_look(pid_t tid, uint64_t ino, struct wp_look *look)
 {
-	struct pipe_slot *s = &pipes[ino % PIPE_SLOTS];
+	struct pipe_slot *v, *s = pipe_slot(ino, &v);
 	uint64_t now = wp_now_ns();
-	if (s->ino != ino) {
+	if (!s) {
+		s = v;
 		memset(s, 0, sizeof(*s));
 		s->ino = ino;
 	}

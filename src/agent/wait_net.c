@@ -21,7 +21,8 @@ addresses change (bind, connect). Sampler
 #include "clock.h"
 #include "log.h"
 
-#define NET_SLOTS 256 /* sockets named at once, direct-mapped by inode */
+#define NET_SLOTS 256 /* sockets named at once */
+#define NET_WAYS 4     /* a socket lives in one of 4 neighbouring slots */
 #define NET_TEXT 120
 #define NET_RESCAN_NS (1000 * 1000000ull) /* names kept: looked for again */
 #define NET_NEW_GAP_NS (100 * 1000000ull) /* a socket never looked for yet */
@@ -34,10 +35,26 @@ struct net_slot {
 	uint8_t wanted;	     /* to be looked for at the next read of the tables */
 	uint8_t named;	     /* text holds its name */
 	uint8_t fresh;	     /* never looked for yet */
+	uint64_t used_ns;    /* when a description last asked for it */
 	char text[NET_TEXT];
 };
 static struct net_slot slots[NET_SLOTS];
 static uint64_t last_read_ns;
+
+/* Socket `ino`'s slot, or NULL; *victim: the slot it would take (an empty one, else the one
+ * asked for least recently). */
+static struct net_slot *net_slot(uint64_t ino, struct net_slot **victim)
+{
+	*victim = NULL;
+	for (int w = 0; w < NET_WAYS; w++) {
+		struct net_slot *s = &slots[(ino + (uint64_t)w) % NET_SLOTS];
+		if (s->ino == ino)
+			return s;
+		if (!*victim || ((*victim)->ino && (!s->ino || s->used_ns < (*victim)->used_ns)))
+			*victim = s;
+	}
+	return NULL;
+}
 
 static int hexval(char c)
 {
@@ -104,8 +121,8 @@ static int fields(char *line, char **f, int max)
 
 static struct net_slot *wanted_slot(uint64_t ino)
 {
-	struct net_slot *s = &slots[ino % NET_SLOTS];
-	return s->ino == ino && s->wanted ? s : NULL;
+	struct net_slot *v, *s = net_slot(ino, &v);
+	return s && s->wanted ? s : NULL;
 }
 
 static uint64_t parse_u64(const char *s)
@@ -223,24 +240,26 @@ static void read_tables(uint64_t now, struct wp_look *look)
 
 void wp_wait_net_note(uint64_t ino)
 {
-	struct net_slot *s = &slots[ino % NET_SLOTS];
-	if (!s->ino) {
-		s->ino = ino;
-		s->wanted = s->fresh = 1;
+	struct net_slot *v, *s = net_slot(ino, &v);
+	if (!s && !v->ino) {
+		v->ino = ino;
+		v->wanted = v->fresh = 1;
 	}
 }
 
 const char *wp_wait_net_name(uint64_t ino, struct wp_look *look)
 {
-	struct net_slot *s = &slots[ino % NET_SLOTS];
+	struct net_slot *v, *s = net_slot(ino, &v);
 	uint64_t now = wp_now_ns();
-	if (s->ino != ino) {
+	if (!s) {
+		s = v;
 		memset(s, 0, sizeof(*s));
 		s->ino = ino;
 		s->wanted = s->fresh = 1;
 	} else if (!s->wanted && now - s->checked_ns >= NET_RECHECK_NS) {
 		s->wanted = 1; /* an old name is kept until the tables say otherwise */
 	}
+	s->used_ns = now;
 	uint64_t gap = s->fresh ? NET_NEW_GAP_NS : NET_RESCAN_NS;
 	if (s->wanted && look->may && (!last_read_ns || now - last_read_ns >= gap))
 		read_tables(now, look);

@@ -396,7 +396,7 @@ static void describe_fd(pid_t tid, int fd, long nr, struct wp_look *look, char *
 		return;
 	wp_wait_put(buf, cap, len, c->target, c->len);
 	if (starts(c->target, c->len, "socket:[")) {
-		const char *net = wp_wait_net_name(c->id, look);
+		const char *net = wp_wait_net_name(c->id, tid, fd, look);
 		if (net) {
 			wp_wait_puts(buf, cap, len, " ");
 			wp_wait_puts(buf, cap, len, net);

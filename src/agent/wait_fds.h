@@ -49,8 +49,9 @@ void wp_wait_fds_reset(void);
 
 /* Internal to wait_fds.c, wait_net.c and wait_child.c. */
 /* A socket's protocol and addresses ("tcp 127.0.0.1:5000 -> 127.0.0.1:43210"), NULL when
- * unknown (not looked up yet, or in none of the tables). */
-const char *wp_wait_net_name(uint64_t ino, struct wp_look *look);
+ * unknown (not looked up yet, or in none of the tables); `fd` of thread `tid` is one of its
+ * descriptors (for its protocol). */
+const char *wp_wait_net_name(uint64_t ino, pid_t tid, int fd, struct wp_look *look);
 /* A socket of this process seen in a scan of its descriptors: named at the next read of the
  * tables if its slot is free (so that one read names the sockets waited on next). */
 void wp_wait_net_note(uint64_t ino);

@@ -1,21 +1,23 @@
 /* A socket's protocol and addresses by inode (wait_fds.h), from the kernel's socket tables
  * /proc/self/net/{unix,tcp,tcp6,udp,udp6}. readlink of a socket descriptor gives only
  * "socket:[INODE]"; the tables are the one place a process may read the rest without
- * touching the descriptor (it lives in the program's table, not the sampler's).
+ * touching the descriptor (it lives in the program's table, not the sampler's). Which table
+ * to read comes from the descriptor's xattr system.sockprotoname (a protocol with no table,
+ * netlink or packet, is named by it alone).
  *
- * On a busy host the tables are long (~150 bytes a TCP connection): they are read at most
- * once a second for names already known (every 100 ms for a socket never looked for), at most
- * NET_READ_MAX bytes of each, only when a socket waited on needs it and the first-look ration
- * allows, and one read names every socket waited on that
- * it finds. A name is kept NET_RECHECK_NS: an inode is one socket for its whole life (a
-descriptor reused for another socket shows another inode), and only an unconnected socket's
-addresses change (bind, connect). Sampler
- * thread only, outside suspension windows; not async-signal-safe. */
+ * On a busy host the tables are long (~150 bytes and ~7 us a TCP connection here): only the
+ * tables the sockets waited on need are read, at most once a second for names already known
+ * (every 100 ms for a socket never looked for), at most NET_READ_MAX bytes of each, only when
+ * the first-look ration allows, and one read names every socket waited on that it finds. A
+ * name is kept NET_RECHECK_NS: an inode is one socket for its whole life (a descriptor reused
+ * for another socket shows another inode), and only an unconnected socket's addresses change
+ * (bind, connect). Sampler thread only, outside suspension windows; not async-signal-safe. */
 #include "wait_fds.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -35,6 +37,8 @@ struct net_slot {
 	uint8_t wanted;	     /* to be looked for at the next read of the tables */
 	uint8_t named;	     /* text holds its name */
 	uint8_t fresh;	     /* never looked for yet */
+	uint8_t noted;	     /* seen in a descriptor scan, not waited on yet */
+	uint8_t tables;	     /* the tables it may be in (0: not known yet) */
 	uint64_t used_ns;    /* when a description last asked for it */
 	char text[NET_TEXT];
 };
@@ -221,21 +225,68 @@ static void read_table(const char *name, uint64_t now)
 	close(fd);
 }
 
+/* The tables, a bit each. */
+enum { T_UNIX = 1, T_TCP = 2, T_TCP6 = 4, T_UDP = 8, T_UDP6 = 16, T_ALL = 31 };
+static const char *const tables[] = { "unix", "tcp", "tcp6", "udp", "udp6" };
+
+/* Reads the tables that the sockets waited on need (all of them for one whose protocol is
+ * unknown); a socket looked for in every table it could be in and found in none stays
+ * unnamed (another namespace's, or gone) until its next recheck. */
 static void read_tables(uint64_t now, struct wp_look *look)
 {
-	static const char *const tables[] = { "unix", "tcp", "tcp6", "udp", "udp6" };
+	unsigned need = 0;
+	for (size_t i = 0; i < NET_SLOTS; i++)
+		if (slots[i].wanted && !slots[i].noted)
+			need |= slots[i].tables ? slots[i].tables : T_ALL;
 	uint64_t c0 = wp_self_cpu_ns();
 	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
-		read_table(tables[i], now);
-	/* what no table holds (netlink, packet, another namespace's) stays unnamed for now */
-	for (size_t i = 0; i < NET_SLOTS; i++)
-		if (slots[i].wanted) {
-			slots[i].wanted = slots[i].fresh = 0;
-			slots[i].named = 0;
-			slots[i].checked_ns = now;
+		if (need & (1u << i))
+			read_table(tables[i], now);
+	for (size_t i = 0; i < NET_SLOTS; i++) {
+		struct net_slot *s = &slots[i];
+		if (s->wanted && ((s->tables ? s->tables : T_ALL) & ~need) == 0) {
+			s->wanted = s->fresh = 0;
+			s->named = 0;
+			s->checked_ns = now;
 		}
+	}
 	last_read_ns = now;
 	look->cpu_ns += wp_self_cpu_ns() - c0;
+}
+
+/* Which table holds socket `s` (the descriptor's xattr system.sockprotoname: "TCP",
+ * "TCPv6", "UDP", "UNIX-STREAM"..., answered by the socket layer itself, no file system
+ * asked); a protocol no table lists (netlink, packet...) is the name itself. */
+static void protocol(struct net_slot *s, pid_t tid, int fd, uint64_t now, struct wp_look *look)
+{
+	static const struct {
+		const char *prefix;
+		unsigned table;
+	} map[] = { { "TCPv6", T_TCP6 }, { "TCP", T_TCP }, { "UDPv6", T_UDP6 }, { "UDP", T_UDP },
+		    { "UNIX", T_UNIX } };
+	char path[64], proto[32];
+	uint64_t c0 = wp_self_cpu_ns();
+	wp_format(path, sizeof(path), "/proc/self/task/%d/fd/%d", (int)tid, fd);
+	ssize_t n = getxattr(path, "system.sockprotoname", proto, sizeof(proto) - 1);
+	look->cpu_ns += wp_self_cpu_ns() - c0;
+	s->tables = T_ALL;
+	if (n <= 0)
+		return;
+	proto[n] = 0;
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (!strncmp(proto, map[i].prefix, strlen(map[i].prefix)) &&
+		    (strcmp(map[i].prefix, "UDP") || strncmp(proto, "UDPLITE", 7))) {
+			s->tables = map[i].table;
+			return;
+		}
+	size_t k = 0;
+	for (; proto[k] && k < sizeof(s->text) - 1; k++)
+		s->text[k] = proto[k] >= 'A' && proto[k] <= 'Z' ? (char)(proto[k] - 'A' + 'a') :
+								 proto[k];
+	s->text[k] = 0;
+	s->named = 1;
+	s->wanted = s->fresh = 0;
+	s->checked_ns = now;
 }
 
 void wp_wait_net_note(uint64_t ino)
@@ -243,11 +294,11 @@ void wp_wait_net_note(uint64_t ino)
 	struct net_slot *v, *s = net_slot(ino, &v);
 	if (!s && !v->ino) {
 		v->ino = ino;
-		v->wanted = v->fresh = 1;
+		v->wanted = v->fresh = v->noted = 1;
 	}
 }
 
-const char *wp_wait_net_name(uint64_t ino, struct wp_look *look)
+const char *wp_wait_net_name(uint64_t ino, pid_t tid, int fd, struct wp_look *look)
 {
 	struct net_slot *v, *s = net_slot(ino, &v);
 	uint64_t now = wp_now_ns();
@@ -259,7 +310,10 @@ const char *wp_wait_net_name(uint64_t ino, struct wp_look *look)
 	} else if (!s->wanted && now - s->checked_ns >= NET_RECHECK_NS) {
 		s->wanted = 1; /* an old name is kept until the tables say otherwise */
 	}
+	s->noted = 0;
 	s->used_ns = now;
+	if (s->wanted && !s->tables && look->may)
+		protocol(s, tid, fd, now, look);
 	uint64_t gap = s->fresh ? NET_NEW_GAP_NS : NET_RESCAN_NS;
 	if (s->wanted && look->may && (!last_read_ns || now - last_read_ns >= gap))
 		read_tables(now, look);

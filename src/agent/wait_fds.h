@@ -59,6 +59,11 @@ void wp_wait_net_reset(void);
 uint32_t wp_wait_child_describe(pid_t tid, long nr, const uint64_t args[6],
 				struct wp_look *look, char *buf, uint32_t cap);
 void wp_wait_child_reset(void);
+/* Whether a /proc file may be opened: only on the agent's private descriptor table. In the
+ * fallback (unshare refused), an open takes the lowest free number in the program's table
+ * for a moment, which a program that closes fd 2 and opens its data file expects to get;
+ * there descriptions stick to what needs no descriptor (readlink, lstat, getxattr, memory). */
+int wp_wait_may_open(void);
 /* Reads at most cap-1 bytes of a small /proc file into buf (NUL-terminated); the length, or
  * -1. The CPU time goes to look->cpu_ns. */
 long wp_wait_read_small(const char *path, char *buf, size_t cap, struct wp_look *look);

@@ -195,7 +195,7 @@ static void read_table(const char *name, uint64_t now)
 	static char buf[16384];
 	char path[64];
 	wp_format(path, sizeof(path), "/proc/self/net/%s", name);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = wp_wait_may_open() ? open(path, O_RDONLY | O_CLOEXEC) : -1;
 	if (fd < 0)
 		return;
 	size_t have = 0, total = 0;

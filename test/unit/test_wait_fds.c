@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "../../src/agent/fds.h"
 #include "../../src/agent/wait_fds.h"
 #include "check.h"
 
@@ -119,6 +120,10 @@ static void test_names(void)
 
 int main(void)
 {
+	/* the agent opens /proc files only on a private descriptor table (wait_fds.h), as its
+	 * sampler has: this thread gets one, keeping stdout and stderr */
+	int keep[2] = { 1, 2 };
+	wp_fds_go_private(keep, 2, 1);
 	me = (pid_t)syscall(SYS_gettid);
 	wp_wait_fds_set_mem_tid(me);
 	test_unmapped_reads();

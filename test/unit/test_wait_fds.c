@@ -5,11 +5,15 @@
  * "program's", its thread the waiting one. */
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/inotify.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../src/agent/fds.h"
@@ -105,6 +109,35 @@ static void test_names(void)
 	describe(SYS_select, 128, (uint64_t)(uintptr_t)set, 0, 0);
 	CHECK(!strncmp(text, "select pipe:[", 13) && strstr(text, sock), "select names both: %s",
 	      text);
+
+	/* anonymous inodes: their kind and descriptor */
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGUSR1);
+	int sfd = signalfd(-1, &sigs, 0), ifd = inotify_init1(0);
+	describe(SYS_read, (uint64_t)sfd, 0, 0, 0);
+	snprintf(want, sizeof(want), "signalfd fd %d", sfd);
+	CHECK_STR(text, want);
+	describe(SYS_read, (uint64_t)ifd, 0, 0, 0);
+	snprintf(want, sizeof(want), "inotify fd %d", ifd);
+	CHECK_STR(text, want);
+	close(sfd);
+	close(ifd);
+
+	/* any child: this thread's children, by pid and command */
+	pid_t kid = fork();
+	if (kid == 0) {
+		pause();
+		_exit(0);
+	}
+	describe(SYS_wait4, (uint64_t)-1, 0, 0, 0);
+	snprintf(want, sizeof(want), "any of pid %d (test_wait_fds)", (int)kid);
+	CHECK_STR(text, want);
+	describe(SYS_waitid, 1 /* P_PID */, (uint64_t)kid, 0, 0);
+	snprintf(want, sizeof(want), "pid %d (test_wait_fds)", (int)kid);
+	CHECK_STR(text, want);
+	kill(kid, SIGKILL);
+	waitpid(kid, NULL, 0);
 
 	/* a child that is not one of ours, a process group */
 	describe(SYS_wait4, (uint64_t)(uint32_t)getpid(), 0, 0, 0);

@@ -1,12 +1,13 @@
 /* What waiting samples wait in (issue 13): for a sample of a thread blocked in a system call,
  * read from /proc/self/task/TID/syscall, the call's number and the arguments that name what
  * it waits for, plus one fact read from memory or /proc (a futex's would-be mutex owner, a
- * sleep's requested duration, a descriptor's target). Counted in a side table keyed
- * by (stack id, call, arguments, that fact), so the stack table does not grow: a stack blocked
- * in one call on one object has one entry. Written as WP_REC_WAIT records (format.h).
+ * sleep's requested duration, what an io or child wait waits for: wait_fds.h). Counted in a
+ * side table keyed by (stack id, call, arguments, that fact), so the stack table does not
+ * grow: a stack blocked in one call on one object has one entry. Written as WP_REC_WAIT
+ * records (format.h).
  *
- * Sampler thread only, outside suspension windows: these allocate, read /proc (descriptor
- * targets) and process memory (process_vm_readv: fault-proof, bounded). Not
+ * Sampler thread only, outside suspension windows: these allocate, read /proc (descriptors,
+ * socket tables, children) and process memory (process_vm_readv: fault-proof, bounded). Not
  * async-signal-safe. */
 #ifndef WP_WAITS_H
 #define WP_WAITS_H

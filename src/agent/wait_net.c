@@ -30,6 +30,7 @@
 #define NET_NEW_GAP_NS (100 * 1000000ull) /* a socket never looked for yet */
 #define NET_RECHECK_NS (30000 * 1000000ull)
 #define NET_READ_MAX (1u << 20)
+#define NET_MISSES 3
 
 struct net_slot {
 	uint64_t ino;
@@ -39,11 +40,16 @@ struct net_slot {
 	uint8_t fresh;	     /* never looked for yet */
 	uint8_t noted;	     /* seen in a descriptor scan, not waited on yet */
 	uint8_t tables;	     /* the tables it may be in (0: not known yet) */
+	uint8_t misses;	     /* reads of its tables that did not list it */
 	uint64_t used_ns;    /* when a description last asked for it */
 	char text[NET_TEXT];
 };
 static struct net_slot slots[NET_SLOTS];
-static uint64_t last_read_ns;
+static uint64_t last_read_ns, last_read_cost_ns;
+/* A read of the tables is followed by at least 20 times its cost before the next (5% of the
+ * sampler's time at most, on top of the ration): a host with thousands of connections makes
+ * them ~15 ms each. */
+#define NET_COST_GAP 20
 
 /* Socket `ino`'s slot, or NULL; *victim: the slot it would take (an empty one, else the one
  * asked for least recently). */
@@ -160,6 +166,7 @@ static void inet_line(char *line, const char *proto, uint64_t now)
 		wp_format(s->text, sizeof(s->text), "%s %s -> %s", proto, local, peer);
 	s->named = 1;
 	s->wanted = s->fresh = 0;
+	s->misses = 0;
 	s->checked_ns = now;
 }
 
@@ -186,6 +193,7 @@ static void unix_line(char *line, uint64_t now)
 		  flags & 0x10000 /* __SO_ACCEPTCON */ ? " listening" : "");
 	s->named = 1;
 	s->wanted = s->fresh = 0;
+	s->misses = 0;
 	s->checked_ns = now;
 }
 
@@ -244,14 +252,20 @@ static void read_tables(uint64_t now, struct wp_look *look)
 			read_table(tables[i], now);
 	for (size_t i = 0; i < NET_SLOTS; i++) {
 		struct net_slot *s = &slots[i];
-		if (s->wanted && ((s->tables ? s->tables : T_ALL) & ~need) == 0) {
+		/* A table read while sockets come and go may skip lines (its position is a count
+		 * of entries): one that was not listed is looked for again, twice, before it is
+		 * left unnamed until its next recheck. */
+		if (s->wanted && ((s->tables ? s->tables : T_ALL) & ~need) == 0 &&
+		    ++s->misses >= NET_MISSES) {
 			s->wanted = s->fresh = 0;
 			s->named = 0;
+			s->misses = 0;
 			s->checked_ns = now;
 		}
 	}
 	last_read_ns = now;
-	look->cpu_ns += wp_self_cpu_ns() - c0;
+	last_read_cost_ns = wp_self_cpu_ns() - c0;
+	look->cpu_ns += last_read_cost_ns;
 }
 
 /* Which table holds socket `s` (the descriptor's xattr system.sockprotoname: "TCP",
@@ -286,6 +300,7 @@ static void protocol(struct net_slot *s, pid_t tid, int fd, uint64_t now, struct
 	s->text[k] = 0;
 	s->named = 1;
 	s->wanted = s->fresh = 0;
+	s->misses = 0;
 	s->checked_ns = now;
 }
 
@@ -315,6 +330,8 @@ const char *wp_wait_net_name(uint64_t ino, pid_t tid, int fd, struct wp_look *lo
 	if (s->wanted && !s->tables && look->may)
 		protocol(s, tid, fd, now, look);
 	uint64_t gap = s->fresh ? NET_NEW_GAP_NS : NET_RESCAN_NS;
+	if (gap < NET_COST_GAP * last_read_cost_ns)
+		gap = NET_COST_GAP * last_read_cost_ns;
 	if (s->wanted && look->may && (!last_read_ns || now - last_read_ns >= gap))
 		read_tables(now, look);
 	if (s->wanted && s->fresh)
@@ -325,5 +342,5 @@ const char *wp_wait_net_name(uint64_t ino, pid_t tid, int fd, struct wp_look *lo
 void wp_wait_net_reset(void)
 {
 	memset(slots, 0, sizeof(slots));
-	last_read_ns = 0;
+	last_read_ns = last_read_cost_ns = 0;
 }

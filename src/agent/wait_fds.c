@@ -226,6 +226,11 @@ static void scan_pipes(pid_t tid, uint64_t now, struct wp_look *look)
 	int dfd = wp_wait_may_open() ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
 	int seen = 0, truncated = 0;
 	pipe_scans++;
+	/* every pipe asked for lately is looked at again with the one that needs it: their
+	 * rechecks come due together rather than one scan each */
+	for (int i = 0; i < PIPE_SLOTS; i++)
+		if (pipes[i].ino && now - pipes[i].used_ns < PIPE_RECHECK_NS)
+			pipes[i].wanted = 1;
 	for (int i = 0; i < PIPE_SLOTS; i++)
 		if (pipes[i].wanted) {
 			pipes[i].n = 0;

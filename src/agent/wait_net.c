@@ -246,6 +246,12 @@ static void read_tables(uint64_t now, struct wp_look *look)
 	for (size_t i = 0; i < NET_SLOTS; i++)
 		if (slots[i].wanted && !slots[i].noted)
 			need |= slots[i].tables ? slots[i].tables : T_ALL;
+	/* every socket of those tables asked for lately is looked for again in this read: their
+	 * rechecks come due together rather than one read each */
+	for (size_t i = 0; i < NET_SLOTS; i++)
+		if (slots[i].named && slots[i].tables && !(slots[i].tables & ~need) &&
+		    now - slots[i].used_ns < NET_RECHECK_NS)
+			slots[i].wanted = 1;
 	uint64_t c0 = wp_self_cpu_ns();
 	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
 		if (need & (1u << i))

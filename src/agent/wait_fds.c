@@ -72,7 +72,10 @@ static struct pipe_slot *pipe_slot(uint64_t ino, struct pipe_slot **victim)
 {
 	*victim = NULL;
 	for (int w = 0; w < PIPE_WAYS; w++) {
-		struct pipe_slot *s = &pipes[(ino + (uint64_t)w) % PIPE_SLOTS];
+		/* hashed: pipes made together have neighbouring inodes, whose sets of slots would
+		 * overlap and push each other out */
+		uint64_t h = (ino * 0x9e3779b97f4a7c15ull) >> 32;
+		struct pipe_slot *s = &pipes[(h + (uint64_t)w) % PIPE_SLOTS];
 		if (s->ino == ino)
 			return s;
 		if (!*victim || ((*victim)->ino && (!s->ino || s->used_ns < (*victim)->used_ns)))

@@ -57,7 +57,10 @@ static struct net_slot *net_slot(uint64_t ino, struct net_slot **victim)
 {
 	*victim = NULL;
 	for (int w = 0; w < NET_WAYS; w++) {
-		struct net_slot *s = &slots[(ino + (uint64_t)w) % NET_SLOTS];
+		/* hashed: sockets made together have neighbouring inodes, whose sets of slots
+		 * would overlap and push each other out */
+		uint64_t h = (ino * 0x9e3779b97f4a7c15ull) >> 32;
+		struct net_slot *s = &slots[(h + (uint64_t)w) % NET_SLOTS];
 		if (s->ino == ino)
 			return s;
 		if (!*victim || ((*victim)->ino && (!s->ino || s->used_ns < (*victim)->used_ns)))

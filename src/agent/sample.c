@@ -576,7 +576,10 @@ static int sample_unmoved(struct wp_athread *t, uint64_t weight_ns, uint64_t now
 		wp_stacks_again(t, last, units_of(weight_ns), weight_ns, rel_us);
 		wp_locks_sampled(t, last->id, cpu); /* exact: it has not run since */
 		/* still blocked in the same call: the same wait (its owner read again) */
-		wp_waits_again(t, units_of(weight_ns), weight_ns);
+		uint64_t looked_ns = 0;
+		wp_waits_again(t, units_of(weight_ns), weight_ns, first_look_allowed(now),
+			       &looked_ns);
+		first_look_tokens -= (int64_t)looked_ns;
 		wp_cpuwait_again(t, units_of(weight_ns), weight_ns);
 	} else {
 		struct wp_stack_entry *e = wp_stacks_add(t, last->pcs, last->nframes,

@@ -25,6 +25,16 @@ medians of ratios to the baseline of the same round, never a single absolute tim
                 files: make -> cc -> cc1, as, then ar) recorded with `wallprof -- make`: the
                 build's time both ways, its profile files and unsampled processes, and the
                 report of every file of the run (folded and text) per 1,000 files
+  7. waits      what issue 13's waits cost (--only waits): wall-mode runs with the agent as it
+                is against WALLPROF_TEST=no-waits (no wait objects, owner reads or holder
+                samples; no schedstat/stat reads), alternating, on section 1's wall-mode rows
+                (spin, 1 and 4 threads, 100 and 1000 Hz), the demo (test/targets/demo),
+                bench/idle_threads with 1,000 threads and test/targets/waits with 3 threads a
+                tick (contended locks whose holders are mostly not in the tick's subset): the
+                sampler's CPU per tick (META sampler_cpu_ns / ticks), the program's wall time
+                and CPU as ratios on/off, and what each part read per tick (META
+                schedstat_reads, state_reads, holder_samples); target: within 15% per tick on
+                the spin rows
 
 Standard library only. Progress lines go to stderr; the markdown report to stdout and to
 docs/bench.md (--out, --no-write).
@@ -83,6 +93,8 @@ class Plan:
             self.calls_spawns = 10          # trivial processes each way per round
             self.tree_units = 120           # C files in the build (about 3 processes each)
             self.tree_rounds = 1
+            self.waits_rounds = 3
+            self.waits_s = 1.0              # demo and test/targets/waits: their own length
         else:
             self.overhead_rounds = 5
             self.overhead_ms = 1000
@@ -104,6 +116,8 @@ class Plan:
             self.calls_spawns = 20
             self.tree_units = 350
             self.tree_rounds = 3
+            self.waits_rounds = 7
+            self.waits_s = 2.0
         self.report_samples = 10_000_000
 
 
@@ -1311,6 +1325,90 @@ def tree(ctx):
                 runs=plan.report_runs, load=sh("cut -d' ' -f1-3 /proc/loadavg"))
 
 
+# 7. The cost of waits
+
+WAITS_COUNTS = ("schedstat_reads", "state_reads", "cpuwait_read_ns", "holder_samples",
+                "holder_missed")
+
+
+def waits_workloads(ctx):
+    """The wall-mode workloads whose waits are priced: (label, argv, hz, extra env, what
+    "program wall" is: "spin" its own clock, "idle" the busy thread's work, "run" fork to
+    exit of a program that runs for a set time)."""
+    plan = ctx.plan
+    units = int(run([ctx.exe("spin"), "--calibrate", str(plan.overhead_ms)]).check()
+                .out.strip())
+    wl = []
+    for threads, u in ((1, units), (4, max(1, units // 2))):
+        for hz in (100, 1000):
+            wl.append(("spin, %d thread%s, %d Hz" % (threads, "s" if threads > 1 else "", hz),
+                       spin_cmd(ctx, threads, u), hz, {}, "spin"))
+    secs = "%g" % plan.waits_s
+    wl.append(("demo (a lock, a pipe, sleeps, joins), 100 Hz",
+               [os.path.join(ctx.targets, "demo"), secs], 100, {}, "run"))
+    wl.append(("1,000 idle threads + 1 busy (bench/idle_threads), 100 Hz",
+               [ctx.exe("idle_threads"), "1000", str(units)], 100, {}, "idle"))
+    wl.append(("contended locks, 3 threads a tick (test/targets/waits), 100 Hz",
+               [os.path.join(ctx.targets, "waits"), secs], 100, {"WALLPROF_THREADS": "3"},
+               "run"))
+    return wl
+
+
+def waits_run(ctx, argv, hz, extra, wall_kind, off):
+    """One wall-mode run with waits on, or off (WALLPROF_TEST=no-waits): the sampler's CPU per
+    tick, the program's wall time and CPU (the process's less the sampler's), and what the
+    wait machinery read per tick."""
+    out = ctx.path("waits.prof")
+    env_extra = dict(extra, **({"WALLPROF_TEST": "no-waits"} if off else {}))
+    cmd, env = Profiler("wp", hz, mode="wall").wrap(ctx, argv, out, extra_env=env_extra)
+    r = run(cmd, env=env).check()
+    p = read_wp(out)
+    os.unlink(out)
+    ticks = max(1, meta_int(p, "ticks") or 0)
+    sampler = meta_int(p, "sampler_cpu_ns") or 0
+    if wall_kind == "spin":
+        wall = parse_kv(r.out, "spin:")["wall_ns"] / 1e9
+    elif wall_kind == "idle":
+        wall = parse_kv(r.out, "idle_threads:")["work_ns"] / 1e9
+    else:
+        wall = r.wall
+    d = dict(per_tick=sampler / ticks, wall=wall, cpu=r.cpu - sampler / 1e9,
+             waits=meta_int(p, "waits") or 0, samples=meta_int(p, "samples") or 0)
+    for k in WAITS_COUNTS:
+        d[k] = (meta_int(p, k) or 0) / ticks
+    return d
+
+
+def waits_cost(ctx):
+    """Each workload with waits on and off, alternately (the order swapped round by round),
+    as ratios on/off within a round; medians over rounds."""
+    plan = ctx.plan
+    wl = waits_workloads(ctx)
+    rounds = collections.defaultdict(list)  # label -> [{"on": d, "off": d}]
+    for rnd in range(plan.waits_rounds):
+        log("waits: round %d of %d" % (rnd + 1, plan.waits_rounds))
+        for i, (label, argv, hz, extra, wall_kind) in enumerate(wl):
+            r = {}
+            for off in ((False, True) if (rnd + i) % 2 == 0 else (True, False)):
+                r["off" if off else "on"] = waits_run(ctx, argv, hz, extra, wall_kind, off)
+            rounds[label].append(r)
+    rows = []
+    for label, _, hz, _, wall_kind in wl:
+        rs = rounds[label]
+        row = dict(label=label, hz=hz, spin=wall_kind == "spin", wall_kind=wall_kind)
+        for key in ("per_tick", "wall", "cpu"):
+            ratios = [r["on"][key] / r["off"][key] - 1 for r in rs if r["off"][key] > 0]
+            row[key] = (median(ratios), iqr_half(ratios))
+        row["per_tick_off"] = median([r["off"]["per_tick"] for r in rs])
+        row["per_tick_on"] = median([r["on"]["per_tick"] for r in rs])
+        for k in WAITS_COUNTS + ("waits",):
+            row[k] = median([r["on"][k] for r in rs])
+            row[k + "_off"] = max(r["off"][k] for r in rs)
+        rows.append(row)
+    return dict(rounds=plan.waits_rounds, secs=plan.waits_s, rows=rows,
+                load=sh("cut -d' ' -f1-3 /proc/loadavg"))
+
+
 # ------------------------------------------------------------------------------------------
 # The report
 
@@ -1383,6 +1481,33 @@ CALL_ROWS = {
                 "the agent's start-up (loading, its sampler thread, which unshares its "
                 "descriptor table) and its end (writing the profile)"),
 }
+
+
+WAITS_TEXT = (
+    "What issue 13's waits cost: the same wall-mode runs with the agent as it is (*on*) and "
+    "with `WALLPROF_TEST=no-waits` (*off*: no wait objects, so no owner reads of locks and "
+    "no holder samples; no schedstat reads for runnable samples, no stat reads for possible "
+    "disk waits; the sampling itself, its /proc syscall reads for blocked threads included, "
+    "is the same). The workloads: section 1's wall-mode rows (bench/spin, 1 and 4 busy "
+    "threads, 100 and 1000 Hz, 16 threads a tick); the demo (test/targets/demo: a parser, a "
+    "pipe reader fed every 20 ms, four workers contending for one lock, main joining them); "
+    "bench/idle_threads with 1,000 threads blocked in a condition wait and one busy thread; "
+    "test/targets/waits with WALLPROF_THREADS=3 (three lock holders, mutex, rwlock, and one "
+    "that sleeps holding its lock, with waiters, among 19 threads: the holder is mostly not "
+    "in the tick's subset and is added to the tick for its waiters). On and off alternate, "
+    "the order swapped each round, %d rounds; the demo and the waits target run for a set "
+    "%.1f s each. *sampler CPU per tick*: META sampler_cpu_ns / ticks, the medians of each "
+    "setting, and *ratio*: the median over rounds of on / off − 1 (± half the interquartile "
+    "range). *program wall*: bench/spin's own clock around its work, idle_threads' busy "
+    "thread's work; for the demo and the waits target (set length) fork to exit, which "
+    "only shows start-up and exit. *program CPU*: the process's user+sys less the "
+    "sampler's. The reads per tick (META schedstat_reads, state_reads, holder_samples and "
+    "holder_missed / ticks), *their CPU* (META cpuwait_read_ns / ticks: the sampler's CPU "
+    "in the schedstat and stat reads, timed by the agent, a direct measure where the "
+    "ratio is blurred by the machine's load) and *wait entries* (META waits: distinct wait "
+    "objects x stacks) "
+    "are medians of the *on* runs; every one is 0 in the *off* runs (checked: the row says "
+    "so otherwise). Load average (1, 5, 15 min) when the section ended: %s.")
 
 
 def render(ctx, info, res, elapsed, load0, load1):
@@ -1717,6 +1842,26 @@ def render(ctx, info, res, elapsed, load0, load1):
               "{:,}".format(tr["said_unsampled"]), "{:,}".format(tr["file_samples"]),
               "{:,}".format(tr["report_samples"]), tr["folded"], tr["text"],
               1000 * tr["text"] / tr["files"]))
+    wa = res.get("waits")
+    if wa:
+        a("## 7. The cost of waits")
+        a("")
+        a(WAITS_TEXT % (wa["rounds"], wa["secs"], wa["load"]))
+        a("")
+        a("| workload | sampler CPU per tick, waits off → on | ratio | program wall | "
+          "program CPU | schedstat reads / tick | state reads / tick | their CPU / tick | "
+          "holder samples / tick (missed) | wait entries |")
+        a("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for r in wa["rows"]:
+            off_reads = sum(r[k + "_off"] for k in WAITS_COUNTS + ("waits",))
+            a("| %s | %s → %s | %s | %s%s | %s | %.3f | %.3f | %s | %.3f (%.3f) | %.0f%s |" % (
+                r["label"], us(r["per_tick_off"]), us(r["per_tick_on"]),
+                pct(*r["per_tick"]), pct(*r["wall"]),
+                "" if r["wall_kind"] != "run" else " (set length)", pct(*r["cpu"]),
+                r["schedstat_reads"], r["state_reads"], us(r["cpuwait_read_ns"]),
+                r["holder_samples"],
+                r["holder_missed"], r["waits"],
+                "" if not off_reads else " (**off: not all zero**)"))
         a("")
 
     # targets ---------------------------------------------------------------------------
@@ -1902,6 +2047,16 @@ def targets(res):
                         "%.1f µs at %d threads, %.1f µs at 10,000 (%.1f×)" % (
                             lo["tail_tick"] / 1000, min(sc), w["tail_tick"] / 1000, grow),
                         grow <= 1.5))
+    wa = res.get("waits")
+    for r in (wa or {}).get("rows", []):
+        if not r["spin"]:
+            continue
+        x, xi = r["per_tick"]
+        out.append(("waits on: sampler CPU per tick within 15%% of waits off (%s)" % r["label"],
+                    "%s → %s (%s); the schedstat/stat reads' own CPU %s a tick" % (
+                        us(r["per_tick_off"]), us(r["per_tick_on"]), pct(x, xi),
+                        us(r["cpuwait_read_ns"])),
+                    x is not None and x <= 0.15))
     rep = res.get("report")
     if rep:
         out.append(("report of 10M samples < 2 s", "%.2f s" % rep["time"], rep["time"] < 2))
@@ -1929,7 +2084,7 @@ def main():
     ap.add_argument("--no-write", action="store_true", help="print only")
     ap.add_argument("--only", default="",
                     help="comma-separated sections: overhead,accuracy,rate,real,window,scale,"
-                         "memory,report,calls,tree (default: all)")
+                         "memory,report,calls,tree,waits (default: all)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
     ap.add_argument("--merge", action="store_true",
                     help="with --only: start from the results saved by the last run "
@@ -1998,6 +2153,8 @@ def main():
             res["calls"] = calls(ctx)
         if want("tree"):
             res["tree"] = tree(ctx)
+        if want("waits"):
+            res["waits"] = waits_cost(ctx)
         if want("memory") or want("report"):
             res["memory"] = memory(ctx)
         if want("report"):

@@ -53,6 +53,7 @@ int wp_config_load(struct wp_config *cfg, char *(*getenv_fn)(const char *))
 		cfg->test_no_unshare = strstr(v, "no-unshare") != NULL;
 		cfg->test_exit_on_sampler = strstr(v, "exit-on-sampler") != NULL;
 		cfg->test_slow_holders = strstr(v, "slow-holders") != NULL;
+		cfg->test_no_waits = strstr(v, "no-waits") != NULL;
 	}
 
 	if ((v = getenv_fn("WALLPROF_MODE"))) {

@@ -28,20 +28,23 @@ struct wp_config {
 			       * belongs to; "" when absent or not [A-Za-z0-9._-]{1,63} */
 	int autostart;        /* WALLPROF_AUTOSTART: 1/0; -1 = when preloaded, not when linked */
 	/* Test hooks (WALLPROF_TEST=signal-all,no-retry,tight-ration,no-unshare,exit-on-sampler,
-	 * slow-holders):
+	 * slow-holders, no-waits):
 	 * make the sampler signal every chosen thread, make the EINTR interposers pass EINTR
 	 * through, shrink the first-look ration (0.1% of a core, a 100 µs allowance), keep the
 	 * agent on the program's descriptor table (the fallback of fds.h), have the sampler
 	 * end a process left without threads itself, as when no thread can be started for it,
-	 * or make the first batch of lock-holder samples wait 1 s (in poll) before signalling,
-	 * so that a fork lands in a half-done tick, so the tests can show that each protection
-	 * or fallback does what it says. Never for real use. */
+	 * make the first batch of lock-holder samples wait 1 s (in poll) before signalling, so
+	 * that a fork lands in a half-done tick, or turn off what waiting samples carry (no wait
+	 * objects, so no owner reads and no holder samples; no schedstat or stat reads: sample.c's
+	 * note_* hooks), so the tests can show that each protection or fallback does what it
+	 * says, and the benchmark can price the waits. Never for real use. */
 	int test_signal_all;
 	int test_no_retry;
 	int test_tight_ration;
 	int test_no_unshare;
 	int test_exit_on_sampler;
 	int test_slow_holders;
+	int test_no_waits;
 };
 
 /* Reads `getenv` into cfg. Returns 0, or -1 after printing the one-line complaint. */

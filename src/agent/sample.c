@@ -471,6 +471,8 @@ static void note_wait(struct wp_athread *t, struct wp_stack_entry *e,
 		      const struct blocked_regs *br, uint64_t weight_ns, uint64_t now)
 {
 	uint64_t looked_ns = 0;
+	if (cfg.test_no_waits)
+		return; /* WALLPROF_TEST=no-waits: no wait, so no owner read and no holder sample */
 	if (!wp_waits_add(t, e->id, br->nr, br->args, units_of(weight_ns), weight_ns,
 			  first_look_allowed(now), &looked_ns))
 		wp_stats.waits_lost++;
@@ -576,7 +578,10 @@ static int sample_unmoved(struct wp_athread *t, uint64_t weight_ns, uint64_t now
 		wp_stacks_again(t, last, units_of(weight_ns), weight_ns, rel_us);
 		wp_locks_sampled(t, last->id, cpu); /* exact: it has not run since */
 		/* still blocked in the same call: the same wait (its owner read again) */
-		wp_waits_again(t, units_of(weight_ns), weight_ns);
+		uint64_t looked_ns = 0;
+		wp_waits_again(t, units_of(weight_ns), weight_ns, first_look_allowed(now),
+			       &looked_ns);
+		first_look_tokens -= (int64_t)looked_ns;
 		wp_cpuwait_again(t, units_of(weight_ns), weight_ns);
 	} else {
 		struct wp_stack_entry *e = wp_stacks_add(t, last->pcs, last->nframes,
@@ -636,8 +641,9 @@ static int first_look_allowed(uint64_t now)
 static void note_runnable(struct wp_athread *t, struct wp_stack_entry *e, uint64_t weight_ns,
 			  int unmoved, uint64_t now)
 {
-	if (cfg.mode != WP_MODE_WALL)
-		return; /* a cpu profile's samples are CPU time: none of it waited */
+	if (cfg.mode != WP_MODE_WALL || cfg.test_no_waits)
+		return; /* a cpu profile's samples are CPU time: none of it waited (no-waits: no
+			 * schedstat read) */
 	int may = unmoved || ration_allows(&state_look_tokens, &state_look_refilled, now);
 	state_look_tokens -= (int64_t)wp_cpuwait_runnable(t, e->id, units_of(weight_ns), weight_ns,
 							  unmoved, may, now);
@@ -653,8 +659,9 @@ static void note_disk(struct wp_athread *t, struct wp_stack_entry *e,
 		      const struct blocked_regs *br, uint64_t weight_ns, uint64_t now)
 {
 	struct wp_wait_entry *w = br->nr >= 0 ? t->last_wait : NULL;
-	if (cfg.mode != WP_MODE_WALL)
-		return; /* a cpu profile's blocked samples are CPU time already paid */
+	if (cfg.mode != WP_MODE_WALL || cfg.test_no_waits)
+		return; /* a cpu profile's blocked samples are CPU time already paid (no-waits: no
+			 * stat read) */
 	if (!wp_cpuwait_may_be_disk(br->nr, w ? w->target : NULL, w ? w->target_len : 0) ||
 	    !ration_allows(&state_look_tokens, &state_look_refilled, now))
 		return;

@@ -11,37 +11,24 @@
 #include "condwait.h"
 #include "log.h"
 #include "wait_locks.h"
+#include "wait_fds.h"
 
 /* glibc's pthread_mutex_t (x86-64, glibc 2.17 to at least 2.40, struct __pthread_mutex_s):
  * int __lock at 0 (the futex word a contended locker waits on), unsigned __count at 4, int
  * __owner at 8 (the holder's TID). Whether a futex IS a mutex is for the command to say (from
  * the waiting function); the agent just reads the int at +8. */
 #define MUTEX_OWNER_OFFSET 8
-/* A descriptor's target is looked up again (one readlink of /proc/self/task/TID/fd/N) at
- * most this often. A descriptor closed and reused meanwhile gives the old name at worst.
- * readlink, not stat: readlink only prints the path the kernel holds, where stat would ask
- * the file's filesystem (a hung NFS server would hang the sampler). */
-#define FD_RECHECK_NS (200 * 1000000ull)
-#define FD_CACHE 256
-#define TARGET_MAX 200
+/* An io or child wait's description (wait_fds.c), at most this long in a WAIT record. */
+#define DESCRIPTION_MAX 2048
 
 static struct wp_wait_entry *table;
 static uint64_t bytes;
 static pid_t mem_tid;
 
-struct fd_look {
-	int fd; /* -1: empty */
-	uint64_t id; /* the inode of "pipe:[N]", "socket:[N]"...; else a hash of the path */
-	uint64_t checked_ns;
-	uint32_t len;
-	char target[TARGET_MAX];
-};
-static struct fd_look fd_cache[FD_CACHE];
-static int fd_cache_ready;
-
 void wp_waits_set_mem_tid(pid_t tid)
 {
 	mem_tid = tid;
+	wp_wait_fds_set_mem_tid(tid);
 }
 
 /* Reads `len` bytes at `addr` of our own memory; 0 when any is unmapped (no fault). */
@@ -113,78 +100,19 @@ static uint64_t futex_owner(uint64_t addr)
 										     : 0;
 }
 
-/* Calls whose first argument is the descriptor waited on. */
-static int waits_on_fd(long nr)
+/* An FNV-1a hash of a description: in the key, so a descriptor whose description changed
+ * (reused for another file, its peer now known) gets an entry of its own. */
+static uint64_t text_hash(const char *s, uint32_t len)
 {
-	switch (nr) {
-	case SYS_read: case SYS_write: case SYS_pread64: case SYS_pwrite64: case SYS_readv:
-	case SYS_writev: case SYS_preadv: case SYS_pwritev: case SYS_accept: case SYS_accept4:
-	case SYS_connect: case SYS_recvfrom: case SYS_sendto: case SYS_recvmsg: case SYS_sendmsg:
-	case SYS_recvmmsg: case SYS_sendmmsg: case SYS_epoll_wait: case SYS_epoll_pwait:
-	case SYS_flock: case SYS_fcntl: case SYS_ioctl: case SYS_fsync: case SYS_fdatasync:
-	case SYS_splice: case SYS_sendfile:
-		return 1;
-	default:
-		return 0;
-	}
-}
-
-/* What tells two targets apart in a WAIT key: the inode printed in "pipe:[N]" and the like,
- * else an FNV-1a hash of the path. */
-static uint64_t target_id(const char *s, uint32_t len)
-{
-	if (len > 3 && s[len - 1] == ']') {
-		const char *open = memchr(s, '[', len);
-		uint64_t v = 0;
-		int digits = 0;
-		for (const char *p = open ? open + 1 : s + len; p < s + len - 1 && *p >= '0' && *p <= '9';
-		     p++, digits++)
-			v = v * 10 + (uint64_t)(*p - '0');
-		if (open && digits && open + 1 + digits == s + len - 1)
-			return v;
-	}
 	uint64_t h = 0xcbf29ce484222325ull;
 	for (uint32_t i = 0; i < len; i++)
 		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
 	return h;
 }
 
-/* The cached look at descriptor `fd` (of thread `tid`'s table): its target and id in the
- * returned slot, or NULL when unknown (not allowed to look, or unreadable). */
-static const struct fd_look *look_fd(pid_t tid, int fd, int may_look, uint64_t *looked_ns)
-{
-	if (!fd_cache_ready) {
-		for (int i = 0; i < FD_CACHE; i++)
-			fd_cache[i].fd = -1;
-		fd_cache_ready = 1;
-	}
-	struct fd_look *c = &fd_cache[(unsigned)fd % FD_CACHE];
-	uint64_t now = wp_now_ns();
-	if (c->fd == fd && now - c->checked_ns < FD_RECHECK_NS)
-		return c;
-	if (!may_look)
-		return c->fd == fd ? c : NULL;
-	uint64_t c0 = wp_self_cpu_ns();
-	char path[64];
-	const struct fd_look *res = NULL;
-	wp_format(path, sizeof(path), "/proc/self/task/%d/fd/%d", (int)tid, fd);
-	ssize_t n = readlink(path, c->target, sizeof(c->target));
-	if (n > 0) {
-		c->len = (uint32_t)n;
-		c->id = target_id(c->target, c->len);
-		c->fd = fd;
-		c->checked_ns = now;
-		res = c;
-	} else if (c->fd == fd) {
-		c->fd = -1; /* closed meanwhile */
-	}
-	*looked_ns += wp_self_cpu_ns() - c0;
-	return res;
-}
-
 static struct wp_wait_entry *count(struct wp_athread *t, const struct wp_wait_key *k,
 				   const char *target, uint32_t target_len, uint32_t units,
-				   uint64_t weight_ns)
+				   uint64_t weight_ns, int partial, const uint64_t args[6])
 {
 	struct wp_wait_entry *e;
 	HASH_FIND(hh, table, k, sizeof(*k), e);
@@ -201,6 +129,9 @@ static struct wp_wait_entry *count(struct wp_athread *t, const struct wp_wait_ke
 	}
 	e->count += units;
 	e->weight_ns += weight_ns;
+	e->partial = partial;
+	if (partial)
+		memcpy(e->args, args, sizeof(e->args));
 	t->last_wait = e;
 	return e;
 }
@@ -215,6 +146,7 @@ struct wp_wait_entry *wp_waits_add(struct wp_athread *t, uint32_t stack_id, long
 				 .holder_stack = WP_LOCKS_NO_STACK };
 	const char *target = NULL;
 	uint32_t target_len = 0;
+	int partial = 0;
 	*looked_ns = 0;
 	if (nr == SYS_futex) {
 		k.a0 = args[0];
@@ -228,33 +160,48 @@ struct wp_wait_entry *wp_waits_add(struct wp_athread *t, uint32_t stack_id, long
 		k.a0 = args[0];
 		k.a1 = args[1];
 		k.aux = timespec_ns_at(args[2]);
-	} else if (nr == SYS_wait4 || nr == SYS_waitid) {
-		k.a0 = args[0];
-		k.a1 = args[1];
-	} else if (nr == SYS_poll || nr == SYS_ppoll || nr == SYS_select || nr == SYS_pselect6) {
-		k.a1 = nr == SYS_select || nr == SYS_pselect6 ? args[0] : args[1];
-	} else if (waits_on_fd(nr)) {
-		k.a0 = args[0];
-		if (args[0] < (1u << 30)) {
-			const struct fd_look *c = look_fd(t->tid, (int)args[0], may_look, looked_ns);
-			if (c) {
-				k.aux = c->id;
-				target = c->target;
-				target_len = c->len;
-			}
+	} else if (wp_wait_fds_handles(nr)) {
+		/* io and child waits: what they wait for, in words (wait_fds.c) */
+		static char text[DESCRIPTION_MAX];
+		struct wp_look look = { .may = may_look, .cpu_ns = 0 };
+		if (nr == SYS_wait4 || nr == SYS_waitid) {
+			k.a0 = args[0];
+			k.a1 = args[1];
+		} else if (nr == SYS_poll || nr == SYS_ppoll) {
+			k.a1 = args[1];
+		} else if (nr == SYS_select || nr == SYS_pselect6) {
+			k.a1 = args[0];
+		} else {
+			k.a0 = args[0];
 		}
+		uint64_t id = 0;
+		target_len = wp_wait_fds_describe(t->tid, nr, args, &look, &id, text, sizeof(text));
+		target = text;
+		if (nr != SYS_wait4 && nr != SYS_waitid)
+			k.aux = id;
+		k.a2 = target_len ? text_hash(text, target_len) : 0;
+		*looked_ns = look.cpu_ns;
+		partial = look.partial;
 	}
-	struct wp_wait_entry *e = count(t, &k, target, target_len, units, weight_ns);
+	struct wp_wait_entry *e = count(t, &k, target, target_len, units, weight_ns, partial, args);
 	if (e && nr == SYS_futex && k.aux)
 		wp_locks_owner_read(t, e, (pid_t)k.aux, units, weight_ns);
 	return e;
 }
 
-void wp_waits_again(struct wp_athread *t, uint32_t units, uint64_t weight_ns)
+void wp_waits_again(struct wp_athread *t, uint32_t units, uint64_t weight_ns, int may_look,
+		    uint64_t *looked_ns)
 {
 	struct wp_wait_entry *last = t->last_wait;
+	*looked_ns = 0;
 	if (!last)
 		return;
+	if (last->partial && may_look) {
+		/* the same call with the same arguments: described again, the rest read now */
+		wp_waits_add(t, last->key.stack_id, last->key.nr, last->args, units, weight_ns,
+			     may_look, looked_ns);
+		return;
+	}
 	struct wp_wait_key k = last->key;
 	if (k.nr != SYS_futex || (!looks_like_mutex(k.a1, k.a2) && !looks_like_rwlock(k.a1, k.a2))) {
 		last->count += units; /* nothing read again: the same entry, no lookup */
@@ -264,7 +211,8 @@ void wp_waits_again(struct wp_athread *t, uint32_t units, uint64_t weight_ns)
 	k.aux = futex_holder(k.a0, k.a1, k.a2);
 	k.holder_stack = WP_LOCKS_NO_STACK; /* this tick's holder sample, if any, says */
 	/* out of memory: the sample keeps its stack, without its wait */
-	struct wp_wait_entry *e = count(t, &k, last->target, last->target_len, units, weight_ns);
+	struct wp_wait_entry *e = count(t, &k, last->target, last->target_len, units, weight_ns, 0,
+					  NULL);
 	if (e && k.aux)
 		wp_locks_owner_read(t, e, (pid_t)k.aux, units, weight_ns);
 }
@@ -274,7 +222,7 @@ void wp_waits_set_holder(struct wp_athread *t, struct wp_wait_entry *e, uint32_t
 {
 	struct wp_wait_key k = e->key;
 	k.holder_stack = holder_stack;
-	if (!count(t, &k, e->target, e->target_len, units, weight_ns)) {
+	if (!count(t, &k, e->target, e->target_len, units, weight_ns, 0, NULL)) {
 		t->last_wait = e;
 		return;
 	}
@@ -310,5 +258,5 @@ void wp_waits_reset(void)
 		free(e);
 	}
 	bytes = 0;
-	fd_cache_ready = 0;
+	wp_wait_fds_reset();
 }

@@ -1,12 +1,13 @@
 /* What waiting samples wait in (issue 13): for a sample of a thread blocked in a system call,
  * read from /proc/self/task/TID/syscall, the call's number and the arguments that name what
  * it waits for, plus one fact read from memory or /proc (a futex's would-be mutex owner, a
- * sleep's requested duration, a descriptor's target). Counted in a side table keyed
- * by (stack id, call, arguments, that fact), so the stack table does not grow: a stack blocked
- * in one call on one object has one entry. Written as WP_REC_WAIT records (format.h).
+ * sleep's requested duration, what an io or child wait waits for: wait_fds.h). Counted in a
+ * side table keyed by (stack id, call, arguments, that fact), so the stack table does not
+ * grow: a stack blocked in one call on one object has one entry. Written as WP_REC_WAIT
+ * records (format.h).
  *
- * Sampler thread only, outside suspension windows: these allocate, read /proc (descriptor
- * targets) and process memory (process_vm_readv: fault-proof, bounded). Not
+ * Sampler thread only, outside suspension windows: these allocate, read /proc (descriptors,
+ * socket tables, children) and process memory (process_vm_readv: fault-proof, bounded). Not
  * async-signal-safe. */
 #ifndef WP_WAITS_H
 #define WP_WAITS_H
@@ -30,8 +31,12 @@ struct wp_wait_entry {
 	UT_hash_handle hh;
 	struct wp_wait_key key;
 	uint64_t count, weight_ns;
+	/* an io or child wait described only in part (a /proc read was put off): its call's
+	 * arguments, to describe it again at the thread's next sample (wait_fds.h) */
+	int partial;
+	uint64_t args[6];
 	uint32_t target_len;
-	char target[]; /* a descriptor's readlink target, not NUL-terminated */
+	char target[]; /* what it waits for, in words (wait_fds.h), not NUL-terminated */
 };
 
 /* Counts a waiting sample of `t` on stack `stack_id`, blocked in call `nr` with arguments
@@ -42,8 +47,10 @@ struct wp_wait_entry *wp_waits_add(struct wp_athread *t, uint32_t stack_id, long
 				   const uint64_t args[6], uint32_t units, uint64_t weight_ns,
 				   int may_look, uint64_t *looked_ns);
 /* Counts another sample of `t`'s last wait (the thread has not run since): a futex's owner is
- * read again, as a lock may change hands while its waiter sleeps. */
-void wp_waits_again(struct wp_athread *t, uint32_t units, uint64_t weight_ns);
+ * read again, as a lock may change hands while its waiter sleeps, and an io or child wait
+ * described in part is described again (may_look, looked_ns: as for wp_waits_add). */
+void wp_waits_again(struct wp_athread *t, uint32_t units, uint64_t weight_ns, int may_look,
+		    uint64_t *looked_ns);
 /* Moves `units` samples (and `weight_ns`) of `t` from `e` to the entry of the same wait whose
  * holder's stack is `holder_stack` (wait_locks.c, at the end of the tick). Out of memory: they
  * stay where they are, without the holder's stack. */

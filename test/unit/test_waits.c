@@ -144,10 +144,44 @@ static void test_describe(void)
 	CHECK_STR(d, "2s");
 }
 
+/* Agents since issue 13's io objects describe sets and children in the target; a pipe end's
+ * object gets the threads seen blocked on its other end. */
+static void test_described_targets(void)
+{
+	struct wp_wait poll = { .nr = SYS_poll, .a1 = 2,
+				.target = "poll pipe:[12] read end (write end fd 4), socket:[34] udp 127.0.0.1:53" };
+	CHECK_STR(describe(&poll, NULL, NULL, NULL), poll.target);
+	struct wp_wait ch = { .nr = SYS_wait4, .a0 = 321, .target = "pid 321 (sleep)" };
+	CHECK_STR(describe(&ch, NULL, NULL, NULL), "pid 321 (sleep)");
+
+	uint64_t ino = 0;
+	struct wp_wait r = { .nr = SYS_read, .target = "pipe:[1234] read end (write end fd 4)" };
+	CHECK_INT(wp_wait_pipe_end(&r, &ino), 1);
+	CHECK_EQ_U(ino, 1234);
+	struct wp_wait w = { .nr = SYS_write, .target = "pipe:[77] write end" };
+	CHECK_INT(wp_wait_pipe_end(&w, &ino), 2);
+	CHECK_EQ_U(ino, 77);
+	struct wp_wait bare = { .nr = SYS_read, .target = "pipe:[77]" };
+	CHECK_INT(wp_wait_pipe_end(&bare, &ino), 0);
+	struct wp_wait sock = { .nr = SYS_read, .target = "socket:[77] tcp 1.2.3.4:5 -> 6.7.8.9:10" };
+	CHECK_INT(wp_wait_pipe_end(&sock, &ino), 0);
+
+	char obj[128] = "pipe:[1234] read end (write end fd 4)";
+	wp_wait_pipe_used_by(obj, sizeof(obj), "writer tid=77");
+	CHECK_STR(obj, "pipe:[1234] read end (write end fd 4, seen blocked on it: writer tid=77)");
+	char obj2[128] = "pipe:[1234] read end";
+	wp_wait_pipe_used_by(obj2, sizeof(obj2), "writer tid=77");
+	CHECK_STR(obj2, "pipe:[1234] read end (other end seen blocked on it: writer tid=77)");
+	char small[24] = "pipe:[1] read end (x)";
+	wp_wait_pipe_used_by(small, sizeof(small), "a very long thread name tid=1");
+	CHECK(strlen(small) < sizeof(small), "bounded: %s", small);
+}
+
 int main(void)
 {
 	test_classify();
 	test_describe();
+	test_described_targets();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

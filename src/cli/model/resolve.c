@@ -676,6 +676,83 @@ static void holder_frames(struct wp_resolved *r, uint32_t proc, const struct wp_
 	out->holder_n = n;
 }
 
+/* The pipe ends the WAIT records of one process wait on, sorted by inode: the other end's
+ * threads of a pipe end are looked up in it (a scan of every record for each would be
+ * quadratic in a long profile of a program that churns pipes). Built by attach_waits for the
+ * process it is attaching, read by pipe_peers meanwhile. */
+struct pipe_end {
+	uint64_t ino;
+	int end; /* 1 read, 2 write */
+	uint32_t tid;
+};
+static struct pipe_end *pipe_ends;
+static size_t npipe_ends;
+
+static int pipe_end_cmp(const void *a, const void *b)
+{
+	const struct pipe_end *x = a, *y = b;
+	return x->ino < y->ino ? -1 : x->ino > y->ino ? 1 : x->end - y->end;
+}
+
+static void index_pipe_ends(const struct wp_profile *p)
+{
+	free(pipe_ends);
+	pipe_ends = NULL;
+	npipe_ends = 0;
+	for (size_t i = 0; i < p->nwaits; i++) {
+		uint64_t ino;
+		int end = wp_wait_pipe_end(&p->waits[i], &ino);
+		const struct wp_stack *s = end ? wp_profile_stack(p, p->waits[i].stack_id) : NULL;
+		if (!s)
+			continue;
+		if (!pipe_ends && !(pipe_ends = malloc(p->nwaits * sizeof(*pipe_ends))))
+			oom();
+		pipe_ends[npipe_ends++] = (struct pipe_end){ ino, end, s->tid };
+	}
+	if (npipe_ends)
+		qsort(pipe_ends, npipe_ends, sizeof(*pipe_ends), pipe_end_cmp);
+}
+
+/* A pipe end's other end: the threads of this process seen blocked on it at any time of the
+ * run (a pipe's reader blocks only when it is empty, its writer only when it is full, so
+ * both are never blocked at the same moment), at most 3 named. */
+static void pipe_peers(const struct wp_profile *p, const struct wp_wait *w, char *buf, size_t cap)
+{
+	uint64_t ino;
+	int end = wp_wait_pipe_end(w, &ino);
+	const struct wp_stack *me = end ? wp_profile_stack(p, w->stack_id) : NULL;
+	if (!me || !npipe_ends)
+		return;
+	struct pipe_end key = { ino, 3 - end, 0 };
+	size_t lo = 0, hi = npipe_ends; /* the first >= key */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (pipe_end_cmp(&pipe_ends[mid], &key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	char who[256] = "";
+	uint32_t named[3];
+	int n = 0;
+	for (size_t i = lo; i < npipe_ends && n < 3 && pipe_ends[i].ino == ino &&
+			    pipe_ends[i].end == 3 - end; i++) {
+		uint32_t tid = pipe_ends[i].tid;
+		int dup = tid == me->tid;
+		for (int j = 0; j < n; j++)
+			dup |= named[j] == tid;
+		if (dup)
+			continue;
+		const struct wp_thread *t = wp_profile_thread(p, tid);
+		size_t at = strlen(who);
+		snprintf(who + at, sizeof(who) - at, "%s%s tid=%u", n ? ", " : "",
+			 t && t->name && *t->name ? t->name : "?", (unsigned)tid);
+		named[n++] = tid;
+	}
+	if (n)
+		wp_wait_pipe_used_by(buf, cap, who);
+}
+
 /* Kind, object and holder of one WAIT record of kept stack `rs` of process `proc`, into
  * `out`. */
 static void describe_wait(struct wp_resolved *r, uint32_t proc, struct data_name **memo,
@@ -702,11 +779,13 @@ static void describe_wait(struct wp_resolved *r, uint32_t proc, struct data_name
 			wp_profile_thread(p, (uint32_t)w->a2) : NULL;
 		joined = t ? t->name : NULL;
 	}
-	char buf[1024];
+	char buf[2048];
 	wp_wait_describe(w, k, dn, waiter, joined, buf, sizeof(buf));
 	if (k == WP_WAIT_CONDITION && w->cond_mutex)
 		wp_wait_add_mutex(buf, sizeof(buf), data_name(pv->syms[proc], memo, w->cond_mutex),
 				  w->cond_mutex);
+	if (k == WP_WAIT_IO)
+		pipe_peers(p, w, buf, sizeof(buf));
 	out->kind = k;
 	out->waiter = waiter;
 	out->object = strdup(buf);
@@ -766,6 +845,7 @@ static void attach_waits(struct wp_resolved *r)
 		/* addresses are per process: a memo per process */
 		struct data_name *memo = NULL, *d, *tmp;
 		const struct wp_profile *p = r->procs[k];
+		index_pipe_ends(p);
 		for (size_t i = 0; i < p->nwaits; i++) {
 			const struct wp_rstack *rs = wp_resolved_stack_of(r, k, p->waits[i].stack_id);
 			if (!rs || !waits_on(rs, &p->waits[i]))
@@ -781,6 +861,9 @@ static void attach_waits(struct wp_resolved *r)
 			free(d);
 		}
 	}
+	free(pipe_ends);
+	pipe_ends = NULL;
+	npipe_ends = 0;
 	r->nwaits = n;
 	free(at);
 }

@@ -2,6 +2,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 
@@ -172,11 +173,12 @@ void wp_wait_describe(const struct wp_wait *w, enum wp_wait_kind k, const char *
 			snprintf(buf, cap, "tid=%" PRIu64, w->a2);
 		return;
 	case WP_WAIT_IO:
-		if (w->nr == SYS_poll || w->nr == SYS_ppoll || w->nr == SYS_select ||
-		    w->nr == SYS_pselect6)
-			snprintf(buf, cap, "%s of %" PRIu64 " fds", call, w->a1);
-		else if (w->target && *w->target)
+		/* agents since issue 13 describe poll/select/epoll sets too; older ones did not */
+		if (w->target && *w->target)
 			snprintf(buf, cap, "%s", w->target);
+		else if (w->nr == SYS_poll || w->nr == SYS_ppoll || w->nr == SYS_select ||
+			 w->nr == SYS_pselect6)
+			snprintf(buf, cap, "%s of %" PRIu64 " fds", call, w->a1);
 		else
 			snprintf(buf, cap, "fd %" PRIu64, w->a0);
 		return;
@@ -203,7 +205,9 @@ void wp_wait_describe(const struct wp_wait *w, enum wp_wait_kind k, const char *
 			snprintf(buf, cap, "page fault");
 		return;
 	case WP_WAIT_CHILD:
-		if (w->nr == SYS_wait4 && (int32_t)w->a0 > 0)
+		if (w->target && *w->target) /* "pid 1234 (sleep)", "any of pid 1 (a), ..." */
+			snprintf(buf, cap, "%s", w->target);
+		else if (w->nr == SYS_wait4 && (int32_t)w->a0 > 0)
 			snprintf(buf, cap, "pid %" PRId32, (int32_t)w->a0);
 		else if (w->nr == SYS_waitid && w->a0 == 1 /* P_PID */)
 			snprintf(buf, cap, "pid %" PRId32, (int32_t)w->a1);
@@ -217,4 +221,26 @@ void wp_wait_describe(const struct wp_wait *w, enum wp_wait_kind k, const char *
 			snprintf(buf, cap, "syscall %" PRIu32, w->nr);
 		return;
 	}
+}
+
+int wp_wait_pipe_end(const struct wp_wait *w, uint64_t *ino)
+{
+	const char *t = w->target;
+	if (!t || strncmp(t, "pipe:[", 6))
+		return 0;
+	char *end;
+	unsigned long long v = strtoull(t + 6, &end, 10);
+	if (end == t + 6 || strncmp(end, "] ", 2))
+		return 0;
+	*ino = v;
+	return !strncmp(end + 2, "read end", 8) ? 1 : !strncmp(end + 2, "write end", 9) ? 2 : 0;
+}
+
+void wp_wait_pipe_used_by(char *obj, size_t cap, const char *who)
+{
+	size_t n = strlen(obj);
+	if (n && obj[n - 1] == ')') /* "(write end fd 4)" -> "(write end fd 4, seen blocked on it: W)" */
+		snprintf(obj + n - 1, cap - (n - 1), ", seen blocked on it: %s)", who);
+	else
+		snprintf(obj + n, cap - n, " (other end seen blocked on it: %s)", who);
 }

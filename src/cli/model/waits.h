@@ -58,6 +58,13 @@ void wp_wait_describe(const struct wp_wait *w, enum wp_wait_kind k, const char *
  * address: "0x55d0c8a2b2a0 in consumer mutex=0x55d0c8a2b2c8". Truncated to cap bytes. */
 void wp_wait_add_mutex(char *buf, size_t cap, const char *mutex_name, uint64_t cond_mutex);
 
+/* Whether w waits on one end of a pipe (its target "pipe:[INO] read end..." or "... write
+ * end..."): 1 the read end, 2 the write end, 0 not a pipe end; *ino its inode. */
+int wp_wait_pipe_end(const struct wp_wait *w, uint64_t *ino);
+/* Adds to a pipe end's object (cap bytes) `who`, the threads seen blocked on its other end:
+ * "pipe:[N] read end (write end fd 4, seen blocked on it: writer tid=77)". */
+void wp_wait_pipe_used_by(char *obj, size_t cap, const char *who);
+
 /* The name of x86-64 system call `nr` for the calls a thread commonly blocks in, else NULL. */
 const char *wp_syscall_name(uint32_t nr);
 

@@ -17,7 +17,8 @@
  *   empty sample, which speedscope treats as idle, so every thread spans the run and the
  *   threads line up in the time-order view. Consecutive samples with the same frames are
  *   merged (speedscope would merge them anyway).
- * - A waiting sample ends with the frame "[wait KIND OBJECT]" and, for a lock whose holder
+ * - A waiting sample ends with the frame "[wait KIND OBJECT]" (but a wait for a CPU: its
+ *   stack as it is) and, for a lock whose holder
  *   is a thread of the profile, "[held by NAME tid=N]" (the folded --waits form; frames of
  *   shared.frames after the functions', without a file). The timeline says which stack a
  *   sample had, not which of its waits: a stack whose waits split over several objects has
@@ -374,6 +375,12 @@ static int wframes_build(struct wframes *wf, const struct wp_resolved *r)
 		for (uint32_t k = 0; k < s->nwaits; k++) {
 			const struct wp_rwait *w = &s->waits[k];
 			uint32_t *f = &wf->of_wait[2 * (size_t)(w - r->waits)];
+			f[0] = f[1] = UINT32_MAX;
+			/* a wait for a CPU keeps its stack, with no frame (as wait leaves do): the
+			 * thread runs there, and a frame dealt out over its running samples would
+			 * cut its timeline into slivers */
+			if (w->kind == WP_WAIT_CPU)
+				continue;
 			char name[4200];
 			snprintf(name, sizeof(name), "[wait %s %s]", wp_wait_kind_name(w->kind),
 				 w->object ? w->object : "?");

@@ -174,11 +174,8 @@ class TextReport:
     def _parse_threads(self):
         cur = None
         for l in self.sections["THREADS"][1]:
-            if l.startswith("("):
-                cur = None  # a note; "(N more threads ...)" is followed by the hidden ones
-                continue
-            if not l.strip() or (cur is None and l.startswith("    ")):
-                continue  # the hidden threads grouped by name
+            if not l.strip() or l.startswith("(") or (cur is None and l.startswith("    ")):
+                continue  # notes, and the hidden threads grouped by name
             m = _THREAD_HEAD.match(l)
             if m:
                 cur = ThreadSection(m)

@@ -4,9 +4,8 @@ waiting sample of theirs read from /proc names what it waits in.
 test/targets/waits.c: holder computes in compute_holding_lock() holding the global mutex
 big_lock, three lockers are blocked in pthread_mutex_lock(&big_lock), a reader in read() on a
 pipe, a sleeper in nanosleep(10 ms), a joiner in pthread_join(joinee), a condwaiter in
-pthread_cond_wait(&big_cond, &cond_lock) and a
-tcondwaiter in pthread_cond_timedwait(&slow_cond, &slow_lock) (each named with its mutex), a
-semwaiter in sem_wait(&big_sem), a futexwaiter in a raw FUTEX_WAIT on big_word, a sockreader in recv() on a loopback TCP connection, a
+pthread_cond_wait(&big_cond, &cond_lock) (named with its mutex: the agent's
+pthread_cond_wait publishes it), a sockreader in recv() on a loopback TCP connection, a
 childwaiter in waitpid() for a child process. It reports its threads' tids, the pipe's and
 the socket's inodes and the child's pid.
 
@@ -115,9 +114,6 @@ def main(t):
         "joiner": "[wait join joinee]",
         # the mutex its waiter passed, as pthread_cond_wait/timedwait published it
         "condwaiter": "[wait condition big_cond mutex=cond_lock]",
-        "tcondwaiter": "[wait condition slow_cond mutex=slow_lock]",
-        "semwaiter": "[wait semaphore big_sem]",
-        "futexwaiter": "[wait futex big_word]",
         "sockreader": "[wait io %s tcp 127.0.0.1:" % truth["sock"],
         "childwaiter": "[wait child pid %d (waits)]" % truth["child"],
     }

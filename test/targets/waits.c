@@ -15,9 +15,6 @@
  *   napper      holds nap_lock while sleeping in sleep_holding_lock() (nanosleep 5 ms in a
  *               loop: a holder blocked in the kernel, sampled from /proc or its last stack)
  *   naplocker   pthread_mutex_lock(&nap_lock): blocked behind napper
- *   tcondwaiter pthread_cond_timedwait(&slow_cond, &slow_lock) with a deadline past the end
- *   semwaiter   sem_wait(&big_sem) until main posts it at the end
- *   futexwaiter a raw FUTEX_WAIT (syscall) on the global int big_word until main wakes it
  *
  * Usage: waits [SECONDS] (default 2). WAITS_HOLD_FRACTION=F (0 < F < 1): the holder lets
  * big_lock go after that fraction of the run (then holder and lockers end), for --compare. WP_TRUTH=FILE receives "tid.NAME N" per thread,
@@ -26,9 +23,7 @@
  * locker was blocked on big_lock. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <linux/futex.h>
 #include <pthread.h>
-#include <semaphore.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -45,10 +40,6 @@ pthread_rwlock_t big_rwlock = PTHREAD_RWLOCK_INITIALIZER;
 pthread_mutex_t nap_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t cond_lock = PTHREAD_MUTEX_INITIALIZER;
 static int cond_go;
-pthread_cond_t slow_cond = PTHREAD_COND_INITIALIZER;
-pthread_mutex_t slow_lock = PTHREAD_MUTEX_INITIALIZER;
-sem_t big_sem;
-int big_word; /* 0 until main sets it to 1 and wakes futexwaiter */
 static int pipefd[2];
 static int sock_r, sock_w; /* the two ends of one loopback TCP connection */
 static pid_t child;
@@ -230,8 +221,6 @@ static struct thr thrs[] = {
 	{ "writer", writer_fn, 0, 0 },	   { "rdwaiter-1", rdwaiter_fn, 0, 0 },
 	{ "rdwaiter-2", rdwaiter_fn, 0, 0 }, { "wrwaiter", wrwaiter_fn, 0, 0 },
 	{ "napper", napper_fn, 0, 0 },	   { "naplocker", naplocker_fn, 0, 0 },
-	{ "tcondwaiter", NULL, 0, 0 },	   { "semwaiter", NULL, 0, 0 },
-	{ "futexwaiter", NULL, 0, 0 },
 };
 #define NTHR (sizeof(thrs) / sizeof(thrs[0]))
 
@@ -249,35 +238,6 @@ static void *condwaiter_fn(void *arg)
 	while (!cond_go)
 		pthread_cond_wait(&big_cond, &cond_lock);
 	pthread_mutex_unlock(&cond_lock);
-	return NULL;
-}
-
-static void *tcondwaiter_fn(void *arg)
-{
-	set_me(arg);
-	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += 3600;
-	pthread_mutex_lock(&slow_lock);
-	while (!cond_go)
-		pthread_cond_timedwait(&slow_cond, &slow_lock, &until);
-	pthread_mutex_unlock(&slow_lock);
-	return NULL;
-}
-
-static void *semwaiter_fn(void *arg)
-{
-	set_me(arg);
-	while (sem_wait(&big_sem) != 0)
-		;
-	return NULL;
-}
-
-static void *futexwaiter_fn(void *arg)
-{
-	set_me(arg);
-	while (!__atomic_load_n(&big_word, __ATOMIC_ACQUIRE))
-		syscall(SYS_futex, &big_word, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
 	return NULL;
 }
 
@@ -327,10 +287,6 @@ int main(int argc, char **argv)
 	pthread_barrier_init(&nlocked, NULL, 2);
 	thrs[7].fn = joiner_fn;
 	thrs[8].fn = condwaiter_fn;
-	thrs[17].fn = tcondwaiter_fn;
-	thrs[18].fn = semwaiter_fn;
-	thrs[19].fn = futexwaiter_fn;
-	sem_init(&big_sem, 0, 0);
 	for (size_t i = 0; i < NTHR; i++)
 		pthread_create(&thrs[i].handle, NULL, start, &thrs[i]);
 	sleep_ns((uint64_t)(secs * 1e9));
@@ -340,12 +296,6 @@ int main(int argc, char **argv)
 	cond_go = 1;
 	pthread_cond_signal(&big_cond);
 	pthread_mutex_unlock(&cond_lock);
-	pthread_mutex_lock(&slow_lock); /* cond_go is set: tcondwaiter ends on this signal */
-	pthread_cond_signal(&slow_cond);
-	pthread_mutex_unlock(&slow_lock);
-	sem_post(&big_sem);
-	__atomic_store_n(&big_word, 1, __ATOMIC_RELEASE);
-	syscall(SYS_futex, &big_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 	for (size_t i = 0; i < NTHR; i++)
 		if (i != 6) /* joinee: the joiner's */
 			pthread_join(thrs[i].handle, NULL);

@@ -213,6 +213,25 @@ static inline void rec_wait_holder(struct buf *b, uint32_t stack_id, uint64_t a0
 	rec_end(b, r);
 }
 
+/* A futex WAIT record with holder_stack and cond_mutex (appended after holder_stack). */
+static inline void rec_wait_cond(struct buf *b, uint32_t stack_id, uint64_t a0, uint64_t count,
+				 uint64_t cond_mutex)
+{
+	size_t r = rec_begin(b, WP_REC_WAIT);
+	put_u32(b, stack_id);
+	put_u32(b, 202 /* futex */);
+	put_u64(b, a0);
+	put_u64(b, 128);
+	put_u64(b, 0);
+	put_u64(b, 0);
+	put_u64(b, count);
+	put_u64(b, count * 1000);
+	put_u32(b, 0);
+	put_u32(b, WP_WAIT_NO_HOLDER_STACK);
+	put_u64(b, cond_mutex);
+	rec_end(b, r);
+}
+
 static inline void rec_end_marker(struct buf *b)
 {
 	size_t r = rec_begin(b, WP_REC_END);

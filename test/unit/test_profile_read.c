@@ -507,6 +507,25 @@ static void test_waits(void)
 		CHECK_EQ_U(p->waits[0].aux, 11);
 		CHECK_EQ_U(p->waits[1].holder_stack, WP_WAIT_NO_HOLDER_STACK);
 		CHECK_EQ_U(wp_profile_stack(p, 2)->count, 0);
+		/* no cond_mutex after the holder stack: 0 */
+		CHECK_EQ_U(p->waits[0].cond_mutex, 0);
+		wp_profile_free(p);
+	}
+	buf_free(&b);
+
+	/* appended after holder_stack: a condition wait's mutex */
+	header(&b, WP_FORMAT_VERSION);
+	rec_thread(&b, 10, 0, 3, 0, 3, 0, 1, "t");
+	rec_stack(&b, 1, 10, WP_STACK_WAITING, 3, 3000, pcs, 1);
+	rec_wait_cond(&b, 1, 0x5028, 3, 0x6000);
+	rec_wait(&b, 1, 202 /* futex */, 0x5000, 0, 1, "", 0, 0);
+	rec_end_marker(&b);
+	p = parse_ok(&b);
+	if (p) {
+		CHECK_EQ_U(p->nwaits, 2);
+		CHECK_EQ_U(p->waits[0].cond_mutex, 0x6000);
+		CHECK_EQ_U(p->waits[0].holder_stack, WP_WAIT_NO_HOLDER_STACK);
+		CHECK_EQ_U(p->waits[1].cond_mutex, 0); /* first version: ends at the target */
 		wp_profile_free(p);
 	}
 	buf_free(&b);

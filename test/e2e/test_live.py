@@ -216,7 +216,7 @@ def not_a_terminal(t):
 
 def full_run(t):
     prof = wp.tmp_path("full.prof")
-    pane = Pane(live_cmd(prof, "6", "5"))
+    pane = Pane(live_cmd(prof, "9", "5"))
     try:
         s = pane.wait(lambda s: "wallprof --live" in s and re.search(r"^pid \d+", s, re.M), 8)
         if not t.check(s is not None, "the view comes up with its header",
@@ -229,7 +229,7 @@ def full_run(t):
                        "refreshes", lambda: getattr(pane, "last", "")):
             return
         head = "\n".join(s.splitlines()[:6])
-        t.check("live_target 6 5" in head, "header: the command", head)
+        t.check("live_target 9 5" in head, "header: the command", head)
         m = re.search(r"^pid (\d+)\s+wall mode, 100 Hz", s, re.M)
         t.check(m is not None and "elapsed 0:0" in head, "header: pid, mode, rate, elapsed", head)
         t.check(re.search(r"samples [\d,]+ \(\+[\d,]+ in \d+\.\d s\)\s+threads \d+ \(\d+ live\)"
@@ -275,7 +275,7 @@ def full_run(t):
         # the CPU the view costs (wallprof itself, not the program)
         cpu0, w0 = proc_cpu_s(pid) if pid else None, time.monotonic()
 
-        # the interval follows the program: after 3 s it runs live_hot_second only
+        # the interval follows the program: after half its run (4.5 s) it runs live_hot_second only
         def moved_on(x):
             r = func_rows(x)
             return (r.get("live_hot_first", (1, 0))[0] == 0 and

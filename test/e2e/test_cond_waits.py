@@ -23,23 +23,10 @@ SHARE = 0.90
 
 
 def main(t):
-    prof = wp.tmp_path("cond_waits.prof")
-    truth_path = wp.tmp_path("cond_waits.truth")
-    r = wp.run_preloaded([wp.target("cond_waits"), str(SECONDS)],
-                         env=wp.preload_env(mode="wall", hz=HZ, out=prof,
-                                            extra={"WP_TRUTH": truth_path}),
-                         timeout=120)
-    t.check(r.returncode == 0, "the target exits 0", r.describe())
-    truth = wp.read_truth(truth_path)
-    raw = wp.read_raw(prof)
+    prof, truth, raw = wp.record_waits("cond_waits", [wp.target("cond_waits"), str(SECONDS)], HZ)
     rep = wp.wallprof(["--report", prof, "--format=folded", "--per-thread", "--waits"])
     t.check(rep.returncode == 0, "folded --waits report", rep.describe())
-    counts = {}
-    for frames, n in wp.parse_folded(rep.stdout).items():
-        tid = int(frames[0].rsplit("tid=", 1)[1].rstrip("]"))
-        wait = next((f for f in frames if f.startswith("[wait ")), None)
-        d = counts.setdefault(tid, {})
-        d[wait] = d.get(wait, 0) + n
+    waits = wp.wait_frames(rep.stdout)
     heap_end = " in heapwaiter_fn mutex=%s]" % truth["heap_mutex"]
     cases = (
         ("tcondwaiter", "[wait condition slow_cond mutex=slow_lock]",
@@ -50,13 +37,7 @@ def main(t):
         ("futexwaiter", "[wait futex big_word]", lambda f: f == "[wait futex big_word]"),
     )
     for name, frame, ok in cases:
-        tid = int(truth["tid." + name])
-        th = raw.threads.get(tid)
-        waiting = th["waiting"] if th else 0
-        got = sum(n for f, n in counts.get(tid, {}).items() if f and ok(f))
-        t.check(waiting >= 50 and got >= SHARE * waiting,
-                "%s: >= 90%% of its waiting samples say %s" % (name, frame),
-                "%d of %d; its waits: %r" % (got, waiting, counts.get(tid)))
+        wp.check_wait_share(raw, waits, int(truth["tid." + name]), name, frame, ok, SHARE)
 
 
 wp.main(main)

@@ -22,28 +22,9 @@ HZ = 200
 SHARE = 0.90
 
 
-def wait_frames(folded):
-    """tid -> {wait frame: count} from per-thread folded --waits."""
-    out = {}
-    for frames, n in wp.parse_folded(folded).items():
-        tid = int(frames[0].rsplit("tid=", 1)[1].rstrip("]"))
-        wait = next((f for f in frames if f.startswith("[wait ")), None)
-        d = out.setdefault(tid, {})
-        d[wait] = d.get(wait, 0) + n
-    return out
-
-
 def main(t):
-    prof = wp.tmp_path("wait_objects.prof")
-    truth_path = wp.tmp_path("wait_objects.truth")
-    r = wp.run_preloaded([wp.target("wait_objects"), str(SECONDS)],
-                         env=wp.preload_env(mode="wall", hz=HZ, out=prof,
-                                            extra={"WP_TRUTH": truth_path}),
-                         timeout=120)
-    t.check(r.returncode == 0 and r.stdout == "wait_objects done\n",
-            "the target exits 0 with its output", r.describe())
-    truth = wp.read_truth(truth_path)
-    raw = wp.read_raw(prof)
+    prof, truth, raw = wp.record_waits("wait_objects", [wp.target("wait_objects"), str(SECONDS)],
+                                       HZ, stdout="wait_objects done\n")
     tid = {k[4:]: int(v) for k, v in truth.items() if k.startswith("tid.")}
     obj = {k[4:]: v for k, v in truth.items() if k.startswith("obj.")}
     # the other end's threads: added by the report from the profile
@@ -51,15 +32,10 @@ def main(t):
     obj["pump"] = obj["pump"][:-1] + ", seen blocked on it: drain tid=%d)" % tid["drain"]
     rep = wp.wallprof(["--report", prof, "--format=folded", "--per-thread", "--waits"])
     t.check(rep.returncode == 0, "folded --waits report", rep.describe())
-    counts = wait_frames(rep.stdout)
+    waits = wp.wait_frames(rep.stdout)
     for name, o in sorted(obj.items()):
         frame = "[wait %s %s]" % ("child" if name == "childwaiter" else "io", o)
-        th = raw.threads.get(tid[name])
-        waiting = th["waiting"] if th else 0
-        got = counts.get(tid[name], {}).get(frame, 0)
-        t.check(waiting >= 50 and got >= SHARE * waiting,
-                "%s: >= 90%% of its waiting samples say %s" % (name, frame),
-                "%d of %d; its waits: %r" % (got, waiting, counts.get(tid[name])))
+        wp.check_wait_share(raw, waits, tid[name], name, frame, share=SHARE)
 
     text = wp.wallprof(["--report", prof])
     section = text.stdout.partition("WAITS")[2].partition("CALL GRAPH")[0]

@@ -39,7 +39,7 @@ def wait_counts(folded, holder_fn=None):
     With holder_fn: only the samples whose holder frames (after [held by]) include it."""
     out = {}
     for frames, n in wp.parse_folded(folded).items():
-        tid = int(frames[0].rsplit("tid=", 1)[1].rstrip("]"))
+        tid = wp.folded_tid(frames)
         wait = held = None
         for i, f in enumerate(frames):
             if f.startswith("[wait "):
@@ -84,29 +84,20 @@ def check_holders(t, prof, tid, raw, label, share=SHARE):
 
 
 def main(t):
-    prof = wp.tmp_path("waits.prof")
-    truth_path = wp.tmp_path("waits.truth")
-    r = wp.run_preloaded([wp.target("waits"), str(SECONDS)],
-                         env=wp.preload_env(mode="wall", hz=HZ, out=prof,
-                                            extra={"WP_TRUTH": truth_path}),
-                         timeout=120)
-    t.check(r.returncode == 0, "the target exits 0", r.describe())
-    truth = wp.read_truth(truth_path)
-    raw = wp.read_raw(prof)
+    prof, truth, raw = wp.record_waits("waits", [wp.target("waits"), str(SECONDS)], HZ)
     tid = {k[4:]: int(v) for k, v in truth.items() if k.startswith("tid.")}
     rep = wp.wallprof(["--report", prof, "--format=folded", "--per-thread", "--waits"])
     t.check(rep.returncode == 0, "folded --waits report", rep.describe())
     counts = wait_counts(rep.stdout)
+    waits = {}  # tid -> {wait frame: count}, whatever the holder
+    for th, d in counts.items():
+        mine = waits.setdefault(th, {})
+        for (w, h), n in d.items():
+            mine[w] = mine.get(w, 0) + n
 
     def share(name, frame, held=None):
-        th = raw.threads.get(tid[name])
-        waiting = th["waiting"] if th else 0
-        # a frame without its closing "]" is a prefix: what an io or child object says after
-        # the descriptor or pid is test_wait_objects.py's
-        got = sum(n for (w, h), n in counts.get(tid[name], {}).items()
-                  if w and (w == frame or (not frame.endswith("]") and w.startswith(frame)))
-                  and (held is None or h == held))
-        return got, waiting
+        return sum(n for (w, h), n in counts.get(tid[name], {}).items()
+                   if w == frame and (held is None or h == held))
 
     expect = {
         "reader": "[wait io %s read end " % truth["pipe"],
@@ -119,16 +110,15 @@ def main(t):
     }
     for name in ("locker-1", "locker-2", "locker-3"):
         expect[name] = "[wait lock big_lock]"
+    # a frame without its closing "]" is a prefix: what an io or child object says after the
+    # descriptor or pid is test_wait_objects.py's
     for name, frame in sorted(expect.items()):
-        got, waiting = share(name, frame)
-        t.check(waiting >= 50 and got >= SHARE * waiting,
-                "%s: >= 90%% of its waiting samples say %s" % (name, frame),
-                "%d of %d; its waits: %r" % (got, waiting, counts.get(tid[name])))
+        wp.check_wait_share(raw, waits, tid[name], name, frame, share=SHARE)
     held = "[held by holder tid=%d]" % tid["holder"]
     lock_n = held_n = 0
     for name in ("locker-1", "locker-2", "locker-3"):
-        held_n += share(name, "[wait lock big_lock]", held)[0]
-        lock_n += share(name, "[wait lock big_lock]")[0]
+        held_n += share(name, "[wait lock big_lock]", held)
+        lock_n += share(name, "[wait lock big_lock]")
     t.check(lock_n and held_n >= SHARE * lock_n,
             ">= 90%% of the lock samples name the holder (%s)" % held,
             "%d of %d" % (held_n, lock_n))
@@ -163,15 +153,9 @@ def main(t):
 
     # 3 threads a tick: the holder is mostly outside the random subset, and added for its
     # waiters (after their owner reads)
-    prof3 = wp.tmp_path("waits3.prof")
-    truth3 = wp.tmp_path("waits3.truth")
-    r = wp.run_preloaded([wp.target("waits"), str(SECONDS)],
-                         env=wp.preload_env(mode="wall", hz=HZ, out=prof3,
-                                            extra={"WP_TRUTH": truth3, "WALLPROF_THREADS": "3"}),
-                         timeout=120)
-    t.check(r.returncode == 0, "3 threads a tick: the target exits 0", r.describe())
-    tr3 = wp.read_truth(truth3)
-    raw3 = wp.read_raw(prof3)
+    prof3, tr3, raw3 = wp.record_waits("waits3", [wp.target("waits"), str(SECONDS)], HZ,
+                                       extra={"WALLPROF_THREADS": "3"},
+                                       label="3 threads a tick: ")
     # A holder that gets no CPU within the handshake's deadline (2 busy threads, the sampler
     # and whatever else runs on this 2-CPU machine) is not sampled; a waiting sample is never
     # given an older stack of its holder (only one taken after its owner was read). Those

@@ -20,33 +20,14 @@ SHARE = 0.90
 
 
 def main(t):
-    prof = wp.tmp_path("waits_cxx.prof")
-    truth_path = wp.tmp_path("waits_cxx.truth")
     exe = os.path.join(wp.build_dir(), "test", "e2e", "waits_cxx")
-    r = wp.run_preloaded([exe, str(SECONDS)],
-                         env=wp.preload_env(mode="wall", hz=HZ, out=prof,
-                                            extra={"WP_TRUTH": truth_path}),
-                         timeout=120)
-    t.check(r.returncode == 0, "the target exits 0", r.describe())
-    truth = wp.read_truth(truth_path)
-    raw = wp.read_raw(prof)
+    prof, truth, raw = wp.record_waits("waits_cxx", [exe, str(SECONDS)], HZ)
     rep = wp.wallprof(["--report", prof, "--format=folded", "--per-thread", "--waits"])
     t.check(rep.returncode == 0, "folded --waits report", rep.describe())
-    counts = {}
-    for frames, n in wp.parse_folded(rep.stdout).items():
-        tid = int(frames[0].rsplit("tid=", 1)[1].rstrip("]"))
-        wait = next((f for f in frames if f.startswith("[wait ")), None)
-        d = counts.setdefault(tid, {})
-        d[wait] = d.get(wait, 0) + n
+    waits = wp.wait_frames(rep.stdout)
     for name, frame in (("cvwaiter", "[wait condition big_cv mutex=cv_mutex]"),
                         ("cvforwaiter", "[wait condition timed_cv mutex=timed_mutex]")):
-        tid = int(truth["tid." + name])
-        th = raw.threads.get(tid)
-        waiting = th["waiting"] if th else 0
-        got = counts.get(tid, {}).get(frame, 0)
-        t.check(waiting >= 50 and got >= SHARE * waiting,
-                "%s: >= 90%% of its waiting samples say %s" % (name, frame),
-                "%d of %d; its waits: %r" % (got, waiting, counts.get(tid)))
+        wp.check_wait_share(raw, waits, int(truth["tid." + name]), name, frame, share=SHARE)
 
 
 wp.main(main)

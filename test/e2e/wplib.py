@@ -444,6 +444,59 @@ def read_truth(path):
 
 
 # --------------------------------------------------------------------------------------------
+# Waits: a target whose threads each wait for one known thing, and what --waits says of them
+
+def record_waits(name, argv, hz, extra=None, label="", stdout=None):
+    """Runs a waits target (argv) under the agent in wall mode at `hz` with a truth file
+    ($WP_TRUTH) and checks that it exits 0 (and prints `stdout`, when given); -> (profile
+    path, truth, raw profile). Files are NAME.prof and NAME.truth in the test's directory."""
+    prof = tmp_path(name + ".prof")
+    truth_path = tmp_path(name + ".truth")
+    env = {"WP_TRUTH": truth_path}
+    env.update(extra or {})
+    r = run_preloaded(argv, env=preload_env(mode="wall", hz=hz, out=prof, extra=env),
+                      timeout=120)
+    if stdout is None:
+        check(r.returncode == 0, label + "the target exits 0", r.describe())
+    else:
+        check(r.returncode == 0 and r.stdout == stdout,
+              label + "the target exits 0 with its output", r.describe())
+    return prof, read_truth(truth_path), read_raw(prof)
+
+
+def folded_tid(frames):
+    """The tid of a per-thread folded stack (its root frame "[NAME tid=N]")."""
+    return int(frames[0].rsplit("tid=", 1)[1].rstrip("]"))
+
+
+def wait_frames(folded):
+    """tid -> {wait frame (the first "[wait ...]" of the stack) or None: count} from
+    per-thread folded --waits."""
+    out = {}
+    for frames, n in parse_folded(folded).items():
+        wait = next((f for f in frames if f.startswith("[wait ")), None)
+        d = out.setdefault(folded_tid(frames), {})
+        d[wait] = d.get(wait, 0) + n
+    return out
+
+
+def check_wait_share(raw, waits, tid, name, frame, match=None, share=0.90):
+    """Checks that >= `share` of thread `tid`'s waiting samples (its THREAD record in the raw
+    profile, at least 50) have the wait frame `frame`, from `waits` (wait_frames' tid ->
+    {frame: count}). A frame without its closing "]" is a prefix; `match(f)`, when given,
+    says instead which frames count (`frame` then only names them in the message)."""
+    th = raw.threads.get(tid)
+    waiting = th["waiting"] if th else 0
+    if match is None:
+        def match(f):
+            return f == frame or (not frame.endswith("]") and f.startswith(frame))
+    got = sum(n for f, n in waits.get(tid, {}).items() if f and match(f))
+    check(waiting >= 50 and got >= share * waiting,
+          "%s: >= %d%% of its waiting samples say %s" % (name, round(100 * share), frame),
+          "%d of %d; its waits: %r" % (got, waiting, waits.get(tid)))
+
+
+# --------------------------------------------------------------------------------------------
 # Checks and the summary
 
 class Checks:

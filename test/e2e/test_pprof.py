@@ -367,16 +367,23 @@ def export(t, prof, out, *extra):
         return f.read()
 
 
+def go_pprof(t):
+    """`go tool pprof` as a Pprof; None, a failed check, when go is missing."""
+    go = find_go()
+    if not go:
+        t.fail("go is missing: " + DEPS)
+        return None
+    return Pprof(t, go)
+
+
 def main(t):
     target = os.environ.get("EXPORT_TARGET") or wp.target("export_target")
     if not wp.require_built(target):
         return
-    go = find_go()
-    if not go:
-        t.fail("go is missing: " + DEPS)
+    pp = go_pprof(t)
+    if not pp:
         return
-    pp = Pprof(t, go)
-    vr = wp.run([go, "version"], env=pp.env, timeout=60)
+    vr = wp.run([pp.go, "version"], env=pp.env, timeout=60)
     if not t.check(vr.returncode == 0, "go works (%s)" % vr.stdout.strip(), vr.describe):
         return
 

@@ -26,7 +26,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import wplib as wp  # noqa: E402
-from test_pprof import DEPS, Pprof, decode_profile, find_go, parse_tags, parse_top  # noqa: E402
+from test_pprof import decode_profile, go_pprof, parse_tags, parse_top  # noqa: E402
 
 HZ = 200
 SHARE = 0.90
@@ -185,11 +185,9 @@ def split_run(t, pp):
 def main(t):
     if not wp.require_built(wp.target("waits"), wp.target("wait_split")):
         return
-    go = find_go()
-    if not go:
-        t.fail("go is missing: " + DEPS)
+    pp = go_pprof(t)
+    if not pp:
         return
-    pp = Pprof(t, go)
     waits_run(t, pp)
     split_run(t, pp)
 

@@ -3,11 +3,15 @@
 #ifndef WP_TARGETS_COMMON_H
 #define WP_TARGETS_COMMON_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
 #include <time.h>
+#include <unistd.h>
 
 /* A function that stays a function of its own: never inlined, never cloned into a
  * .constprop/.isra copy (which would rename it in the profile). */
@@ -56,6 +60,22 @@ static inline double run_seconds(int argc, char **argv, double dflt)
 			return s;
 	}
 	return dflt;
+}
+
+/* A thread a target starts with pthread_create(&t->handle, NULL, t->fn, t): its function
+ * begins with target_thread_begin(t), and main writes t->tid to the truth file. */
+struct target_thread {
+	const char *name;
+	void *(*fn)(void *);
+	pthread_t handle;
+	pid_t tid;
+};
+
+/* The calling thread records its tid and takes its name (its comm: what the profile shows). */
+static inline void target_thread_begin(struct target_thread *t)
+{
+	t->tid = (pid_t)syscall(SYS_gettid);
+	pthread_setname_np(pthread_self(), t->name);
 }
 
 /* The truth file named by $WP_TRUTH: "key value" lines. No-op when unset. */

@@ -33,22 +33,9 @@ struct heap_pair {
 };
 static struct heap_pair *heap;
 
-struct thr {
-	const char *name;
-	void *(*fn)(void *);
-	pthread_t handle;
-	pid_t tid;
-};
-
-static void set_me(struct thr *t)
-{
-	t->tid = (pid_t)syscall(SYS_gettid);
-	pthread_setname_np(pthread_self(), t->name);
-}
-
 static void *tcondwaiter_fn(void *arg)
 {
-	set_me(arg);
+	target_thread_begin(arg);
 	struct timespec until;
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += 3600;
@@ -61,7 +48,7 @@ static void *tcondwaiter_fn(void *arg)
 
 static void *heapwaiter_fn(void *arg)
 {
-	set_me(arg);
+	target_thread_begin(arg);
 	pthread_mutex_lock(&heap->lock);
 	while (!go)
 		pthread_cond_wait(&heap->cond, &heap->lock);
@@ -71,7 +58,7 @@ static void *heapwaiter_fn(void *arg)
 
 static void *semwaiter_fn(void *arg)
 {
-	set_me(arg);
+	target_thread_begin(arg);
 	while (sem_wait(&big_sem) != 0)
 		;
 	return NULL;
@@ -79,13 +66,13 @@ static void *semwaiter_fn(void *arg)
 
 static void *futexwaiter_fn(void *arg)
 {
-	set_me(arg);
+	target_thread_begin(arg);
 	while (!__atomic_load_n(&big_word, __ATOMIC_ACQUIRE))
 		syscall(SYS_futex, &big_word, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
 	return NULL;
 }
 
-static struct thr thrs[] = {
+static struct target_thread thrs[] = {
 	{ "tcondwaiter", tcondwaiter_fn, 0, 0 }, { "heapwaiter", heapwaiter_fn, 0, 0 },
 	{ "semwaiter", semwaiter_fn, 0, 0 },	 { "futexwaiter", futexwaiter_fn, 0, 0 },
 };

@@ -43,19 +43,6 @@ static int tcp_r, tcp_w, tcp_listen, udp_s, efd, ep, unix_s, tfd;
 static pid_t child;
 static char unix_path[108];
 
-struct thr {
-	const char *name;
-	void *(*fn)(void *);
-	pthread_t handle;
-	pid_t tid;
-};
-
-static void set_me(struct thr *t)
-{
-	t->tid = (pid_t)syscall(SYS_gettid);
-	pthread_setname_np(pthread_self(), t->name);
-}
-
 static unsigned long ino_of(int fd)
 {
 	struct stat st;
@@ -64,7 +51,7 @@ static unsigned long ino_of(int fd)
 
 static void *piperead_fn(void *arg)
 {
-	set_me(arg);
+	target_thread_begin(arg);
 	char c;
 	while (read(pipe_a[0], &c, 1) < 0)
 		;
@@ -73,7 +60,7 @@ static void *piperead_fn(void *arg)
 
 static void *tcpread_fn(void *arg)
 {
-	set_me(arg);
+	target_thread_begin(arg);
 	char c;
 	while (recv(tcp_r, &c, 1, 0) < 0)
 		;
@@ -82,7 +69,7 @@ static void *tcpread_fn(void *arg)
 
 static void *acceptor_fn(void *arg)
 {
-	set_me(arg);
+	target_thread_begin(arg);
 	int s;
 	while ((s = accept(tcp_listen, NULL, NULL)) < 0)
 		;
@@ -92,7 +79,7 @@ static void *acceptor_fn(void *arg)
 
 static void *poller_fn(void *arg)
 {
-	set_me(arg);
+	target_thread_begin(arg);
 	struct pollfd p[2] = { { pipe_c[0], POLLIN, 0 }, { udp_s, POLLIN, 0 } };
 	while (poll(p, 2, -1) <= 0)
 		;
@@ -101,7 +88,7 @@ static void *poller_fn(void *arg)
 
 static void *selecter_fn(void *arg)
 {
-	set_me(arg);
+	target_thread_begin(arg);
 	for (;;) {
 		fd_set r;
 		FD_ZERO(&r);
@@ -113,7 +100,7 @@ static void *selecter_fn(void *arg)
 
 static void *epoller_fn(void *arg)
 {
-	set_me(arg);
+	target_thread_begin(arg);
 	struct epoll_event ev;
 	while (epoll_wait(ep, &ev, 1, -1) <= 0)
 		;
@@ -122,7 +109,7 @@ static void *epoller_fn(void *arg)
 
 static void *timerwait_fn(void *arg)
 {
-	set_me(arg);
+	target_thread_begin(arg);
 	uint64_t v;
 	while (read(tfd, &v, sizeof(v)) < 0)
 		;
@@ -131,7 +118,7 @@ static void *timerwait_fn(void *arg)
 
 static void *childwaiter_fn(void *arg)
 {
-	set_me(arg);
+	target_thread_begin(arg);
 	while (waitpid(child, NULL, 0) < 0)
 		;
 	return NULL;
@@ -139,7 +126,7 @@ static void *childwaiter_fn(void *arg)
 
 static void *pump_fn(void *arg)
 {
-	set_me(arg);
+	target_thread_begin(arg);
 	/* pipe B is full: this write blocks until main empties it */
 	while (write(pipe_b[1], "p", 1) < 0)
 		;
@@ -148,7 +135,7 @@ static void *pump_fn(void *arg)
 
 static void *drain_fn(void *arg)
 {
-	set_me(arg);
+	target_thread_begin(arg);
 	char c = 0;
 	while (c != 'E')
 		if (read(pipe_b[0], &c, 1) < 0)
@@ -156,7 +143,7 @@ static void *drain_fn(void *arg)
 	return NULL;
 }
 
-static struct thr thrs[] = {
+static struct target_thread thrs[] = {
 	{ "piperead", piperead_fn, 0, 0 },   { "tcpread", tcpread_fn, 0, 0 },
 	{ "acceptor", acceptor_fn, 0, 0 },   { "poller", poller_fn, 0, 0 },
 	{ "selecter", selecter_fn, 0, 0 },   { "epoller", epoller_fn, 0, 0 },

@@ -44,7 +44,10 @@ def record(t, name, argv, seconds):
 
 def export(t, prof, *extra):
     pb = wp.tmp_path(os.path.basename(prof) + ".pb.gz")
-    r = wp.wallprof(["--report", prof, "--format=pprof", "--report-output", pb] + list(extra))
+    # --single-file: the raw counts it is checked against are this file's; the waits
+    # target's forked child writes a profile of its own beside it, of the same run
+    r = wp.wallprof(["--report", prof, "--single-file", "--format=pprof", "--report-output", pb]
+                    + list(extra))
     t.check(r.returncode == 0, "wallprof --report %s --format=pprof" % os.path.basename(prof),
             r.describe())
     return pb
@@ -53,7 +56,7 @@ def export(t, prof, *extra):
 def folded_waits(prof):
     """{(kind, object): samples} and {(kind, object, held-by frame): samples} from folded
     --waits."""
-    r = wp.wallprof(["--report", prof, "--format=folded", "--waits"])
+    r = wp.wallprof(["--report", prof, "--single-file", "--format=folded", "--waits"])
     objs, held = {}, {}
     for frames, n in wp.parse_folded(r.stdout).items():
         for i, f in enumerate(frames):

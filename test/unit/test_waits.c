@@ -90,6 +90,9 @@ static void test_describe(void)
 	CHECK_STR(describe(&io, NULL, NULL, NULL), "fd 4");
 	struct wp_wait poll = { .nr = SYS_poll, .a1 = 3, .target = "" };
 	CHECK_STR(describe(&poll, NULL, NULL, NULL), "poll of 3 fds");
+	/* select's first argument is the highest descriptor + 1, not how many */
+	struct wp_wait sel = { .nr = SYS_pselect6, .a1 = 5, .target = "" };
+	CHECK_STR(describe(&sel, NULL, NULL, NULL), "pselect6 of fds < 5");
 
 	struct wp_wait sl = { .nr = SYS_clock_nanosleep, .aux = 10000000, .target = "" };
 	CHECK_STR(describe(&sl, NULL, NULL, NULL), "10ms");
@@ -97,6 +100,14 @@ static void test_describe(void)
 	CHECK_STR(describe(&sl, NULL, NULL, NULL), "1.5s");
 	sl.aux = 0;
 	CHECK_STR(describe(&sl, NULL, NULL, NULL), "?");
+	/* TIMER_ABSTIME: a deadline, the same object whatever it is (CPython's time.sleep) */
+	struct wp_wait abs = { .nr = SYS_clock_nanosleep, .a0 = 1, .a1 = 1, .aux = 14815190000000,
+			       .target = "" };
+	CHECK_STR(describe(&abs, NULL, NULL, NULL), "until a CLOCK_MONOTONIC deadline");
+	abs.aux = 0;
+	CHECK_STR(describe(&abs, NULL, NULL, NULL), "until a CLOCK_MONOTONIC deadline");
+	abs.a0 = 5;
+	CHECK_STR(describe(&abs, NULL, NULL, NULL), "until a deadline on clock 5");
 
 	struct wp_wait ch = { .nr = SYS_wait4, .a0 = 321, .target = "" };
 	CHECK_STR(describe(&ch, NULL, NULL, NULL), "pid 321");

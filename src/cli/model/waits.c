@@ -136,6 +136,19 @@ static void futex_object(const struct wp_wait *w, const char *data_name, const c
 		snprintf(buf, cap, "0x%" PRIx64, w->a0);
 }
 
+/* An absolute clock_nanosleep (TIMER_ABSTIME: CPython's time.sleep, periodic loops) gives
+ * a deadline, not the duration asked for, and each call of a loop gives another: named by
+ * its clock only, so that one loop's sleeps are one object, not one per iteration. */
+static void abs_sleep(uint64_t clock, char *buf, size_t cap)
+{
+	static const char *const names[] = { [0] = "CLOCK_REALTIME", [1] = "CLOCK_MONOTONIC",
+					     [7] = "CLOCK_BOOTTIME", [11] = "CLOCK_TAI" };
+	if (clock < sizeof(names) / sizeof(names[0]) && names[clock])
+		snprintf(buf, cap, "until a %s deadline", names[clock]);
+	else
+		snprintf(buf, cap, "until a deadline on clock %" PRIu64, clock);
+}
+
 void wp_wait_describe(const struct wp_wait *w, enum wp_wait_kind k, const char *data_name,
 		      const char *waiter, const char *joined_name, char *buf, size_t cap)
 {
@@ -153,19 +166,22 @@ void wp_wait_describe(const struct wp_wait *w, enum wp_wait_kind k, const char *
 			snprintf(buf, cap, "tid=%" PRIu64, w->a2);
 		return;
 	case WP_WAIT_IO:
-		if (w->nr == SYS_poll || w->nr == SYS_ppoll || w->nr == SYS_select ||
-		    w->nr == SYS_pselect6)
+		if (w->nr == SYS_poll || w->nr == SYS_ppoll)
 			snprintf(buf, cap, "%s of %" PRIu64 " fds", call, w->a1);
+		else if (w->nr == SYS_select || w->nr == SYS_pselect6)
+			/* select's first argument is the highest descriptor plus one, not a count:
+			 * select([fd 4]) passes 5 */
+			snprintf(buf, cap, "%s of fds < %" PRIu64, call, w->a1);
 		else if (w->target && *w->target)
 			snprintf(buf, cap, "%s", w->target);
 		else
 			snprintf(buf, cap, "fd %" PRIu64, w->a0);
 		return;
 	case WP_WAIT_SLEEP:
-		if (!w->aux)
+		if (w->nr == SYS_clock_nanosleep && (w->a1 & 1 /* TIMER_ABSTIME */))
+			abs_sleep(w->a0, buf, cap);
+		else if (!w->aux)
 			snprintf(buf, cap, "?");
-		else if (w->nr == SYS_clock_nanosleep && (w->a1 & 1))
-			snprintf(buf, cap, "until clock %" PRIu64 ":%.3fs", w->a0, (double)w->aux / 1e9);
 		else
 			wp_wait_duration(w->aux, buf, cap);
 		return;

@@ -82,10 +82,10 @@ int main(int argc, char **argv)
 	pthread_join(ts, NULL);
 	pid_t wtid = pool_tid(p);
 	pool_stop(p);
-	truth("tid.ticker %d\n", (int)tid_ticker);
-	truth("tid.selector %d\n", (int)tid_selector);
-	truth("tid.poolworker %d\n", (int)wtid);
-	truth("ticks %ld\n", ticks);
+	truth("tid.ticker %d", (int)tid_ticker);
+	truth("tid.selector %d", (int)tid_selector);
+	truth("tid.poolworker %d", (int)wtid);
+	truth("ticks %ld", ticks);
 	truth_close();
 	return 0;
 }

@@ -4,14 +4,16 @@ test/targets/lib_waits.c: ticker sleeps to a deadline 20 ms on, again and again,
 absolute clock_nanosleep (CPython's time.sleep does this); poolworker, a thread started by a
 shared library, waits on a heap condition in the library's pool_wait_for_work() with no
 program function on its stack (liblzma's workers); selector waits in select() on descriptor
-40 alone (nfds 41).
+40 alone (nfds 41); vforker waits in vfork() while its child sleeps (a subprocess's parent
+until its child execs).
 
 Wall mode, `--format=folded --per-thread --waits`:
 - ticker: >= 90% of its waiting samples end with one frame, [wait sleep until a
   CLOCK_MONOTONIC deadline] (not one object per deadline: one per loop iteration before);
 - poolworker: >= 90% say [wait condition 0xADDR in pool_wait_for_work] (the library's
   function, as a program's is named; a bare address before);
-- selector: its select is not read as a count of descriptors ("of 41 fds" before).
+- selector: its select is not read as a count of descriptors ("of 41 fds" before);
+- vforker: >= 90% of its waiting samples say [wait child vfork] ("other syscall 58" before).
 The text report's WAITS section lists the ticker's sleep as one object.
 """
 import os
@@ -66,6 +68,12 @@ def main(t):
     sel = w.get(tid["selector"], {})
     t.check(sel and not any("41 fds" in f for f in sel),
             "selector: select's nfds (41) is not a count of descriptors", repr(sel))
+
+    vf = w.get(tid["vforker"], {})
+    total = sum(n for f, n in vf.items() if f != "[wait cpu runqueue]")
+    t.check(total >= 50 and vf.get("[wait child vfork]", 0) >= 0.9 * total,
+            "vforker: >= 90% of its waiting samples say [wait child vfork]",
+            "%d of %d: %r" % (vf.get("[wait child vfork]", 0), total, vf))
 
     objs = re.findall(r"^\s+[\d.]+%\s+\S+(?: \S+)?\s+sleep\s+(.*)$", r.stdout, re.M)
     t.check(objs.count("until a CLOCK_MONOTONIC deadline") == 1 and

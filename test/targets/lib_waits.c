@@ -6,10 +6,13 @@
  *   pthread_cond_wait on a heap condition in the library's pool_wait_for_work(), with no
  *   program function on its stack (liblzma's workers, a shared libpython).
  * - selector: select() on one descriptor, numbered 40 (its nfds argument is 41).
+ * - vforker: vfork(), its child sleeping SECONDS - 0.5 before _exit: the parent waits in
+ *   vfork for it (as a subprocess's parent waits until its child execs).
  * Truth (WP_TRUTH): tid.NAME for each, and ticks (the ticker's sleeps). Runs SECONDS (2). */
 #include <pthread.h>
 #include <sys/select.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,7 +21,7 @@
 
 static double seconds;
 static int pipe_fds[2];
-static pid_t tid_ticker, tid_selector;
+static pid_t tid_ticker, tid_selector, tid_vforker;
 static long ticks;
 
 KEEP static void tick_loop(void)
@@ -67,6 +70,27 @@ static void *selector(void *arg)
 	return NULL;
 }
 
+static void *vforker(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "vforker");
+	tid_vforker = (pid_t)syscall(SYS_gettid);
+	uint64_t nap = (uint64_t)((seconds - 0.5) * 1e9);
+	pid_t pid = vfork();
+	if (pid == 0) {
+		/* the child shares our memory: only async-signal-safe calls, then _exit */
+		struct timespec ts = { (time_t)(nap / 1000000000ull), (long)(nap % 1000000000ull) };
+		while (nanosleep(&ts, &ts) != 0)
+			;
+		_exit(0);
+	}
+	int st;
+	if (pid > 0)
+		while (waitpid(pid, &st, 0) < 0)
+			;
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	seconds = run_seconds(argc, argv, 2.0);
@@ -74,9 +98,11 @@ int main(int argc, char **argv)
 	if (pipe(pipe_fds) != 0 || dup2(pipe_fds[0], 40) != 40)
 		return 2;
 	struct pool *p = pool_start();
-	pthread_t tt, ts;
+	pthread_t tt, ts, tv;
 	pthread_create(&tt, NULL, ticker, NULL);
 	pthread_create(&ts, NULL, selector, NULL);
+	pthread_create(&tv, NULL, vforker, NULL);
+	pthread_join(tv, NULL);
 	pthread_join(tt, NULL);
 	(void)!write(pipe_fds[1], "x", 1);
 	pthread_join(ts, NULL);
@@ -85,6 +111,7 @@ int main(int argc, char **argv)
 	truth("tid.ticker %d", (int)tid_ticker);
 	truth("tid.selector %d", (int)tid_selector);
 	truth("tid.poolworker %d", (int)wtid);
+	truth("tid.vforker %d", (int)tid_vforker);
 	truth("ticks %ld", ticks);
 	truth_close();
 	return 0;

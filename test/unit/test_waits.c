@@ -113,6 +113,11 @@ static void test_describe(void)
 	CHECK_STR(describe(&ch, NULL, NULL, NULL), "pid 321");
 	ch.a0 = (uint64_t)-1;
 	CHECK_STR(describe(&ch, NULL, NULL, NULL), "any");
+	/* a parent asleep in vfork (or posix_spawn's clone3) waits for its child to exec */
+	CHECK_INT(wp_wait_classify(SYS_vfork, NULL, 0), WP_WAIT_CHILD);
+	CHECK_INT(wp_wait_classify(SYS_clone3, NULL, 0), WP_WAIT_CHILD);
+	struct wp_wait vf = { .nr = SYS_vfork, .target = "" };
+	CHECK_STR(describe(&vf, NULL, NULL, NULL), "vfork");
 
 	struct wp_wait other = { .nr = SYS_msgrcv, .target = "" };
 	CHECK_STR(describe(&other, NULL, NULL, NULL), "msgrcv");

@@ -42,6 +42,10 @@ static const struct {
 	{ SYS_nanosleep, "nanosleep", WP_WAIT_SLEEP },
 	{ SYS_clock_nanosleep, "clock_nanosleep", WP_WAIT_SLEEP },
 	{ SYS_wait4, "wait4", WP_WAIT_CHILD },	     { SYS_waitid, "waitid", WP_WAIT_CHILD },
+	/* a parent stays in vfork (posix_spawn: clone3 or clone with CLONE_VFORK) until its
+	 * child execs or exits: a thread asleep in these waits for its child */
+	{ SYS_vfork, "vfork", WP_WAIT_CHILD },	     { SYS_clone, "clone", WP_WAIT_CHILD },
+	{ SYS_clone3, "clone3", WP_WAIT_CHILD },
 	{ SYS_rt_sigsuspend, "sigsuspend", WP_WAIT_SIGNAL },
 	{ SYS_rt_sigtimedwait, "sigtimedwait", WP_WAIT_SIGNAL },
 	{ SYS_pause, "pause", WP_WAIT_SIGNAL },	     { SYS_futex, "futex", WP_WAIT_FUTEX },
@@ -204,6 +208,8 @@ void wp_wait_describe(const struct wp_wait *w, enum wp_wait_kind k, const char *
 			snprintf(buf, cap, "pid %" PRId32, (int32_t)w->a0);
 		else if (w->nr == SYS_waitid && w->a0 == 1 /* P_PID */)
 			snprintf(buf, cap, "pid %" PRId32, (int32_t)w->a1);
+		else if (w->nr != SYS_wait4 && w->nr != SYS_waitid && call)
+			snprintf(buf, cap, "%s", call); /* vfork, clone, clone3: until it execs */
 		else
 			snprintf(buf, cap, "any");
 		return;

@@ -37,6 +37,9 @@ static void test_classify(void)
 	CHECK_INT(wp_wait_classify(SYS_futex, rw, N(rw)), WP_WAIT_RWLOCK);
 	CHECK_INT(wp_wait_classify(SYS_futex, raw, N(raw)), WP_WAIT_FUTEX);
 	CHECK_INT(wp_wait_classify(SYS_futex, NULL, 0), WP_WAIT_FUTEX);
+	/* GLib's GCond: a futex of its own under g_cond_wait_until (glib's cond test) */
+	static const char *const gcond[] = { "syscall", "g_cond_wait_until", "test_wait_until" };
+	CHECK_INT(wp_wait_classify(SYS_futex, gcond, N(gcond)), WP_WAIT_CONDITION);
 	/* the stack says nothing for other calls: their number does */
 	CHECK_INT(wp_wait_classify(SYS_read, lock, N(lock)), WP_WAIT_IO);
 	CHECK_INT(wp_wait_classify(SYS_accept4, NULL, 0), WP_WAIT_IO);

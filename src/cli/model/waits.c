@@ -74,7 +74,9 @@ static int futex_user(const char *f)
 		return WP_WAIT_LOCK;
 	if (strstr(f, "pthread_rwlock_"))
 		return WP_WAIT_RWLOCK;
-	if (strstr(f, "pthread_cond_"))
+	/* GLib's GCond waits on a futex of its own (g_cond_wait, g_cond_wait_until); its
+	 * GMutex's slow path is a static function, nameless in a stripped libglib */
+	if (strstr(f, "pthread_cond_") || strstr(f, "g_cond_wait"))
 		return WP_WAIT_CONDITION;
 	if (strstr(f, "sem_wait") || strstr(f, "sem_timedwait") || strstr(f, "sem_clockwait"))
 		return WP_WAIT_SEMAPHORE;

@@ -5,7 +5,8 @@ absolute clock_nanosleep (CPython's time.sleep does this); poolworker, a thread 
 shared library, waits on a heap condition in the library's pool_wait_for_work() with no
 program function on its stack (liblzma's workers); selector waits in select() on descriptor
 40 alone (nfds 41); vforker waits in vfork() while its child sleeps (a subprocess's parent
-until its child execs).
+until its child execs); masked blocks every signal (liblzma's workers) and computes and
+sleeps 100 ms in turn.
 
 Wall mode, `--format=folded --per-thread --waits`:
 - ticker: >= 90% of its waiting samples end with one frame, [wait sleep until a
@@ -14,7 +15,10 @@ Wall mode, `--format=folded --per-thread --waits`:
   function, as a program's is named; a bare address before);
 - selector: its select is not read as a count of descriptors ("of 41 fds" before);
 - vforker: >= 90% of its waiting samples say [wait child vfork] ("other syscall 58" before).
-The text report's WAITS section lists the ticker's sleep as one object.
+The text report's WAITS section lists the ticker's sleep as one object. masked's THREAD record
+is flagged unsampleable (it was not: xz -T2's workers computed unseen, their budgets saying
+'condition 100%'), the report warns of it, and its time budget says its running time is
+missing.
 """
 import os
 import re
@@ -74,6 +78,20 @@ def main(t):
     t.check(total >= 50 and vf.get("[wait child vfork]", 0) >= 0.9 * total,
             "vforker: >= 90% of its waiting samples say [wait child vfork]",
             "%d of %d: %r" % (vf.get("[wait child vfork]", 0), total, vf))
+
+    raw = wp.read_raw(prof)
+    th = raw.threads.get(tid["masked"])
+    t.check(th is not None and th["flags"] & 0x2,
+            "masked: its THREAD record says it could not be sampled (0x2)", repr(th))
+    t.check(re.search(r"^\[WARNING\] thread \S+ \(tid %d\) could not be sampled"
+                      % tid["masked"], r.stdout, re.M),
+            "masked: the report warns that it could not be sampled")
+    sec = re.search(r"^\S+ \(tid %d\b.*?(?=^\S|\Z)" % tid["masked"], r.stdout, re.M | re.S)
+    if sec:
+        t.check("its running time missing" in sec.group(0),
+                "masked: its time budget says its running time is missing", sec.group(0))
+    else:
+        t.note("masked: never sampled, no section of its own")
 
     objs = re.findall(r"^\s+[\d.]+%\s+\S+(?: \S+)?\s+sleep\s+(.*)$", r.stdout, re.M)
     t.check(objs.count("until a CLOCK_MONOTONIC deadline") == 1 and

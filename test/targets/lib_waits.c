@@ -8,8 +8,11 @@
  * - selector: select() on one descriptor, numbered 40 (its nfds argument is 41).
  * - vforker: vfork(), its child sleeping SECONDS - 0.5 before _exit: the parent waits in
  *   vfork for it (as a subprocess's parent waits until its child execs).
+ * - masked: blocks every signal (as liblzma's workers do), then computes 100 ms and sleeps
+ *   100 ms in turn: never signalled, so sampled only while asleep.
  * Truth (WP_TRUTH): tid.NAME for each, and ticks (the ticker's sleeps). Runs SECONDS (2). */
 #include <pthread.h>
+#include <signal.h>
 #include <sys/select.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -21,7 +24,8 @@
 
 static double seconds;
 static int pipe_fds[2];
-static pid_t tid_ticker, tid_selector, tid_vforker;
+static pid_t tid_ticker, tid_selector, tid_vforker, tid_masked;
+static volatile uint64_t sink;
 static long ticks;
 
 KEEP static void tick_loop(void)
@@ -91,6 +95,30 @@ static void *vforker(void *arg)
 	return NULL;
 }
 
+KEEP static void compute_masked(uint64_t ns)
+{
+	uint64_t end = mono_ns() + ns;
+	while (mono_ns() < end)
+		sink++;
+	BARRIER();
+}
+
+static void *masked(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "masked");
+	tid_masked = (pid_t)syscall(SYS_gettid);
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	uint64_t end = mono_ns() + (uint64_t)((seconds - 0.3) * 1e9);
+	while (mono_ns() < end) {
+		compute_masked(100 * 1000000ull);
+		sleep_ns(100 * 1000000ull);
+	}
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	seconds = run_seconds(argc, argv, 2.0);
@@ -102,6 +130,9 @@ int main(int argc, char **argv)
 	pthread_create(&tt, NULL, ticker, NULL);
 	pthread_create(&ts, NULL, selector, NULL);
 	pthread_create(&tv, NULL, vforker, NULL);
+	pthread_t tm;
+	pthread_create(&tm, NULL, masked, NULL);
+	pthread_join(tm, NULL);
 	pthread_join(tv, NULL);
 	pthread_join(tt, NULL);
 	(void)!write(pipe_fds[1], "x", 1);
@@ -112,6 +143,7 @@ int main(int argc, char **argv)
 	truth("tid.selector %d", (int)tid_selector);
 	truth("tid.poolworker %d", (int)wtid);
 	truth("tid.vforker %d", (int)tid_vforker);
+	truth("tid.masked %d", (int)tid_masked);
 	truth("ticks %ld", ticks);
 	truth_close();
 	return 0;

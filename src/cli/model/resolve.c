@@ -676,6 +676,14 @@ static void holder_frames(struct wp_resolved *r, uint32_t proc, const struct wp_
 	out->holder_n = n;
 }
 
+/* Whether `file` is a system header: a frame inlined from it (std::mutex::lock's
+ * __gthread_mutex_lock, condition_variable::wait's template) is the library's code compiled
+ * into the program, not the program's function that waits. */
+static int system_header(const char *file)
+{
+	return file && !strncmp(file, "/usr/include/", 13);
+}
+
 /* Whether module `m` is the C runtime whose waiting code every wait goes through (the C
  * library, the loader, libstdc++'s condition_variable and thread). */
 static int runtime_module(const char *m)
@@ -715,7 +723,8 @@ static void describe_wait(struct wp_resolved *r, uint32_t proc, struct data_name
 		const struct wp_func *f = &r->funcs[rs->frames[j].func];
 		if (nf < 64)
 			funcs[nf++] = f->name;
-		if (!waiter && f->kind == WP_KIND_PROGRAM && strcmp(f->name, "_start") != 0)
+		if (!waiter && f->kind == WP_KIND_PROGRAM && strcmp(f->name, "_start") != 0 &&
+		    !system_header(rs->frames[j].file))
 			waiter = f->name;
 	}
 	if (!waiter)

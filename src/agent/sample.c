@@ -265,6 +265,8 @@ struct job {
 	uint64_t mask; /* its signal mask as known before the request (fallback_mask) */
 };
 static struct job jobs[WP_HS_BATCH];
+/* Looks in a row finding the signal blocked that make a thread unsampleable. */
+#define BLOCKED_LOOKS 3
 static size_t njobs;
 
 /* The window (called by the handshake while jobs[i]'s thread is held in its handler): copy
@@ -409,8 +411,14 @@ static void sample_signalled(struct wp_athread *t, uint64_t weight_ns, uint64_t 
 	int sig = wp_handshake_signal();
 	if (sig > 0 && ((mask >> (sig - 1)) & 1)) {
 		miss(WP_MISS_BLOCKED);
+		/* Written in its THREAD record, the report says its running time is missing
+		 * (liblzma's workers block every signal: xz -T2's computing was invisible). Not
+		 * for one look: glibc's pthread_create blocks every signal for a moment. */
+		if (++t->blocked_looks >= BLOCKED_LOOKS)
+			t->flags |= WP_THREAD_UNSAMPLEABLE;
 		return;
 	}
+	t->blocked_looks = 0;
 	struct job *j = &jobs[njobs];
 	j->mask = mask;
 	j->t = t;

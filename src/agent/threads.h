@@ -59,6 +59,7 @@ struct wp_athread {
 	 * (threadmask.h: one the agent did not see start, e.g. a raw clone()) */
 	uint64_t proc_sigblk;
 	int sigblk_read;
+	uint32_t blocked_looks; /* ticks in a row it blocked the sampling signal (sample.c) */
 
 	uint64_t samples, running, waiting;
 	uint64_t first_ns, last_ns; /* since the run's start */

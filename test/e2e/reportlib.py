@@ -184,6 +184,9 @@ class TextReport:
             if cur and l.startswith("    time ("):
                 cur.budget = wp.time_budgets("x (tid 1)\n" + l)[1]
                 continue
+            if cur and l.startswith("    (it blocked the sampling signal"):
+                cur.unsampled_note = l.strip()
+                continue
             m = _THREAD_ROW.match(l)
             if m and cur:
                 cur.rows.append((float(m.group(1)), num(m.group(2)), m.group(3), m.group(4),

@@ -37,6 +37,9 @@ static void test_classify(void)
 	CHECK_INT(wp_wait_classify(SYS_futex, rw, N(rw)), WP_WAIT_RWLOCK);
 	CHECK_INT(wp_wait_classify(SYS_futex, raw, N(raw)), WP_WAIT_FUTEX);
 	CHECK_INT(wp_wait_classify(SYS_futex, NULL, 0), WP_WAIT_FUTEX);
+	/* GLib's GCond: a futex of its own under g_cond_wait_until (glib's cond test) */
+	static const char *const gcond[] = { "syscall", "g_cond_wait_until", "test_wait_until" };
+	CHECK_INT(wp_wait_classify(SYS_futex, gcond, N(gcond)), WP_WAIT_CONDITION);
 	/* the stack says nothing for other calls: their number does */
 	CHECK_INT(wp_wait_classify(SYS_read, lock, N(lock)), WP_WAIT_IO);
 	CHECK_INT(wp_wait_classify(SYS_accept4, NULL, 0), WP_WAIT_IO);
@@ -107,6 +110,9 @@ static void test_describe(void)
 	CHECK_STR(describe(&io, NULL, NULL, NULL), "fd 4");
 	struct wp_wait poll = { .nr = SYS_poll, .a1 = 3, .target = "" };
 	CHECK_STR(describe(&poll, NULL, NULL, NULL), "poll of 3 fds");
+	/* select's first argument is the highest descriptor + 1, not how many */
+	struct wp_wait sel = { .nr = SYS_pselect6, .a1 = 5, .target = "" };
+	CHECK_STR(describe(&sel, NULL, NULL, NULL), "pselect6 of fds < 5");
 
 	struct wp_wait sl = { .nr = SYS_clock_nanosleep, .aux = 10000000, .target = "" };
 	CHECK_STR(describe(&sl, NULL, NULL, NULL), "10ms");
@@ -114,11 +120,24 @@ static void test_describe(void)
 	CHECK_STR(describe(&sl, NULL, NULL, NULL), "1.5s");
 	sl.aux = 0;
 	CHECK_STR(describe(&sl, NULL, NULL, NULL), "?");
+	/* TIMER_ABSTIME: a deadline, the same object whatever it is (CPython's time.sleep) */
+	struct wp_wait abs = { .nr = SYS_clock_nanosleep, .a0 = 1, .a1 = 1, .aux = 14815190000000,
+			       .target = "" };
+	CHECK_STR(describe(&abs, NULL, NULL, NULL), "until a CLOCK_MONOTONIC deadline");
+	abs.aux = 0;
+	CHECK_STR(describe(&abs, NULL, NULL, NULL), "until a CLOCK_MONOTONIC deadline");
+	abs.a0 = 5;
+	CHECK_STR(describe(&abs, NULL, NULL, NULL), "until a deadline on clock 5");
 
 	struct wp_wait ch = { .nr = SYS_wait4, .a0 = 321, .target = "" };
 	CHECK_STR(describe(&ch, NULL, NULL, NULL), "pid 321");
 	ch.a0 = (uint64_t)-1;
 	CHECK_STR(describe(&ch, NULL, NULL, NULL), "any");
+	/* a parent asleep in vfork (or posix_spawn's clone3) waits for its child to exec */
+	CHECK_INT(wp_wait_classify(SYS_vfork, NULL, 0), WP_WAIT_CHILD);
+	CHECK_INT(wp_wait_classify(SYS_clone3, NULL, 0), WP_WAIT_CHILD);
+	struct wp_wait vf = { .nr = SYS_vfork, .target = "" };
+	CHECK_STR(describe(&vf, NULL, NULL, NULL), "vfork");
 
 	struct wp_wait other = { .nr = SYS_msgrcv, .target = "" };
 	CHECK_STR(describe(&other, NULL, NULL, NULL), "msgrcv");

@@ -106,6 +106,14 @@ void wp_exec_under_agent(const struct wp_opts *o, const char *agent, const char 
 		setenv_int("WALLPROF_HZ", o->hz);
 	if (o->threads >= 0)
 		setenv_int("WALLPROF_THREADS", o->threads);
+	/* Absolute: a process that changes directory, or is started in another (CPython's
+	 * regrtest runs its workers in a temporary directory and fails a test that leaves a
+	 * file there), must find no file of ours in it; its children's files belong beside
+	 * the main file, where the report looks for them. */
+	char abs[PATH_MAX * 2], cwd[PATH_MAX];
+	if (profile_path[0] != '/' && getcwd(cwd, sizeof(cwd)) &&
+	    snprintf(abs, sizeof(abs), "%s/%s", cwd, profile_path) < (int)sizeof(abs))
+		profile_path = abs;
 	setenv("WALLPROF_OUT", profile_path, 1);
 	/* This process keeps the pid through exec: it owns profile_path; any process it
 	 * starts writes <name>.<pid>.prof beside it instead of over it. */

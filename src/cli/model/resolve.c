@@ -753,6 +753,40 @@ static void pipe_peers(const struct wp_profile *p, const struct wp_wait *w, char
 		wp_wait_pipe_used_by(buf, cap, who);
 }
 
+/* Whether `file` is a system header: a frame inlined from it (std::mutex::lock's
+ * __gthread_mutex_lock, condition_variable::wait's template) is the library's code compiled
+ * into the program, not the program's function that waits. */
+static int system_header(const char *file)
+{
+	return file && !strncmp(file, "/usr/include/", 13);
+}
+
+/* Whether module `m` is the C runtime whose waiting code every wait goes through (the C
+ * library, the loader, libstdc++'s condition_variable and thread). */
+static int runtime_module(const char *m)
+{
+	static const char *const pre[] = { "libc.so", "libc-", "libpthread", "ld-linux",
+					   "libstdc++", "libgcc_s" };
+	for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++)
+		if (m && !strncmp(m, pre[i], strlen(pre[i])))
+			return 1;
+	return 0;
+}
+
+/* The waiter of a stack without a program function nearer its leaf than _start: a thread a
+ * library started (liblzma's workers, GLib's pools), a program whose code lives in its
+ * libraries (a shared libpython's interpreter): the named library function nearest the leaf
+ * outside the C runtime, or NULL. */
+static const char *library_waiter(struct wp_resolved *r, const struct wp_rstack *rs)
+{
+	for (uint32_t j = rs->n; j-- > 0;) {
+		const struct wp_func *f = &r->funcs[rs->frames[j].func];
+		if (f->kind == WP_KIND_LIBRARY && !runtime_module(f->module))
+			return f->name;
+	}
+	return NULL;
+}
+
 /* Kind, object and holder of one WAIT record of kept stack `rs` of process `proc`, into
  * `out`. */
 static void describe_wait(struct wp_resolved *r, uint32_t proc, struct data_name **memo,
@@ -766,9 +800,12 @@ static void describe_wait(struct wp_resolved *r, uint32_t proc, struct data_name
 		const struct wp_func *f = &r->funcs[rs->frames[j].func];
 		if (nf < 64)
 			funcs[nf++] = f->name;
-		if (!waiter && f->kind == WP_KIND_PROGRAM)
+		if (!waiter && f->kind == WP_KIND_PROGRAM && strcmp(f->name, "_start") != 0 &&
+		    !system_header(rs->frames[j].file))
 			waiter = f->name;
 	}
+	if (!waiter)
+		waiter = library_waiter(r, rs);
 	enum wp_wait_kind k = wp_wait_classify(w->nr, funcs, nf);
 	const char *dn = NULL, *joined = NULL;
 	if (k == WP_WAIT_LOCK || k == WP_WAIT_RWLOCK || k == WP_WAIT_CONDITION ||

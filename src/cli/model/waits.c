@@ -43,6 +43,10 @@ static const struct {
 	{ SYS_nanosleep, "nanosleep", WP_WAIT_SLEEP },
 	{ SYS_clock_nanosleep, "clock_nanosleep", WP_WAIT_SLEEP },
 	{ SYS_wait4, "wait4", WP_WAIT_CHILD },	     { SYS_waitid, "waitid", WP_WAIT_CHILD },
+	/* a parent stays in vfork (posix_spawn: clone3 or clone with CLONE_VFORK) until its
+	 * child execs or exits: a thread asleep in these waits for its child */
+	{ SYS_vfork, "vfork", WP_WAIT_CHILD },	     { SYS_clone, "clone", WP_WAIT_CHILD },
+	{ SYS_clone3, "clone3", WP_WAIT_CHILD },
 	{ SYS_rt_sigsuspend, "sigsuspend", WP_WAIT_SIGNAL },
 	{ SYS_rt_sigtimedwait, "sigtimedwait", WP_WAIT_SIGNAL },
 	{ SYS_pause, "pause", WP_WAIT_SIGNAL },	     { SYS_futex, "futex", WP_WAIT_FUTEX },
@@ -71,7 +75,9 @@ static int futex_user(const char *f)
 		return WP_WAIT_LOCK;
 	if (strstr(f, "pthread_rwlock_"))
 		return WP_WAIT_RWLOCK;
-	if (strstr(f, "pthread_cond_"))
+	/* GLib's GCond waits on a futex of its own (g_cond_wait, g_cond_wait_until); its
+	 * GMutex's slow path is a static function, nameless in a stripped libglib */
+	if (strstr(f, "pthread_cond_") || strstr(f, "g_cond_wait"))
 		return WP_WAIT_CONDITION;
 	if (strstr(f, "sem_wait") || strstr(f, "sem_timedwait") || strstr(f, "sem_clockwait"))
 		return WP_WAIT_SEMAPHORE;
@@ -156,6 +162,19 @@ void wp_wait_add_mutex(char *buf, size_t cap, const char *mutex_name, uint64_t c
 	}
 }
 
+/* An absolute clock_nanosleep (TIMER_ABSTIME: CPython's time.sleep, periodic loops) gives
+ * a deadline, not the duration asked for, and each call of a loop gives another: named by
+ * its clock only, so that one loop's sleeps are one object, not one per iteration. */
+static void abs_sleep(uint64_t clock, char *buf, size_t cap)
+{
+	static const char *const names[] = { [0] = "CLOCK_REALTIME", [1] = "CLOCK_MONOTONIC",
+					     [7] = "CLOCK_BOOTTIME", [11] = "CLOCK_TAI" };
+	if (clock < sizeof(names) / sizeof(names[0]) && names[clock])
+		snprintf(buf, cap, "until a %s deadline", names[clock]);
+	else
+		snprintf(buf, cap, "until a deadline on clock %" PRIu64, clock);
+}
+
 void wp_wait_describe(const struct wp_wait *w, enum wp_wait_kind k, const char *data_name,
 		      const char *waiter, const char *joined_name, char *buf, size_t cap)
 {
@@ -176,17 +195,20 @@ void wp_wait_describe(const struct wp_wait *w, enum wp_wait_kind k, const char *
 		/* agents since issue 13 describe poll/select/epoll sets too; older ones did not */
 		if (w->target && *w->target)
 			snprintf(buf, cap, "%s", w->target);
-		else if (w->nr == SYS_poll || w->nr == SYS_ppoll || w->nr == SYS_select ||
-			 w->nr == SYS_pselect6)
+		else if (w->nr == SYS_poll || w->nr == SYS_ppoll)
 			snprintf(buf, cap, "%s of %" PRIu64 " fds", call, w->a1);
+		else if (w->nr == SYS_select || w->nr == SYS_pselect6)
+			/* select's first argument is the highest descriptor plus one, not a count:
+			 * select([fd 4]) passes 5 */
+			snprintf(buf, cap, "%s of fds < %" PRIu64, call, w->a1);
 		else
 			snprintf(buf, cap, "fd %" PRIu64, w->a0);
 		return;
 	case WP_WAIT_SLEEP:
-		if (!w->aux)
+		if (w->nr == SYS_clock_nanosleep && (w->a1 & 1 /* TIMER_ABSTIME */))
+			abs_sleep(w->a0, buf, cap);
+		else if (!w->aux)
 			snprintf(buf, cap, "?");
-		else if (w->nr == SYS_clock_nanosleep && (w->a1 & 1))
-			snprintf(buf, cap, "until clock %" PRIu64 ":%.3fs", w->a0, (double)w->aux / 1e9);
 		else
 			wp_wait_duration(w->aux, buf, cap);
 		return;
@@ -211,6 +233,8 @@ void wp_wait_describe(const struct wp_wait *w, enum wp_wait_kind k, const char *
 			snprintf(buf, cap, "pid %" PRId32, (int32_t)w->a0);
 		else if (w->nr == SYS_waitid && w->a0 == 1 /* P_PID */)
 			snprintf(buf, cap, "pid %" PRId32, (int32_t)w->a1);
+		else if (w->nr != SYS_wait4 && w->nr != SYS_waitid && call)
+			snprintf(buf, cap, "%s", call); /* vfork, clone, clone3: until it execs */
 		else
 			snprintf(buf, cap, "any");
 		return;

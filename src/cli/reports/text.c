@@ -1160,6 +1160,12 @@ static void time_budget(struct text *t, uint32_t proc, uint32_t tid)
 	if (b.unknown_ns)
 		fprintf(t->out, ", waiting in no known call %.1f%%", wp_pct(b.unknown_ns, b.total_ns));
 	fputc('\n', t->out);
+	const struct wp_thread *th = wp_resolved_thread_of(t->r, proc, tid);
+	if (th && (th->flags & WP_THREAD_UNSAMPLEABLE) && th->last_ns > th->first_ns)
+		fprintf(t->out, "    (it blocked the sampling signal at times, and was then sampled "
+				"only while blocked in the kernel: %s sampled of the %s it was seen, "
+				"its running time missing)\n",
+			wp_dur(b.total_ns), wp_dur(th->last_ns - th->first_ns));
 }
 
 /* One thread's section: its samples, and the functions it spent them in. Returns -1 when out

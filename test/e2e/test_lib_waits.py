@@ -1,0 +1,102 @@
+"""Waits as real programs make them (issue 13; found profiling CPython 3.11 and xz -T2).
+
+test/targets/lib_waits.c: ticker sleeps to a deadline 20 ms on, again and again, with an
+absolute clock_nanosleep (CPython's time.sleep does this); poolworker, a thread started by a
+shared library, waits on a heap condition in the library's pool_wait_for_work() with no
+program function on its stack (liblzma's workers); selector waits in select() on descriptor
+40 alone (nfds 41); vforker waits in vfork() while its child sleeps (a subprocess's parent
+until its child execs); masked blocks every signal (liblzma's workers) and computes and
+sleeps 100 ms in turn.
+
+Wall mode, `--format=folded --per-thread --waits`:
+- ticker: >= 90% of its waiting samples end with one frame, [wait sleep until a
+  CLOCK_MONOTONIC deadline] (not one object per deadline: one per loop iteration before);
+- poolworker: >= 90% say [wait condition 0xADDR in pool_wait_for_work] (the library's
+  function, as a program's is named; a bare address before);
+- selector: its select is not read as a count of descriptors ("of 41 fds" before);
+- vforker: >= 90% of its waiting samples say [wait child vfork] ("other syscall 58" before).
+The text report's WAITS section lists the ticker's sleep as one object. masked's THREAD record
+is flagged unsampleable (it was not: xz -T2's workers computed unseen, their budgets saying
+'condition 100%'), the report warns of it, and its time budget says its running time is
+missing.
+"""
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import wplib as wp  # noqa: E402
+
+
+def waits_of(folded):
+    """tid -> {wait frame: samples} from per-thread folded --waits."""
+    out = {}
+    for frames, n in wp.parse_folded(folded).items():
+        tid = int(frames[0].rsplit("tid=", 1)[1].rstrip("]"))
+        for f in frames:
+            if f.startswith("[wait "):
+                d = out.setdefault(tid, {})
+                d[f] = d.get(f, 0) + n
+    return out
+
+
+def main(t):
+    prof = wp.tmp_path("lib_waits.prof")
+    truth_path = wp.tmp_path("lib_waits.truth")
+    r = wp.record([wp.target("lib_waits"), "2"], prof, mode="wall", hz=200, threads=0,
+                  fmt="text", env={"WP_TRUTH": truth_path}, timeout=120)
+    t.check(r.returncode == 0, "recorded, exit 0", r.describe())
+    truth = wp.read_truth(truth_path)
+    tid = {k[4:]: int(v) for k, v in truth.items() if k.startswith("tid.")}
+    t.check(truth["ticks"] >= 20, "the ticker slept %d times" % truth["ticks"])
+
+    rep = wp.wallprof(["--report", prof, "--format=folded", "--per-thread", "--waits"])
+    t.check(rep.returncode == 0, "folded --waits report", rep.describe())
+    w = waits_of(rep.stdout)
+
+    tick = w.get(tid["ticker"], {})
+    want = "[wait sleep until a CLOCK_MONOTONIC deadline]"
+    total = sum(n for f, n in tick.items() if f != "[wait cpu runqueue]")
+    t.check(total >= 50 and tick.get(want, 0) >= 0.9 * total,
+            "ticker: >= 90%% of its waiting samples say %s" % want,
+            "%d of %d: %r" % (tick.get(want, 0), total, sorted(tick.items())[:6]))
+
+    pool = w.get(tid["poolworker"], {})
+    pat = re.compile(r"^\[wait condition 0x[0-9a-f]+ in pool_wait_for_work\]$")
+    named = sum(n for f, n in pool.items() if pat.match(f))
+    total = sum(pool.values())
+    t.check(total >= 50 and named >= 0.9 * total,
+            "poolworker: >= 90% of its waits name the library function that waits",
+            "%d of %d: %r" % (named, total, pool))
+
+    sel = w.get(tid["selector"], {})
+    t.check(sel and not any("41 fds" in f for f in sel),
+            "selector: select's nfds (41) is not a count of descriptors", repr(sel))
+
+    vf = w.get(tid["vforker"], {})
+    total = sum(n for f, n in vf.items() if f != "[wait cpu runqueue]")
+    t.check(total >= 50 and vf.get("[wait child vfork]", 0) >= 0.9 * total,
+            "vforker: >= 90% of its waiting samples say [wait child vfork]",
+            "%d of %d: %r" % (vf.get("[wait child vfork]", 0), total, vf))
+
+    raw = wp.read_raw(prof)
+    th = raw.threads.get(tid["masked"])
+    t.check(th is not None and th["flags"] & 0x2,
+            "masked: its THREAD record says it could not be sampled (0x2)", repr(th))
+    t.check(re.search(r"^\[WARNING\] thread \S+ \(tid %d\) could not be sampled"
+                      % tid["masked"], r.stdout, re.M),
+            "masked: the report warns that it could not be sampled")
+    sec = re.search(r"^\S+ \(tid %d\b.*?(?=^\S|\Z)" % tid["masked"], r.stdout, re.M | re.S)
+    if sec:
+        t.check("its running time missing" in sec.group(0),
+                "masked: its time budget says its running time is missing", sec.group(0))
+    else:
+        t.note("masked: never sampled, no section of its own")
+
+    objs = re.findall(r"^\s+[\d.]+%\s+\S+(?: \S+)?\s+sleep\s+(.*)$", r.stdout, re.M)
+    t.check(objs.count("until a CLOCK_MONOTONIC deadline") == 1 and
+            not any(o.startswith("until clock") for o in objs),
+            "WAITS: the ticker's sleeps are one object", repr(objs[:8]))
+
+
+wp.main(main)

@@ -6,7 +6,8 @@ test/targets/cxx_waits.cc: holder computes in compute_holding() holding big_mute
 lockers wait for it in contend(); two waiters wait on big_cv in cv_wait().
 
 Wall mode, text report: WAITS lists lock big_mutex, waited for in contend() (>= 90%), held by
-the holder in compute_holding(), and condition big_cv waited on in cv_wait() (>= 90%)."""
+the holder in compute_holding(), and condition big_cv (with its mutex, cv_mutex) waited on in
+cv_wait() (>= 90%)."""
 import os
 import re
 import sys
@@ -48,7 +49,7 @@ def main(t):
     held = [l for l in lock or [] if l.startswith("held by:")]
     t.check(held and "compute_holding()" in held[0],
             "lock big_mutex: held in compute_holding()", repr(lock))
-    cond = waits_block(r.stdout, "condition", "big_cv")
+    cond = waits_block(r.stdout, "condition", "big_cv mutex=cv_mutex")
     ins = [l for l in cond or [] if l.startswith("in:")]
     t.check(ins and share_of(ins[0], "cv_wait()") >= 90,
             "condition big_cv: waited on in cv_wait() (>= 90%)", repr(cond))

@@ -62,7 +62,7 @@ def main(t):
             "%d of %d: %r" % (tick.get(want, 0), total, sorted(tick.items())[:6]))
 
     pool = w.get(tid["poolworker"], {})
-    pat = re.compile(r"^\[wait condition 0x[0-9a-f]+ in pool_wait_for_work\]$")
+    pat = re.compile(r"^\[wait condition 0x[0-9a-f]+ in pool_wait_for_work( mutex=\S+)?\]$")
     named = sum(n for f, n in pool.items() if pat.match(f))
     total = sum(pool.values())
     t.check(total >= 50 and named >= 0.9 * total,

@@ -717,11 +717,26 @@ static int by_wait_count(struct wait_obj *a, struct wait_obj *b)
 	return a->count < b->count ? 1 : a->count > b->count ? -1 : strcmp(a->object, b->object);
 }
 
-static void put_tids(struct text *t, const uint64_t *tids, const uint64_t *tn, int more,
-		     uint64_t of, char *buf, size_t cap)
+/* Sorts the WAIT_NAMES slots of a name table (keys, with their counts), most samples first:
+ * they fill in the order the stacks come, and the lines name the biggest first. */
+static void sort_slots(uint64_t *keys, uint64_t *n)
+{
+	for (int i = 1; i < WAIT_NAMES; i++)
+		for (int j = i; j > 0 && n[j] > n[j - 1]; j--) {
+			uint64_t k = keys[j], c = n[j];
+			keys[j] = keys[j - 1];
+			n[j] = n[j - 1];
+			keys[j - 1] = k;
+			n[j - 1] = c;
+		}
+}
+
+static void put_tids(struct text *t, uint64_t *tids, uint64_t *tn, int more, uint64_t of,
+		     char *buf, size_t cap)
 {
 	size_t at = 0;
 	buf[0] = 0;
+	sort_slots(tids, tn);
 	for (int i = 0; i < WAIT_NAMES && tids[i] && at < cap; i++) {
 		uint32_t proc = (uint32_t)((tids[i] - 1) >> 32), tid = (uint32_t)(tids[i] - 1);
 		const struct wp_thread *th = wp_resolved_thread_of(t->r, proc, tid);
@@ -793,6 +808,12 @@ static void waits(struct text *t)
 			fprintf(t->out, "  %30s  waiting: %s\n", "", b1);
 			size_t at = 0;
 			b2[0] = 0;
+			uint64_t fk[WAIT_NAMES];
+			for (int i = 0; i < WAIT_NAMES; i++)
+				fk[i] = (uint64_t)(uintptr_t)w->funcs[i];
+			sort_slots(fk, w->func_n);
+			for (int i = 0; i < WAIT_NAMES; i++)
+				w->funcs[i] = (const char *)(uintptr_t)fk[i];
 			for (int i = 0; i < WAIT_NAMES && w->funcs[i] && at < sizeof(b2); i++)
 				at += (size_t)snprintf(b2 + at, sizeof(b2) - at, "%s%s %.0f%%",
 						       i ? ", " : "", w->funcs[i],

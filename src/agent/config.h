@@ -45,6 +45,7 @@ struct wp_config {
 	int test_exit_on_sampler;
 	int test_slow_holders;
 	int test_no_waits;
+	int test_linger; /* the signal handler stays 20 ms after each sample (handshake.h) */
 };
 
 /* Reads `getenv` into cfg. Returns 0, or -1 after printing the one-line complaint. */

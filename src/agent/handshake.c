@@ -52,6 +52,8 @@ static uint64_t msg2_deadline_ns = 20 * 1000000ull;
  * instead of 200 cut the time the threads spent held by ~40% (p99 2 ms -> 0.1-0.3 ms) for
  * ~1% of samples dropped. */
 static uint64_t msg3_deadline_ns = 2 * 1000000ull;
+/* Tests only: how long the handler stays after msg4 (wp_handshake_set_linger). */
+static uint64_t linger_ns;
 /* The sampler's doorbell: every msg2 (and every give-up) rings it, so the sampler waits on one
  * word for whichever of its pending threads answers first. */
 static _Atomic uint32_t bell;
@@ -159,23 +161,23 @@ static void ring_bell(void)
 	wake(&bell, &bell_sleepers);
 }
 
-/* The handler. Async-signal-safe: atomics, gettid, clock_gettime, futex, memcpy of a
- * fixed-size register block into a preallocated slot; errno saved and restored. */
-static void handler(int sig, siginfo_t *info, void *ucv)
+/* Stays in the handler a while (tests: a program's signal then lands inside it). */
+static void linger(void)
 {
-	(void)sig;
-	(void)info;
-	int saved_errno = errno;
-	/* Any run of this handler may have interrupted a call of this thread: let the
-	 * interposers know it was us (eintr.h). */
-	wp_our_signals++;
+	struct timespec ts = { 0, (long)linger_ns };
+	if (linger_ns)
+		syscall(SYS_nanosleep, &ts, NULL);
+}
+
+/* The handler's work: the handshake with the sampler, if the signal was meant for us. */
+static void on_duty(void *ucv)
+{
 	pid_t me = (pid_t)syscall(SYS_gettid);
 	uint32_t w;
 	struct wp_hs_ticket *t = find_request(me, &w);
 	if (!t || !atomic_compare_exchange_strong(&t->word, &w, WORD(GEN(w), P_CLAIMED))) {
 		/* Not ours (late, or another thread's): leave without touching anything. */
 		atomic_fetch_add(&stray_signals, 1);
-		errno = saved_errno;
 		return;
 	}
 	uint32_t gen = GEN(w);
@@ -197,7 +199,6 @@ static void handler(int sig, siginfo_t *info, void *ucv)
 		 * moment the CAS fails and we take the normal path below. */
 		if (atomic_compare_exchange_strong(&t->word, &seen, WORD(gen, P_GAVEUP))) {
 			ring_bell();
-			errno = saved_errno;
 			return;
 		}
 	}
@@ -210,6 +211,22 @@ static void handler(int sig, siginfo_t *info, void *ucv)
 	t->cap.t_exit_ns = wp_now_ns();
 	atomic_store(&t->word, WORD(gen, P_RESUMED)); /* msg4 */
 	wake(&t->word, &t->sleepers);
+	linger();
+}
+
+/* The handler. Async-signal-safe: atomics, gettid, clock_gettime, futex, memcpy of a
+ * fixed-size register block into a preallocated slot; errno saved and restored. */
+static void handler(int sig, siginfo_t *info, void *ucv)
+{
+	(void)sig;
+	(void)info;
+	int saved_errno = errno;
+	/* Any run of this handler may have interrupted a call of this thread: let the
+	 * interposers know it was us (eintr.h). */
+	wp_our_signals++;
+	void *outer = wp_signals_enter_ours(ucv);
+	on_duty(ucv);
+	wp_signals_leave_ours(outer);
 	errno = saved_errno;
 }
 
@@ -267,6 +284,11 @@ int wp_handshake_migrate(int to)
 	while (atomic_load(&in_handshake) && wp_now_ns() < deadline)
 		sched_yield();
 	return 0;
+}
+
+void wp_handshake_set_linger(uint64_t ns)
+{
+	linger_ns = ns;
 }
 
 void wp_handshake_set_deadlines(uint64_t msg2_ns, uint64_t msg3_ns)

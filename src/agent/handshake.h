@@ -91,6 +91,9 @@ int wp_handshake_is_ours(const struct sigaction *sa);
 /* Tests only: how long the sampler waits for msg2 and a handler for msg3 (under valgrind,
  * which runs one thread at a time, the defaults are too short to be fair). */
 void wp_handshake_set_deadlines(uint64_t msg2_ns, uint64_t msg3_ns);
+/* Tests only (WALLPROF_TEST=linger): the handler stays this long after resuming, so that the
+ * program's own signals land inside it (test_transfers.py). */
+void wp_handshake_set_linger(uint64_t ns);
 
 /* The signal handler's own statistics (stray signals it ignored). */
 uint64_t wp_handshake_stray(void);

@@ -186,6 +186,11 @@ static _Atomic int prog_siginfo[65];
  * signal, so a thread running the program's handler can still be sampled rather than have
  * our signal wait, pending, under a mask nobody published (sigmask.h). */
 static _Atomic uint64_t prog_mask[65];
+/* Whether the program asked for SA_RESTART on that signal. */
+static _Atomic int prog_restart[65];
+/* While the agent's handler runs on this thread: the context it interrupted (the program's
+ * call), else NULL (initial-exec TLS: async-signal-safe). */
+static __thread void *ours_uc __attribute__((tls_model("initial-exec")));
 
 /* libc's executable segment: the interposed calls (eintr.c, transfers.c) all make their
  * system call from there, and it stays mapped and readable for the life of the process. */
@@ -244,26 +249,47 @@ static void no_restart(ucontext_t *uc)
  * undo. Except inside a transfer the agent is finishing (transfers.h): part of the data has
  * moved, and unprofiled this signal would have ended the program's call right here with a
  * short count, SA_RESTART or not; so the agent's piece is made to fail with EINTR, as the
- * kernel does without SA_RESTART, and the transfer ends with what moved so far. */
+ * kernel does without SA_RESTART, and the transfer ends with what moved so far.
+ *
+ * The program's signal may also land inside the agent's handler (which blocks nothing). The
+ * call it cuts is then the one our signal interrupted, not our handler's own wait: that call
+ * restarts (under our SA_RESTART) only if the program asked for SA_RESTART too; without it
+ * the call is made to fail with EINTR, as it would have unprofiled. */
 static void trampoline(int sig, siginfo_t *info, void *ucv)
 {
-	ucontext_t *uc = ucv;
+	ucontext_t *uc = ucv, *cut = ours_uc ? ours_uc : uc;
 	int finishing = wp_transfer_finishing;
-	int restart = restarts_a_call(uc), undo = restart && finishing;
-	greg_t pc = uc->uc_mcontext.gregs[REG_RIP];
+	int restart = restarts_a_call(cut);
+	int undo = restart && (finishing || (cut != uc && !atomic_load(&prog_restart[sig])));
+	greg_t pc = cut->uc_mcontext.gregs[REG_RIP];
 	if (!restart || undo)
 		wp_program_signals++;
 	void *h = atomic_load(&prog_handler[sig]);
 	if (h) {
+		void *outer = ours_uc;
+		ours_uc = NULL; /* our signal may interrupt this handler in turn */
 		wp_transfer_finishing = 0; /* the handler's own calls are not part of it */
 		if (atomic_load(&prog_siginfo[sig]))
 			((void (*)(int, siginfo_t *, void *))h)(sig, info, uc);
 		else
 			((void (*)(int))h)(sig);
 		wp_transfer_finishing = finishing;
+		ours_uc = outer;
 	}
-	if (undo && uc->uc_mcontext.gregs[REG_RIP] == pc) /* unless its handler moved it */
-		no_restart(uc);
+	if (undo && cut->uc_mcontext.gregs[REG_RIP] == pc) /* unless its handler moved it */
+		no_restart(cut);
+}
+
+void *wp_signals_enter_ours(void *ucontext)
+{
+	void *outer = ours_uc;
+	ours_uc = ucontext;
+	return outer;
+}
+
+void wp_signals_leave_ours(void *outer)
+{
+	ours_uc = outer;
 }
 
 static int wrappable(int sig)
@@ -282,6 +308,7 @@ static int install_program(int sig, const struct sigaction *act, struct sigactio
 	atomic_store(&prog_siginfo[sig], si);
 	atomic_store(&prog_handler[sig], si ? (void *)act->sa_sigaction : (void *)act->sa_handler);
 	atomic_store(&prog_mask[sig], wp_sigset_word(&act->sa_mask));
+	atomic_store(&prog_restart[sig], !!(act->sa_flags & SA_RESTART));
 	w.sa_sigaction = trampoline;
 	w.sa_flags |= SA_SIGINFO;
 	int ours = wp_handshake_signal();

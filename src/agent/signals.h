@@ -34,4 +34,11 @@ void wp_signals_install_fatal(void (*flush)(int sig));
  * to be restarted (which they did not cut short) from one they interrupted (constructor). */
 void wp_signals_find_libc(void);
 
+/* The agent's handler brackets its run with these (it blocks no signal, so the program's may
+ * land inside it): the program's handler then judges the call our signal interrupted, whose
+ * context is `ucontext`, rather than our handler's own wait (signals.c). Enter returns the
+ * value to give back to leave. Async-signal-safe. */
+void *wp_signals_enter_ours(void *ucontext);
+void wp_signals_leave_ours(void *outer);
+
 #endif

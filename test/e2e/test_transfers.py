@@ -17,8 +17,8 @@ import wplib as wp
 ROUNDS = "2"
 
 
-def run_target(env_extra=None, mode="wall", profiled=True):
-    args = [wp.target("transfers"), ROUNDS]
+def run_target(env_extra=None, mode="wall", profiled=True, args=(ROUNDS,)):
+    args = [wp.target("transfers")] + list(args)
     if not profiled:
         return wp.run(args, timeout=120)
     prof = wp.tmp_path("transfers-%s-%d.prof" % (mode, len(env_extra or {})))
@@ -83,6 +83,12 @@ def main(t):
          r.stderr[-2000:])
     t.eq(r.stdout, base.stdout, "signalling even blocked threads: the program's own signal "
          "still ends its transfers as unprofiled", r.stderr[-2000:])
+    # The program's signal lands inside the agent's handler, which had interrupted the blocked
+    # write (the handler lingers there; the target waits until the writer is in it).
+    own_only = run_target(profiled=False, args=("0",))
+    r = run_target({"WALLPROF_TEST": "signal-all,linger"}, args=("0", "in-handler"))
+    t.eq(r.stdout, own_only.stdout, "the program's own signal, landing inside the agent's "
+         "handler, still ends its transfers as unprofiled", r.stderr[-2000:])
     # ... and it is what does it.
     r = run_target({"WALLPROF_TEST": "signal-all,no-retry"})
     t.check(r.returncode == 1 and "short count" in r.stderr,

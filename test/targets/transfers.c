@@ -12,7 +12,11 @@
  * or the whole transfer once restarted) is printed, and must be what an unprofiled run
  * prints.
  *
- * Usage: transfers [ROUNDS]        exit 1 on any failure, details on stderr
+ * Usage: transfers [ROUNDS [in-handler]]
+ *                                  exit 1 on any failure, details on stderr; in-handler:
+ *                                  the program's signal is sent while the writer sits in
+ *                                  the agent's handler (WALLPROF_TEST=linger: its only
+ *                                  nanosleep), so it lands nested inside it
  *        transfers measure SECONDS pipe writes of 256 KiB to a slow reader for SECONDS,
  *                                  counting the short ones (diagnostics: how often a signal
  *                                  lands inside a blocked write) */
@@ -257,6 +261,9 @@ static int blocked_in(pid_t tid, long nr)
 	return ok;
 }
 
+/* transfers ROUNDS in-handler (see the usage above) */
+static int in_handler;
+
 struct own {
 	int fd;
 	int sock;
@@ -332,6 +339,10 @@ static void own_case(int sock, int restart, int prefill)
 	       !(atomic_load(&o.tid) && blocked_in(atomic_load(&o.tid), nr)))
 		sleep_ns(1000000);
 	sleep_ns(20000000); /* settled in its wait */
+	t0 = mono_ns();
+	while (in_handler && !atomic_load(&o.done) && mono_ns() - t0 < 10000000000ull &&
+	       !blocked_in(atomic_load(&o.tid), SYS_nanosleep))
+		;
 	int before = atomic_load(&usr1);
 	pthread_kill(th, SIGUSR1);
 	while (atomic_load(&usr1) == before)
@@ -412,6 +423,7 @@ int main(int argc, char **argv)
 		return measure(atof(argv[2]));
 
 	int rounds = argc > 1 ? atoi(argv[1]) : 1;
+	in_handler = argc > 2 && !strcmp(argv[2], "in-handler");
 	const struct { enum call c; enum kind k; } cases[] = {
 		{ C_WRITE, PIPE }, { C_WRITEV, PIPE }, { C_PWRITEV2, PIPE },
 		{ C_WRITE, UNIX }, { C_SEND, UNIX }, { C_SENDTO, UNIX }, { C_SENDMSG, UNIX },

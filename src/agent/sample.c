@@ -307,11 +307,13 @@ static void missed_answer(struct wp_athread *t, uint64_t weight_ns, uint64_t now
 		 * since the signal was sent, so it is where its last sample left it as far as
 		 * anyone can tell: count that stack rather than drop the interval (wall mode),
 		 * and try again next tick. */
-		miss(WP_MISS_TIMEOUT);
 		/* As a lock's holder, that stack counts only if its clock has not moved since
-		 * (wait_locks.h: never a stack from before its waiter's owner read). */
-		if (wp_locks_unmoved(t, wp_thread_cpu_ns(t->tid)) && holder_only)
+		 * (wait_locks.h: never a stack from before its waiter's owner read); a holder is
+		 * counted once, sampled or missed. */
+		if (holder_only && wp_locks_unmoved(t, wp_thread_cpu_ns(t->tid)))
 			wp_locks_count_holder_sample();
+		else
+			miss(WP_MISS_TIMEOUT);
 		if (cfg.mode == WP_MODE_WALL && t->last_stack && !holder_only) {
 			t->last_wait = NULL; /* runnable, not blocked in a call */
 			wp_stacks_again(t, t->last_stack, units_of(weight_ns), weight_ns,

@@ -6,6 +6,7 @@
 
 #include "../common/format.h"
 #include "clock.h"
+#include "waits.h"
 
 /* A thread's schedstat is read again at most this often; samples in between are given what
  * the last read showed (reads add up whatever their spacing). At 100 Hz about every other
@@ -65,6 +66,40 @@ static struct wp_cpuwait_entry *count(uint32_t stack_id, uint32_t nr, uint64_t a
 	return e;
 }
 
+void wp_cpuwait_waited_again(struct wp_athread *t, uint32_t units, uint64_t weight_ns)
+{
+	if (t->cw_again_wait != t->last_wait) { /* another wait: only the latest is kept */
+		t->cw_again_wait = t->last_wait;
+		t->cw_again_ns = t->cw_again_units = 0;
+	}
+	t->cw_again_ns += weight_ns;
+	t->cw_again_units += units;
+}
+
+/* After a fresh schedstat read: `excess`, the runqueue time it showed beyond what this
+ * sample can hold, was spent by a thread woken from its wait and queued while samples that
+ * saw it not run counted the wait again. Up to what they counted, it moves from that wait to
+ * "cpu" on the wait's stack. Counting again starts over either way. */
+static void take_back(struct wp_athread *t, uint64_t excess)
+{
+	struct wp_wait_entry *w = t->cw_again_wait;
+	if (w && t->cw_again_ns && excess && (int64_t)excess <= t->cw_owed_ns) {
+		uint64_t moved = excess < t->cw_again_ns ? excess : t->cw_again_ns;
+		if (moved > w->weight_ns)
+			moved = w->weight_ns;
+		uint64_t units_fx = (uint64_t)((double)t->cw_again_units * UNIT_FX * (double)moved /
+					       (double)t->cw_again_ns);
+		uint64_t whole = units_fx / UNIT_FX;
+		w->count -= whole < w->count ? whole : w->count;
+		w->weight_ns -= moved;
+		if (moved)
+			count(w->key.stack_id, WP_WAIT_NR_CPU, 0, 0, NULL, 0, whole * UNIT_FX, moved);
+		t->cw_owed_ns -= (int64_t)moved;
+	}
+	t->cw_again_wait = NULL;
+	t->cw_again_ns = t->cw_again_units = 0;
+}
+
 uint64_t wp_cpuwait_runnable(struct wp_athread *t, uint32_t stack_id, uint32_t units,
 			     uint64_t weight_ns, int unmoved, int may_read, uint64_t now)
 {
@@ -77,11 +112,12 @@ uint64_t wp_cpuwait_runnable(struct wp_athread *t, uint32_t stack_id, uint32_t u
 		/* at most what this sample stands for less what the thread ran meanwhile:
 		 * schedstat also counts a thread woken from a lock or a read waiting for a CPU,
 		 * while samples count that as the lock or the read (a thread that has not run
-		 * since is not looked at again) */
+		 * since is not looked at again): that part is taken back below */
 		uint64_t ran = t->cw_ran_ns > 0 ? (uint64_t)t->cw_ran_ns : 0;
 		uint64_t room = weight_ns > ran ? weight_ns - ran : 0;
 		/* A thread that ran all along waited for nothing: no read (what it waited before
 		 * is read at a later sample; the reads add up whatever their spacing). */
+		int fresh = 0;
 		if (room && may_read &&
 		    (!t->cw_read_ns || now - t->cw_read_ns >= CPUWAIT_READ_EVERY_NS)) {
 			uint64_t c0 = wp_self_cpu_ns(), delay_ns;
@@ -89,6 +125,7 @@ uint64_t wp_cpuwait_runnable(struct wp_athread *t, uint32_t stack_id, uint32_t u
 				/* the first read is a baseline: before it, the thread was not sampled */
 				if (t->cw_read_ns && delay_ns > t->cw_delay_ns)
 					t->cw_owed_ns += (int64_t)(delay_ns - t->cw_delay_ns);
+				fresh = t->cw_read_ns != 0;
 				t->cw_delay_ns = delay_ns;
 				t->cw_read_ns = now;
 			}
@@ -98,6 +135,8 @@ uint64_t wp_cpuwait_runnable(struct wp_athread *t, uint32_t stack_id, uint32_t u
 		/* the runqueue time read and not yet given, up to the room */
 		waited = t->cw_owed_ns <= 0 ? 0
 			 : (uint64_t)t->cw_owed_ns < room ? (uint64_t)t->cw_owed_ns : room;
+		if (fresh)
+			take_back(t, (uint64_t)(t->cw_owed_ns - (int64_t)waited));
 	}
 	t->cw_owed_ns -= (int64_t)waited;
 	if (t->cw_owed_ns < -CPUWAIT_AHEAD_MAX_NS)

@@ -9,7 +9,8 @@
  * each takes up to its own weight less the CPU time the thread used since its previous
  * sample, as it cannot have waited longer than it did not run (run_delay also counts a
  * thread woken from a lock or a sleep waiting for a CPU, which the samples in between counted
- * as the lock or the sleep: that is not counted twice). A thread that has not run at all
+ * as the lock or the sleep: what grew beyond the sample's own share is moved from that wait,
+ * up to what those samples counted, by wp_cpuwait_waited_again's record; never twice). A thread that has not run at all
  * since its last sample, and was not blocked in a call, waited the whole sample: given at
  * once, and deducted from later growth. Reads: none for a sample of a thread that ran all
  * its interval, at most one per thread every CPUWAIT_READ_EVERY_NS, and in all rationed by
@@ -46,6 +47,12 @@ struct wp_cpuwait_entry {
  * read took (0 when none), for the caller to charge to that ration. */
 uint64_t wp_cpuwait_runnable(struct wp_athread *t, uint32_t stack_id, uint32_t units,
 			     uint64_t weight_ns, int unmoved, int may_read, uint64_t now);
+
+/* `t` has not run since its last sample, blocked in a call: its wait (t->last_wait) was
+ * counted again for `weight_ns`. It may have been woken and be queued for a CPU instead, which
+ * nothing but schedstat's later growth tells: wp_cpuwait_runnable then moves what grew beyond
+ * its own sample's share from that wait to "cpu", up to what was counted again. */
+void wp_cpuwait_waited_again(struct wp_athread *t, uint32_t units, uint64_t weight_ns);
 
 /* Whether a thread blocked in call `nr` (-1: none) on a descriptor whose target is `target`
  * (may be NULL) may be in uninterruptible sleep for a disk, i.e. whether its state is worth a

@@ -593,6 +593,8 @@ static int sample_unmoved(struct wp_athread *t, uint64_t weight_ns, uint64_t now
 			       &looked_ns);
 		first_look_tokens -= (int64_t)looked_ns;
 		wp_cpuwait_again(t, units_of(weight_ns), weight_ns);
+		if (t->last_wait && !t->cw_last_disk)
+			wp_cpuwait_waited_again(t, units_of(weight_ns), weight_ns);
 	} else {
 		struct wp_stack_entry *e = wp_stacks_add(t, last->pcs, last->nframes,
 							 last->flags | WP_STACK_WAITING,

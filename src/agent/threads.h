@@ -51,6 +51,11 @@ struct wp_athread {
 	int64_t cw_cpu_ns, cw_ran_ns;
 	int cw_runnable; /* its last sample was in state R (not blocked in a call) */
 	struct wp_cpuwait_entry *cw_last_disk;
+	/* the wait its samples counted again while it did not run (sample_unmoved), since the
+	 * last schedstat read, and how much: woken and queued for a CPU, not run yet, it looks
+	 * the same, and schedstat's next growth says which it was (cpuwait.c) */
+	struct wp_wait_entry *cw_again_wait;
+	uint64_t cw_again_ns, cw_again_units;
 	/* cpu mode: the clock at the last poll and CPU time not yet paid out in samples */
 	int64_t poll_cpu_ns;
 	uint64_t credit_ns;

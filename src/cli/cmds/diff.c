@@ -76,6 +76,10 @@ static const char *fit(const char *s, int w, char *buf, size_t cap)
 	size_t n = strlen(s);
 	if ((int)n <= w)
 		return s;
+	if (wp_name_is_pseudo(s) && w > 3) { /* "[wait ...]": its start says what it is */
+		snprintf(buf, cap, "%.*s...", w - 3, s);
+		return buf;
+	}
 	snprintf(buf, cap, "%s", s);
 	char *open = strchr(buf, '('), *close = strrchr(buf, ')');
 	if (open && close > open + 1 && open > buf)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "term.h"
+#include "textfmt.h"
 
 void sraw(struct scr *s, const char *str, size_t len)
 {
@@ -67,6 +68,8 @@ void sfield(struct scr *s, const char *str, int w, int keep_end)
 	int len = 0;
 	for (const unsigned char *c = (const unsigned char *)str; *c; c++)
 		len += (*c & 0xc0) != 0x80;
+	if (len > w && keep_end && wp_name_is_pseudo(str))
+		keep_end = 0; /* "[wait ...]": its start says what it is */
 	if (len > w && keep_end && w > 6) {
 		/* a parameter list goes first: "f(int, char)" -> "f()" */
 		const char *paren = strchr(str, '(');

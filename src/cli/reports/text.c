@@ -72,14 +72,19 @@ static int drop_last(char *s, char open, char close)
 	return 0;
 }
 
+static const char *fit_head(const char *s, int w, char *buf, size_t cap);
+
 /* Fits a function name into `w` columns, shortening C++ names the way a reader would: the
  * parameter list goes first, then template arguments ("Worker<>"), then leading namespaces
- * ("...::Worker<>::run()"); an identifier still too long keeps its start ("run_th..."). */
+ * ("...::Worker<>::run()"); an identifier still too long keeps its start ("run_th...").
+ * A report's own frame ("[wait ...]") keeps its start. */
 static const char *fit_tail(const char *s, int w, char *buf, size_t cap)
 {
 	size_t n = strlen(s);
 	if ((int)n <= w || w < 8)
 		return s;
+	if (wp_name_is_pseudo(s))
+		return fit_head(s, w, buf, cap);
 	/* "module+0xOFF" (no symbol): the offset is what tells rows apart, keep the end */
 	const char *off = strstr(s, "+0x");
 	if (off && !strchr(s, '(')) {

@@ -21,4 +21,13 @@ const char *wp_dur(uint64_t ns);
  * forms and surrogates included). */
 size_t wp_utf8_seq(const unsigned char *s);
 
+/* Whether a frame name is one of the reports' own ("[wait io pipe:[12] read end (write end
+ * fd 4)]", "[held by NAME tid=N]", "[name tid=N]"), not a function: cut to fit, it keeps its
+ * start, which says what it is; a function's shortening (its parentheses taken for a C++
+ * parameter list) would garble it. */
+static inline int wp_name_is_pseudo(const char *name)
+{
+	return name && name[0] == '[';
+}
+
 #endif

@@ -195,41 +195,41 @@ static inline void rec_wait(struct buf *b, uint32_t stack_id, uint32_t nr, uint6
 	rec_end(b, r);
 }
 
-/* A WAIT record with holder_stack (appended after its first version): the holder's stack id after the target. */
-static inline void rec_wait_holder(struct buf *b, uint32_t stack_id, uint64_t a0, uint64_t aux,
-				   uint64_t count, uint32_t holder_stack)
+/* A futex WAIT record (a2, the futex's third argument: 2 for a contended mutex) with the
+ * fields appended after the first version: holder_stack, then cond_mutex when `cond_mutex`
+ * is given (NULL: a record of the version before it). */
+static inline void rec_wait_futex(struct buf *b, uint32_t stack_id, uint64_t a0, uint64_t a2,
+				  uint64_t aux, uint64_t count, uint32_t holder_stack,
+				  const uint64_t *cond_mutex)
 {
 	size_t r = rec_begin(b, WP_REC_WAIT);
 	put_u32(b, stack_id);
 	put_u32(b, 202 /* futex */);
 	put_u64(b, a0);
 	put_u64(b, 128);
-	put_u64(b, 2);
+	put_u64(b, a2);
 	put_u64(b, aux);
 	put_u64(b, count);
 	put_u64(b, count * 1000);
 	put_u32(b, 0);
 	put_u32(b, holder_stack);
+	if (cond_mutex)
+		put_u64(b, *cond_mutex);
 	rec_end(b, r);
 }
 
-/* A futex WAIT record with holder_stack and cond_mutex (appended after holder_stack). */
+/* A contended mutex's WAIT record with holder_stack: the holder's stack id after the target. */
+static inline void rec_wait_holder(struct buf *b, uint32_t stack_id, uint64_t a0, uint64_t aux,
+				   uint64_t count, uint32_t holder_stack)
+{
+	rec_wait_futex(b, stack_id, a0, 2, aux, count, holder_stack, NULL);
+}
+
+/* A condition's WAIT record with holder_stack and cond_mutex. */
 static inline void rec_wait_cond(struct buf *b, uint32_t stack_id, uint64_t a0, uint64_t count,
 				 uint64_t cond_mutex)
 {
-	size_t r = rec_begin(b, WP_REC_WAIT);
-	put_u32(b, stack_id);
-	put_u32(b, 202 /* futex */);
-	put_u64(b, a0);
-	put_u64(b, 128);
-	put_u64(b, 0);
-	put_u64(b, 0);
-	put_u64(b, count);
-	put_u64(b, count * 1000);
-	put_u32(b, 0);
-	put_u32(b, WP_WAIT_NO_HOLDER_STACK);
-	put_u64(b, cond_mutex);
-	rec_end(b, r);
+	rec_wait_futex(b, stack_id, a0, 0, 0, count, WP_WAIT_NO_HOLDER_STACK, &cond_mutex);
 }
 
 static inline void rec_end_marker(struct buf *b)

@@ -77,7 +77,6 @@ class ThreadSection:
         self.running = float(m.group(6)) if m.group(6) else None
         self.waiting = float(m.group(7)) if m.group(7) else None
         self.rows = []      # (pct, samples, name, source, module)
-        self.budget = None  # wall mode: {part: percent} of its "time (...): ..." line
 
 
 class TextReport:
@@ -181,12 +180,8 @@ class TextReport:
                 cur = ThreadSection(m)
                 self.threads.append(cur)
                 continue
-            if cur and l.startswith("    time ("):
-                cur.budget = wp.time_budgets("x (tid 1)\n" + l)[1]
-                continue
-            if cur and l.startswith("    (it blocked the sampling signal"):
-                cur.unsampled_note = l.strip()
-                continue
+            if cur and l.startswith(("    time (", "    (it blocked the sampling signal")):
+                continue  # the time budget (wp.time_budgets reads it) and its note
             m = _THREAD_ROW.match(l)
             if m and cur:
                 cur.rows.append((float(m.group(1)), num(m.group(2)), m.group(3), m.group(4),

@@ -87,6 +87,8 @@ def main(t):
     # write (the handler lingers there; the target waits until the writer is in it).
     own_only = run_target(profiled=False, args=("0",))
     r = run_target({"WALLPROF_TEST": "signal-all,linger"}, args=("0", "in-handler"))
+    t.eq(r.returncode, 0, "the writer was seen inside the agent's handler each time (the "
+         "signal really landed there)", r.stderr[-2000:])
     t.eq(r.stdout, own_only.stdout, "the program's own signal, landing inside the agent's "
          "handler, still ends its transfers as unprofiled", r.stderr[-2000:])
     # ... and it is what does it.

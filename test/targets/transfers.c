@@ -342,7 +342,10 @@ static void own_case(int sock, int restart, int prefill)
 	t0 = mono_ns();
 	while (in_handler && !atomic_load(&o.done) && mono_ns() - t0 < 10000000000ull &&
 	       !blocked_in(atomic_load(&o.tid), SYS_nanosleep))
-		;
+		sleep_ns(50000);
+	if (in_handler && !atomic_load(&o.done) && !blocked_in(atomic_load(&o.tid), SYS_nanosleep))
+		fail("in-handler", "the writer was never seen inside the agent's handler "
+				   "(WALLPROF_TEST=linger missing?)");
 	int before = atomic_load(&usr1);
 	pthread_kill(th, SIGUSR1);
 	while (atomic_load(&usr1) == before)

@@ -26,6 +26,7 @@
 #include "wait_locks.h"
 #include "waits.h"
 #include "cpuwait.h"
+#include "fds.h"
 
 /* Stack bytes copied while a thread is held. A thread whose root we have reached before gets
  * exactly what it needs plus a little slack (its outermost frames, thread start, are the same
@@ -656,7 +657,10 @@ static void note_runnable(struct wp_athread *t, struct wp_stack_entry *e, uint64
 	if (cfg.mode != WP_MODE_WALL || cfg.test_no_waits)
 		return; /* a cpu profile's samples are CPU time: none of it waited (no-waits: no
 			 * schedstat read) */
-	int may = unmoved || ration_allows(&state_look_tokens, &state_look_refilled, now);
+	/* without a descriptor table of its own (fds.h's fallback), a read would briefly take
+	 * the lowest free number in the program's table: not for these extras */
+	int may = unmoved || (wp_fds_private() &&
+			      ration_allows(&state_look_tokens, &state_look_refilled, now));
 	state_look_tokens -= (int64_t)wp_cpuwait_runnable(t, e->id, units_of(weight_ns), weight_ns,
 							  unmoved, may, now);
 	t->cw_runnable = 1;
@@ -674,7 +678,8 @@ static void note_disk(struct wp_athread *t, struct wp_stack_entry *e,
 	if (cfg.mode != WP_MODE_WALL || cfg.test_no_waits)
 		return; /* a cpu profile's blocked samples are CPU time already paid (no-waits: no
 			 * stat read) */
-	if (!wp_cpuwait_may_be_disk(br->nr, w ? w->target : NULL, w ? w->target_len : 0) ||
+	if (!wp_fds_private() || /* see note_runnable */
+	    !wp_cpuwait_may_be_disk(br->nr, w ? w->target : NULL, w ? w->target_len : 0) ||
 	    !ration_allows(&state_look_tokens, &state_look_refilled, now))
 		return;
 	uint64_t spent;

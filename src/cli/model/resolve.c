@@ -1253,3 +1253,9 @@ const char *wp_resolved_program(const struct wp_resolved *r, uint32_t proc, char
 	return proc < r->nprocs ? program_name(wp_profile_meta(r->procs[proc], "command"), buf, cap)
 				: "?";
 }
+
+int wp_rstack_wait_leaf(const struct wp_resolved *r, const struct wp_rstack *s)
+{
+	const char *m = s->n ? r->funcs[s->frames[s->n - 1].func].module : NULL;
+	return m && !strcmp(m, "[wait]");
+}

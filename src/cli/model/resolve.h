@@ -161,6 +161,10 @@ long wp_resolved_pid(const struct wp_resolved *r, uint32_t proc);
 const char *wp_resolved_program(const struct wp_resolved *r, uint32_t proc, char *buf,
 				size_t cap);
 
+/* Whether stack `s` already ends in its wait's leaf frame "[wait KIND OBJECT]" (module
+ * "[wait]": --wait-leaves=on split it off): a report adds no second one. */
+int wp_rstack_wait_leaf(const struct wp_resolved *r, const struct wp_rstack *s);
+
 /* The id of the function (name, module), added when new: for a view's own pseudo-functions
  * ("(no stack)"), which no stack of the model refers to. */
 uint32_t wp_resolved_func(struct wp_resolved *r, const char *name, const char *module);

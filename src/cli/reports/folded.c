@@ -126,7 +126,7 @@ int wp_report_folded(const struct wp_opts *o, const struct wp_resolved *r,
 			continue;
 		size_t n = wp_folded_stack(o, r, s, buf, sizeof(buf));
 		uint64_t rest = s->count;
-		int leaf = !strcmp(r->funcs[s->frames[s->n - 1].func].module, "[wait]");
+		int leaf = wp_rstack_wait_leaf(r, s);
 		for (uint32_t k = 0; o->waits && k < s->nwaits; k++) {
 			const struct wp_rwait *w = &s->waits[k];
 			uint64_t c = w->count < rest ? w->count : rest;

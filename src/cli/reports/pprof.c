@@ -319,11 +319,9 @@ static void comment(struct enc *e, struct buf *head, const char *what, const cha
  * kind "cpu", when the model has it) or "waiting" (blocked). */
 static const char *state_of(const struct wp_rstack *s, const struct wp_rwait *w)
 {
-	if (!(s->flags & WP_STACK_WAITING))
-		return "running";
-	if (w && !strcmp(wp_wait_kind_name(w->kind), "cpu"))
+	if (w && w->kind == WP_WAIT_CPU) /* its share spent waiting for a CPU */
 		return "runnable";
-	return "waiting";
+	return s->flags & WP_STACK_WAITING ? "waiting" : "running";
 }
 
 /* One Sample: `n` locations (leaf first), values count and weight_ns, the labels of its

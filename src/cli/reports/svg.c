@@ -92,12 +92,16 @@ static int add_stack(struct build *b, const struct wp_opts *o, const struct wp_r
 		const struct wp_func *fn = &r->funcs[s->frames[j].func];
 		f[k++] = (struct wp_flame_frame){ fn->name, fn->kind, st };
 	}
-	if (w) {
+	if (w && wp_rstack_wait_leaf(r, s)) {
+		f[k - 1].state = WP_FLAME_WAIT; /* the model's leaf is that frame already */
+	} else if (w) {
 		char *wf = NULL;
 		if (asprintf(&wf, "[wait %s %s]", wp_wait_kind_name(w->kind), w->object) < 0 ||
 		    own(b, wf))
 			return -1;
 		f[k++] = (struct wp_flame_frame){ wf, WP_KIND_UNKNOWN, WP_FLAME_WAIT };
+	}
+	if (w) {
 		if (w->holder) {
 			const struct wp_thread *t = wp_resolved_thread_of(r, s->proc, w->holder);
 			char *hf = own_tid(b, "held by ",

@@ -83,7 +83,7 @@ void wp_cpuwait_waited_again(struct wp_athread *t, uint32_t units, uint64_t weig
 static void take_back(struct wp_athread *t, uint64_t excess)
 {
 	struct wp_wait_entry *w = t->cw_again_wait;
-	if (w && t->cw_again_ns && excess && (int64_t)excess <= t->cw_owed_ns) {
+	if (w && t->cw_again_ns && excess) {
 		uint64_t moved = excess < t->cw_again_ns ? excess : t->cw_again_ns;
 		if (moved > w->weight_ns)
 			moved = w->weight_ns;

@@ -130,7 +130,7 @@ static struct wp_wait_entry *count(struct wp_athread *t, const struct wp_wait_ke
 	e->count += units;
 	e->weight_ns += weight_ns;
 	e->partial = partial;
-	if (partial)
+	if (partial && e->args != args) /* (again from its own arguments: nothing to copy) */
 		memcpy(e->args, args, sizeof(e->args));
 	t->last_wait = e;
 	return e;

@@ -182,16 +182,15 @@ static void write_stacks(void)
 static void write_waits(void)
 {
 	for (struct wp_wait_entry *e = wp_waits_all(); e; e = e->hh.next) {
-		if (!e->count && !e->weight_ns)
-			continue; /* its samples turned out to be disk waits (cpuwait.h) */
+		if (!e->count)
+			continue; /* its samples turned out to be disk waits (cpuwait.h), or all moved
+				   * to the entry with the holder's stack */
 		struct wp_rec_wait r = { .stack_id = e->key.stack_id, .nr = e->key.nr,
 					 .a0 = e->key.a0, .a1 = e->key.a1, .a2 = e->key.a2,
 					 .aux = e->key.aux, .count = e->count,
 					 .weight_ns = e->weight_ns, .target_len = e->target_len };
 		uint32_t holder_stack = e->key.holder_stack; /* appended: format.h */
 		uint64_t cond_mutex = e->key.cond_mutex; /* appended after it */
-		if (!e->count)
-			continue; /* all moved to the entry with the holder's stack */
 		record(WP_REC_WAIT, &r, sizeof(r),
 		       (uint64_t)r.target_len + sizeof(holder_stack) + sizeof(cond_mutex));
 		put(e->target, r.target_len);

@@ -247,18 +247,33 @@ static void on_usr1(int sig)
 	atomic_fetch_add(&usr1, 1);
 }
 
-/* Whether thread `tid` is asleep inside system call `nr` (/proc/self/task/TID/syscall shows
- * the call's number while it blocks, "running" otherwise). */
-static int blocked_in(pid_t tid, long nr)
+/* The system call thread `tid` is asleep in, -1 when it runs or is gone
+ * (/proc/self/task/TID/syscall shows the call's number while it blocks, "running" otherwise). */
+static long asleep_in(pid_t tid)
 {
 	char path[64], b[64];
 	snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
 	FILE *f = fopen(path, "r");
 	if (!f)
-		return 0;
-	int ok = fgets(b, sizeof b, f) && atol(b) == nr && b[0] != 'r';
+		return -1;
+	long nr = fgets(b, sizeof b, f) && b[0] != 'r' ? atol(b) : -1;
 	fclose(f);
-	return ok;
+	return nr;
+}
+
+static int blocked_in(pid_t tid, long nr)
+{
+	return asleep_in(tid) == nr;
+}
+
+/* Whether the writer waits in its transfer: in the call it made, or in the agent's
+ * continuation of it after a sample cut it short (writev for a pipe; poll then sendmsg for a
+ * socket: transfers.c). */
+static int blocked_writing(pid_t tid, int sock)
+{
+	long nr = asleep_in(tid);
+	return sock ? nr == SYS_sendto || nr == SYS_poll || nr == SYS_sendmsg
+		    : nr == SYS_write || nr == SYS_writev;
 }
 
 /* transfers ROUNDS in-handler (see the usage above) */
@@ -333,21 +348,31 @@ static void own_case(int sock, int restart, int prefill)
 	sem_init(&o.go_on, 0, 0);
 	pthread_t th;
 	pthread_create(&th, NULL, own_writer, &o);
-	long nr = sock ? SYS_sendto : SYS_write;
 	uint64_t t0 = mono_ns();
 	while (!atomic_load(&o.done) && mono_ns() - t0 < 10000000000ull &&
-	       !(atomic_load(&o.tid) && blocked_in(atomic_load(&o.tid), nr)))
+	       !(atomic_load(&o.tid) && blocked_writing(atomic_load(&o.tid), sock)))
 		sleep_ns(1000000);
 	sleep_ns(20000000); /* settled in its wait */
-	t0 = mono_ns();
-	while (in_handler && !atomic_load(&o.done) && mono_ns() - t0 < 10000000000ull &&
-	       !blocked_in(atomic_load(&o.tid), SYS_nanosleep))
-		sleep_ns(50000);
-	if (in_handler && !atomic_load(&o.done) && !blocked_in(atomic_load(&o.tid), SYS_nanosleep))
+	/* in-handler: this thread blocks SIGPROF meanwhile, so that it is not itself held in the
+	 * agent's lingering handler for 20 ms between seeing the writer in its handler and
+	 * sending the signal (the writer's linger would be over by then). */
+	sigset_t prof, old;
+	sigemptyset(&prof);
+	sigaddset(&prof, SIGPROF);
+	if (in_handler)
+		pthread_sigmask(SIG_BLOCK, &prof, &old);
+	int seen = 0;
+	for (t0 = mono_ns(); in_handler && !seen && !atomic_load(&o.done) &&
+			     mono_ns() - t0 < 10000000000ull;)
+		if (!(seen = blocked_in(atomic_load(&o.tid), SYS_nanosleep)))
+			sleep_ns(50000);
+	if (in_handler && !seen && !atomic_load(&o.done))
 		fail("in-handler", "the writer was never seen inside the agent's handler "
 				   "(WALLPROF_TEST=linger missing?)");
 	int before = atomic_load(&usr1);
 	pthread_kill(th, SIGUSR1);
+	if (in_handler)
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	while (atomic_load(&usr1) == before)
 		sleep_ns(1000000);
 	/* A restarted call waits for room: give it all it wants. */

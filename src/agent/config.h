@@ -46,6 +46,8 @@ struct wp_config {
 	int test_slow_holders;
 	int test_no_waits;
 	int test_linger; /* the signal handler stays 20 ms after each sample (handshake.h) */
+	int test_slow_tick; /* each tick holds its lock 800 ms longer; a profile written during a
+			     * tick by another thread says test_written_in_tick=1 (sampler.h) */
 };
 
 /* Reads `getenv` into cfg. Returns 0, or -1 after printing the one-line complaint. */

@@ -47,6 +47,11 @@ static void (*checkpoint_fn)(void);
  * deadlock on its first dlopen or C++ exception. */
 static pthread_mutex_t tick_lock = PTHREAD_MUTEX_INITIALIZER;
 static int fork_locked;
+/* 1 while the sampler thread holds tick_lock (a tick, its set-up, a job): the tables are
+ * changing, and wp_sampler_stop_async must not hand the caller a profile to write then. */
+static _Atomic uint32_t busy_word;
+/* How long wp_sampler_stop_async waits, at most, for a tick to end. */
+#define BUSY_WAIT_NS (5000 * 1000000ull)
 static uint64_t checkpoint_every_ns, checkpoint_next;
 static pid_t pid;
 /* The signal mask of the program's thread that started us, and the leader's as it called
@@ -113,6 +118,20 @@ static int wait_word(_Atomic uint32_t *w, uint32_t seen, uint64_t deadline)
 	return 1;
 }
 
+/* tick_lock on the sampler thread (fork_prepare takes it plainly: a forking thread changes
+ * nothing). */
+static void lock_tick(void)
+{
+	pthread_mutex_lock(&tick_lock);
+	atomic_store(&busy_word, 1);
+}
+
+static void unlock_tick(void)
+{
+	atomic_store(&busy_word, 0);
+	pthread_mutex_unlock(&tick_lock);
+}
+
 static void run_job(void)
 {
 	void (*fn)(void *) = atomic_exchange(&job_fn, NULL);
@@ -134,9 +153,9 @@ static void sleep_until(uint64_t deadline)
 			return;
 		if (w & JOB) {
 			atomic_fetch_and(&stop_word, ~JOB);
-			pthread_mutex_lock(&tick_lock);
+			lock_tick();
 			run_job();
-			pthread_mutex_unlock(&tick_lock);
+			unlock_tick();
 			continue;
 		}
 		if (wp_now_ns() >= deadline)
@@ -298,10 +317,10 @@ static int wait_tick(uint64_t next)
 		uint64_t now = wp_now_ns();
 		if (now >= next)
 			return 0;
-		pthread_mutex_lock(&tick_lock);
+		lock_tick();
 		wp_threads_refresh(now, start_ns);
 		int left = wp_threads_program_left();
-		pthread_mutex_unlock(&tick_lock);
+		unlock_tick();
 		if (!left && !ending)
 			end_process();
 	}
@@ -335,13 +354,13 @@ static void *run(void *arg)
 	/* The expensive set-up happens here rather than in the constructor, so the program's
 	 * main() is not kept waiting (a shell script starting many short commands would be). */
 	static int ready;
-	pthread_mutex_lock(&tick_lock);
+	lock_tick();
 	if (!ready) {
 		wp_fds_hide_new_pipes(1);
 		int bad = wp_modules_init() != 0 || wp_unwind_init() != 0;
 		wp_fds_hide_new_pipes(0);
 		if (bad) {
-			pthread_mutex_unlock(&tick_lock);
+			unlock_tick();
 			wp_log("cannot set up unwinding; profiling is off for this run");
 			atomic_store(&done_word, 1);
 			return NULL;
@@ -349,7 +368,7 @@ static void *run(void *arg)
 		ready = 1;
 	}
 	wp_modules_watch_start();
-	pthread_mutex_unlock(&tick_lock);
+	unlock_tick();
 	wp_sample_seed(wp_now_ns() ^ ((uint64_t)pid << 32));
 	wp_threads_init(sampler_tid);
 	wp_threads_refresh(wp_now_ns(), start_ns);
@@ -368,7 +387,7 @@ static void *run(void *arg)
 			wp_stats.ticks_late++;
 			next = now;
 		}
-		pthread_mutex_lock(&tick_lock);
+		lock_tick();
 		wp_stats.ticks++;
 		/* New or unloaded libraries: the watcher thread waits for the loader lock and
 		 * builds the table; the sampler never takes that lock. */
@@ -376,12 +395,16 @@ static void *run(void *arg)
 		wp_threads_refresh(now, start_ns);
 		int left = wp_threads_program_left();
 		wp_sample_tick(now);
+		if (cfg.test_slow_tick) {
+			struct timespec slow = { 0, 800 * 1000000L };
+			nanosleep(&slow, NULL);
+		}
 		progress(now);
 		if (checkpoint_fn && checkpoint_every_ns && now >= checkpoint_next) {
 			checkpoint_next = now + checkpoint_every_ns;
 			checkpoint_fn();
 		}
-		pthread_mutex_unlock(&tick_lock);
+		unlock_tick();
 		if (!left && !ending)
 			end_process();
 	}
@@ -419,12 +442,25 @@ static int last_done(uint64_t more_ns)
 	return 1;
 }
 
+int wp_sampler_in_tick(void)
+{
+	return atomic_load(&busy_word) && !on_sampler_thread();
+}
+
 int wp_sampler_stop_async(uint64_t timeout_ns, void (*last)(void))
 {
 	if (!started || atomic_load(&done_word) || on_sampler_thread())
 		return -1;
 	request_stop(last);
-	wait_word(&done_word, 0, wp_now_ns() + timeout_ns);
+	uint64_t t0 = wp_now_ns();
+	wait_word(&done_word, 0, t0 + timeout_ns);
+	/* Still in a tick (thousands of threads on a loaded machine): it runs `last` as the tick
+	 * ends. The caller writing meanwhile would read tables the tick is changing. */
+	uint64_t most = t0 + BUSY_WAIT_NS;
+	while (!atomic_load(&done_word) && atomic_load(&busy_word) && wp_now_ns() < most)
+		wait_word(&done_word, 0, wp_now_ns() + 10 * 1000000ull);
+	if (!atomic_load(&done_word) && atomic_load(&busy_word))
+		return -EBUSY;
 	return last_done(5000 * 1000000ull) ? 0 : -1;
 }
 

@@ -22,8 +22,13 @@ int wp_sampler_start(const struct wp_config *cfg, void (*first)(void));
  * thread. Called on the sampler thread itself, it runs `last` there and returns. */
 void wp_sampler_stop(void (*last)(void));
 /* The same from a signal handler (futex waits, no locks), waiting at most `timeout_ns` for
- * the loop to end. Returns 0 when the sampler ran `last`; otherwise the caller should. */
+ * the loop to end, or up to 5 s while a tick is under way (it runs `last` as it ends). Returns
+ * 0 when the sampler ran `last`; -EBUSY when it is still in a tick (the caller must not
+ * write: the tables are changing); otherwise the caller should run it. */
 int wp_sampler_stop_async(uint64_t timeout_ns, void (*last)(void));
+/* 1 when called off the sampler thread while it is in a tick (tests: WALLPROF_TEST=slow-tick).
+ * Async-signal-safe. */
+int wp_sampler_in_tick(void);
 /* Runs fn(arg) on the sampler thread between two ticks and waits for it (bounded). Returns 0,
  * or -ESRCH when the sampler is not running (or this is the sampler), -EBUSY/-ETIMEDOUT. */
 int wp_sampler_call(void (*fn)(void *), void *arg, uint64_t timeout_ns);

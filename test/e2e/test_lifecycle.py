@@ -66,6 +66,20 @@ def main(t):
             "_exit: it holds every interval (%s samples of ~3500)"
             % (raw.samples() if raw else 0))
 
+    # _exit from a signal handler while the sampler is in a long tick (a test hook makes every
+    # tick 800 ms): the caller waits for the tick to end rather than writing the tables the
+    # tick is changing (it used to write after 500 ms, mid-tick)
+    r, out = lc("alarm_exit", env={"WALLPROF_TEST": "slow-tick"})
+    t.eq(r.returncode, 5, "_exit(5) in a signal handler during a slow tick: status 5",
+         r.stderr[-500:])
+    raw = wp.read_raw(out) if os.path.exists(out) else None
+    t.check(raw is not None and raw.end() == ("exit", 5),
+            "_exit during a slow tick: the profile is on disk, with exit_status=5",
+            str(raw.meta if raw else None))
+    t.check(raw is not None and "test_written_in_tick" not in raw.meta,
+            "_exit during a slow tick: the profile was not written while the tick ran",
+            str(raw.meta if raw else None))
+
     # fork: the child profiles itself into its own file
     r, out = lc("fork")
     t.eq(r.returncode, 0, "fork: the program's own check of its child passes", r.stderr)

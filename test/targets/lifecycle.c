@@ -5,6 +5,7 @@
  *   term      burn until killed by SIGTERM from outside
  *   exit3     burn, exit(3)
  *   _exit     burn past a checkpoint, then _exit(0)    (no destructors)
+ *   alarm_exit burn until a SIGALRM handler calls _exit(5) (at 1 s)
  *   fork      parent and child both burn; child writes its own profile
  *   exec      burn, then exec itself as "after_exec"
  *   after_exec burn in a different function
@@ -54,6 +55,13 @@ BURNER(burn_after_exec, 0.7)
 BURNER(burn_with_own_timer, 0.8)
 BURNER(burn_busy, 0.9)
 BURNER(burn_spawning, 1.1)
+BURNER(burn_till_alarm, 1.2)
+
+static void exit_on_alarm(int s)
+{
+	(void)s;
+	_exit(5);
+}
 
 static volatile sig_atomic_t own_ticks;
 static void on_prof(int s) { own_ticks++; }
@@ -93,6 +101,12 @@ int main(int argc, char **argv)
 	} else if (!strcmp(m, "_exit")) {
 		sink += burn_then_exit(argc > 2 ? atof(argv[2]) : 2.5);
 		_exit(0);
+	} else if (!strcmp(m, "alarm_exit")) {
+		signal(SIGALRM, exit_on_alarm);
+		struct itimerval it = { { 0, 0 }, { 1, 0 } };
+		setitimer(ITIMER_REAL, &it, NULL);
+		sink += burn_till_alarm(30);
+		return 1; /* not reached */
 	} else if (!strcmp(m, "fork")) {
 		pid_t c = fork();
 		if (c == 0) {

@@ -174,16 +174,12 @@ int wp_cpuwait_may_be_disk(long nr, const char *target, uint32_t target_len)
 
 int wp_cpuwait_state(pid_t tid, uint64_t *spent_ns)
 {
-	char buf[512];
 	uint64_t c0 = wp_self_cpu_ns();
-	ssize_t n = wp_threads_read_proc(tid, "stat", buf, sizeof(buf));
+	char state = wp_threads_state(tid);
 	*spent_ns = wp_self_cpu_ns() - c0;
 	read_ns += *spent_ns;
 	state_reads++;
-	if (n <= 0)
-		return 0;
-	char *p = strrchr(buf, ')'); /* the name may contain anything, but not after its ')' */
-	return p && p[1] == ' ' ? p[2] : 0;
+	return state;
 }
 
 void wp_cpuwait_disk(struct wp_athread *t, uint32_t stack_id, long nr, uint64_t a0,

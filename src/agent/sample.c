@@ -12,12 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "../common/format.h"
 #include "clock.h"
 #include "handshake.h"
+#include "peek.h"
 #include "stacks.h"
 #include "stats.h"
 #include "threadmask.h"
@@ -44,10 +44,6 @@
 
 static struct wp_config cfg;
 static uint64_t start_ns, interval_ns;
-/* Whose memory process_vm_readv reads: the sampler's own tid. The pid names the leader, and
- * once main has ended (pthread_exit) the leader is a zombie without memory: every read would
- * fail with ESRCH and every stack would be cut to its pc. */
-static pid_t mem_tid;
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 /* Set while lock holders are sampled (wp_sample_holders): their samples are not counted and
  * leave the threads' sampling state (last stack, CPU clock, wait) as it was. */
@@ -139,11 +135,8 @@ static uint64_t fallback_mask(struct wp_athread *t)
  * thread will not answer until someone resumes it, so it is left alone for a while. */
 static int stopped_or_traced(pid_t tid)
 {
-	char buf[512];
-	if (wp_threads_read_proc(tid, "stat", buf, sizeof(buf)) <= 0)
-		return 0;
-	char *p = strrchr(buf, ')'); /* the name may contain anything, but not after its ')' */
-	return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
+	char state = wp_threads_state(tid);
+	return state == 'T' || state == 't';
 }
 
 /* Whether the interrupted thread was inside (or restarting) a system call: the instruction
@@ -278,9 +271,7 @@ static void read_held(size_t i, const struct wp_capture *cap, void *arg)
 	memcpy(j->gregs, cap->gregs, sizeof(j->gregs));
 	uintptr_t sp = (uintptr_t)j->gregs[REG_RSP];
 	j->want = copy_len_for(j->t, sp);
-	struct iovec local = { j->stack, j->want }, remote = { (void *)sp, j->want };
-	/* process_vm_readv on ourselves cannot fault: it stops at the first unmapped byte. */
-	j->got = process_vm_readv(mem_tid, &local, 1, &remote, 1, 0);
+	j->got = wp_peek_some(sp, j->stack, j->want);
 }
 
 /* The code bytes around a pc (was the thread in a system call?), read after the thread runs
@@ -288,8 +279,7 @@ static void read_held(size_t i, const struct wp_capture *cap, void *arg)
  * held thread ~1 us more inside the window. Returns 0 when unreadable. */
 static int read_code(uintptr_t pc, uint8_t code[4])
 {
-	struct iovec local = { code, 4 }, remote = { (void *)(pc - 2), 4 };
-	return process_vm_readv(mem_tid, &local, 1, &remote, 1, 0) == 4;
+	return wp_peek(pc - 2, code, 4);
 }
 
 /* A thread that did not answer in time. */
@@ -520,8 +510,7 @@ static int sample_blocked(struct wp_athread *t, int64_t cpu_before, uint64_t wei
 		gregs[REG_RIP] = (greg_t)pc;
 		size_t want = copy_len_for(t, sp);
 		/* no batch is in flight here: its first buffer is free */
-		struct iovec local = { stack_bufs[0], want }, remote = { (void *)sp, want };
-		ssize_t got = process_vm_readv(mem_tid, &local, 1, &remote, 1, 0);
+		ssize_t got = wp_peek_some(sp, stack_bufs[0], want);
 		int64_t cpu_after = wp_thread_cpu_ns(t->tid);
 		if (cpu_after < 0) {
 			miss(WP_MISS_EXITED);
@@ -857,11 +846,6 @@ void wp_sample_begin(const struct wp_config *c, uint64_t run_start_ns, uint64_t 
 	start_ns = run_start_ns;
 	prev_tick = run_start_ns; /* a fork child's too: not its parent's last tick */
 	interval_ns = every_ns;
-}
-
-void wp_sample_set_mem_tid(pid_t tid)
-{
-	mem_tid = tid;
 }
 
 void wp_sample_seed(uint64_t seed)

@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "fds.h"
 #include "handshake.h"
+#include "peek.h"
 #include "log.h"
 #include "modules.h"
 #include "sample.h"
@@ -329,8 +330,7 @@ static int wait_tick(uint64_t next)
 static void *run(void *arg)
 {
 	sampler_tid = (int)syscall(SYS_gettid);
-	wp_sample_set_mem_tid(sampler_tid);
-	wp_waits_set_mem_tid(sampler_tid);
+	wp_peek_set_tid(sampler_tid);
 	/* WALLPROF_TEST=exit-on-sampler: no exit thread, the sampler ends the process itself and
 	 * so stays on the program's descriptor table for that. */
 	int own_table = !cfg.test_no_unshare && !cfg.test_exit_on_sampler;

@@ -140,6 +140,15 @@ ssize_t wp_threads_read_proc(pid_t tid, const char *file, char *buf, size_t cap)
 	return n;
 }
 
+char wp_threads_state(pid_t tid)
+{
+	char buf[512];
+	if (wp_threads_read_proc(tid, "stat", buf, sizeof(buf)) <= 0)
+		return 0;
+	char *p = strrchr(buf, ')'); /* the name may contain anything, but not after its ')' */
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
 void wp_threads_reread_name(struct wp_athread *t)
 {
 	const char *over = name_override(t->tid);

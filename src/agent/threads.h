@@ -108,6 +108,9 @@ void wp_threads_gone(struct wp_athread *t);
 /* Reads /proc/self/task/TID/<file> into buf (NUL-terminated). Returns the length, or -1.
  * Opens a file: outside suspension windows only. */
 ssize_t wp_threads_read_proc(pid_t tid, const char *file, char *buf, size_t cap);
+/* The thread's state letter from /proc/self/task/TID/stat (R, S, D, T, t...), 0 when
+ * unreadable. Opens a file: outside suspension windows only. */
+char wp_threads_state(pid_t tid);
 /* Re-reads the thread's name from /proc (threads often name themselves just after start). */
 void wp_threads_reread_name(struct wp_athread *t);
 /* Forgets every thread (a fork child has only the thread that forked). */

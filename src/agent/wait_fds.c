@@ -9,12 +9,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "fds.h"
 #include "log.h"
+#include "ino_slots.h"
+#include "peek.h"
 
 /* A descriptor's target is looked up again (one readlink of /proc/self/task/TID/fd/N) at
  * most this often. A descriptor closed and reused meanwhile gives the old name at worst.
@@ -42,8 +43,6 @@
 #define EPOLL_RECHECK_NS (1000 * 1000000ull)
 #define DESC_MAX 1024 /* one descriptor's description, in a set */
 
-static pid_t mem_tid;
-
 struct fd_look {
 	int fd; /* -1: empty */
 	uint64_t id; /* the inode of "pipe:[N]", "socket:[N]"...; else a hash of the path */
@@ -55,11 +54,10 @@ static struct fd_look fd_cache[FD_CACHE];
 static int fd_cache_ready;
 
 struct pipe_slot {
-	uint64_t ino;
+	struct wp_ino_slot key; /* first: ino_slots.h */
 	uint64_t checked_ns; /* 0: not scanned yet */
 	uint8_t wanted, truncated;
 	uint32_t scan;	  /* the scan that filled it */
-	uint64_t used_ns; /* when a description last asked for it */
 	int n;
 	int fd[PIPE_FDS];
 	uint8_t mode[PIPE_FDS]; /* 1 read, 2 write */
@@ -70,18 +68,10 @@ static struct pipe_slot pipes[PIPE_SLOTS];
  * asked for least recently). */
 static struct pipe_slot *pipe_slot(uint64_t ino, struct pipe_slot **victim)
 {
-	*victim = NULL;
-	for (int w = 0; w < PIPE_WAYS; w++) {
-		/* hashed: pipes made together have neighbouring inodes, whose sets of slots would
-		 * overlap and push each other out */
-		uint64_t h = (ino * 0x9e3779b97f4a7c15ull) >> 32;
-		struct pipe_slot *s = &pipes[(h + (uint64_t)w) % PIPE_SLOTS];
-		if (s->ino == ino)
-			return s;
-		if (!*victim || ((*victim)->ino && (!s->ino || s->used_ns < (*victim)->used_ns)))
-			*victim = s;
-	}
-	return NULL;
+	void *v;
+	struct pipe_slot *s = wp_ino_slot_find(pipes, sizeof(pipes[0]), PIPE_SLOTS, PIPE_WAYS, ino, &v);
+	*victim = v;
+	return s;
 }
 static uint64_t pipe_scanned_ns, pipe_scan_cost_ns;
 /* A scan is followed by at least 20 times its cost before the next (5% of the sampler's time
@@ -89,19 +79,16 @@ static uint64_t pipe_scanned_ns, pipe_scan_cost_ns;
 #define PIPE_COST_GAP 20
 static uint32_t pipe_scans;
 
+/* Keyed by the number alone: every epoll instance shows the same anonymous inode in fdinfo,
+ * so a number closed and reused for another epoll within EPOLL_RECHECK_NS is named with the
+ * old set (a wrong name at worst, for at most that long). */
 struct epoll_slot {
 	int epfd; /* -1: empty */
-	uint64_t ino; /* the epoll's own inode (fdinfo "ino:"): a reused number is noticed */
 	uint64_t checked_ns;
 	int n, total;
 	int fds[SET_NAMED];
 };
 static struct epoll_slot epolls[EPOLL_SLOTS];
-
-void wp_wait_fds_set_mem_tid(pid_t tid)
-{
-	mem_tid = tid;
-}
 
 void wp_wait_put(char *buf, uint32_t cap, uint32_t *len, const char *s, size_t n)
 {
@@ -138,22 +125,8 @@ long wp_wait_read_small(const char *path, char *buf, size_t cap, struct wp_look 
 	return n;
 }
 
-/* Reads `len` bytes at `addr` of our own memory; 0 when any is unmapped (no fault). */
-static int peek(uint64_t addr, void *dst, size_t len)
-{
-	struct iovec local = { dst, len }, remote = { (void *)(uintptr_t)addr, len };
-	return addr && process_vm_readv(mem_tid, &local, 1, &remote, 1, 0) == (ssize_t)len;
-}
-
-/* What tells two targets apart: the inode printed in "pipe:[N]" and the like, else an FNV-1a
- * hash of the path. */
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ ((const uint8_t *)p)[i]) * 0x100000001b3ull;
-	return h;
-}
-#define FNV0 0xcbf29ce484222325ull
+/* What tells two targets apart: the inode printed in "pipe:[N]" and the like, else a hash of
+ * the path. */
 
 static uint64_t bracket_number(const char *s, uint32_t len, int *ok)
 {
@@ -174,7 +147,7 @@ static uint64_t target_id(const char *s, uint32_t len)
 {
 	int ok;
 	uint64_t v = bracket_number(s, len, &ok);
-	return ok ? v : fnv(FNV0, s, len);
+	return ok ? v : wp_fnv(WP_FNV0, s, len);
 }
 
 static int starts(const char *s, uint32_t len, const char *prefix)
@@ -232,7 +205,7 @@ static void scan_pipes(pid_t tid, uint64_t now, struct wp_look *look)
 	/* every pipe asked for lately is looked at again with the one that needs it: their
 	 * rechecks come due together rather than one scan each */
 	for (int i = 0; i < PIPE_SLOTS; i++)
-		if (pipes[i].ino && now - pipes[i].used_ns < PIPE_RECHECK_NS)
+		if (pipes[i].key.ino && now - pipes[i].key.used_ns < PIPE_RECHECK_NS)
 			pipes[i].wanted = 1;
 	for (int i = 0; i < PIPE_SLOTS; i++)
 		if (pipes[i].wanted) {
@@ -266,11 +239,11 @@ static void scan_pipes(pid_t tid, uint64_t now, struct wp_look *look)
 			if (!ok || lstat(path, &st) != 0)
 				continue;
 			if (!s && !v->wanted && v->scan != pipe_scans &&
-			    (!v->ino || now - v->used_ns >= PIPE_RECHECK_NS)) {
+			    (!v->key.ino || now - v->key.used_ns >= PIPE_RECHECK_NS)) {
 				s = v;
 				/* a pipe nobody waits on yet, in a slot nobody needs now */
 				memset(s, 0, sizeof(*s));
-				s->ino = ino;
+				s->key.ino = ino;
 				s->wanted = 1;
 			}
 			if (!s || !s->wanted)
@@ -309,9 +282,9 @@ static const struct pipe_slot *pipe_look(pid_t tid, uint64_t ino, struct wp_look
 	if (!s) {
 		s = v;
 		memset(s, 0, sizeof(*s));
-		s->ino = ino;
+		s->key.ino = ino;
 	}
-	s->used_ns = now;
+	s->key.used_ns = now;
 	if (!s->checked_ns || now - s->checked_ns >= PIPE_RECHECK_NS)
 		s->wanted = 1;
 	uint64_t gap = PIPE_GAP_NS > PIPE_COST_GAP * pipe_scan_cost_ns ?
@@ -432,7 +405,7 @@ static int poll_fds(uint64_t addr, uint64_t nfds, int *fds, int *total)
 	int32_t raw[2 * SET_READ];
 	uint64_t n = nfds < SET_READ ? nfds : SET_READ;
 	*total = 0;
-	if (!n || !peek(addr, raw, (size_t)n * 8))
+	if (!n || !wp_peek(addr, raw, (size_t)n * 8))
 		return -1;
 	int k = 0;
 	for (uint64_t i = 0; i < n; i++)
@@ -457,7 +430,7 @@ static int select_fds(const uint64_t args[6], int *fds, int *total)
 	*total = 0;
 	for (int s = 0; s < 3; s++) {
 		memset(bits[s], 0, sizeof(bits[s]));
-		if (args[1 + s] && words && peek(args[1 + s], bits[s], words * 8))
+		if (args[1 + s] && words && wp_peek(args[1 + s], bits[s], words * 8))
 			have = 1;
 	}
 	if (!have)
@@ -497,11 +470,8 @@ static int epoll_fds(pid_t tid, int epfd, struct wp_look *look, int *fds, int *t
 		s->epfd = epfd;
 		s->checked_ns = now;
 		s->n = s->total = 0;
-		s->ino = 0;
 		for (char *p = n > 0 ? info : NULL; p && *p;) {
 			char *nl = strchr(p, '\n');
-			if (!strncmp(p, "ino:", 4))
-				s->ino = strtoull(p + 4, NULL, 0);
 			if (!strncmp(p, "tfd:", 4)) {
 				int fd = (int)strtol(p + 4, NULL, 10);
 				if (s->n < SET_NAMED)
@@ -527,7 +497,7 @@ static uint32_t describe_set(pid_t tid, long nr, const char *call, const int *fd
 {
 	uint32_t len = 0;
 	wp_wait_puts(buf, cap, &len, call);
-	*id = fnv(FNV0, &total, sizeof(total));
+	*id = wp_fnv(WP_FNV0, &total, sizeof(total));
 	for (int i = 0; i < n; i++) {
 		uint64_t one;
 		wp_wait_puts(buf, cap, &len, i ? ", " : " ");
@@ -535,7 +505,7 @@ static uint32_t describe_set(pid_t tid, long nr, const char *call, const int *fd
 		uint32_t at = len, l = 0;
 		describe_fd(tid, fds[i], nr, look, buf + at, room, &l, &one);
 		len += l;
-		*id = fnv(*id, &fds[i], sizeof(fds[i]));
+		*id = wp_fnv(*id, &fds[i], sizeof(fds[i]));
 	}
 	if (total > n) {
 		char t[48];

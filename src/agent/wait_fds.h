@@ -43,7 +43,6 @@ uint32_t wp_wait_fds_describe(pid_t tid, long nr, const uint64_t args[6], struct
 			      uint64_t *id, char *buf, uint32_t cap);
 
 /* Whose memory is read (the sampler's tid). */
-void wp_wait_fds_set_mem_tid(pid_t tid);
 /* Forgets every cached look (a fork child, a new profile). */
 void wp_wait_fds_reset(void);
 

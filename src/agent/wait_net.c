@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "ino_slots.h"
 #include "log.h"
 
 #define NET_SLOTS 256 /* sockets named at once */
@@ -33,7 +34,7 @@
 #define NET_MISSES 3
 
 struct net_slot {
-	uint64_t ino;
+	struct wp_ino_slot key; /* first: ino_slots.h */
 	uint64_t checked_ns; /* when it was last looked for in the tables */
 	uint8_t wanted;	     /* to be looked for at the next read of the tables */
 	uint8_t named;	     /* text holds its name */
@@ -41,7 +42,6 @@ struct net_slot {
 	uint8_t noted;	     /* seen in a descriptor scan, not waited on yet */
 	uint8_t tables;	     /* the tables it may be in (0: not known yet) */
 	uint8_t misses;	     /* reads of its tables that did not list it */
-	uint64_t used_ns;    /* when a description last asked for it */
 	char text[NET_TEXT];
 };
 static struct net_slot slots[NET_SLOTS];
@@ -55,18 +55,10 @@ static uint64_t last_read_ns, last_read_cost_ns;
  * asked for least recently). */
 static struct net_slot *net_slot(uint64_t ino, struct net_slot **victim)
 {
-	*victim = NULL;
-	for (int w = 0; w < NET_WAYS; w++) {
-		/* hashed: sockets made together have neighbouring inodes, whose sets of slots
-		 * would overlap and push each other out */
-		uint64_t h = (ino * 0x9e3779b97f4a7c15ull) >> 32;
-		struct net_slot *s = &slots[(h + (uint64_t)w) % NET_SLOTS];
-		if (s->ino == ino)
-			return s;
-		if (!*victim || ((*victim)->ino && (!s->ino || s->used_ns < (*victim)->used_ns)))
-			*victim = s;
-	}
-	return NULL;
+	void *v;
+	struct net_slot *s = wp_ino_slot_find(slots, sizeof(slots[0]), NET_SLOTS, NET_WAYS, ino, &v);
+	*victim = v;
+	return s;
 }
 
 static int hexval(char c)
@@ -253,7 +245,7 @@ static void read_tables(uint64_t now, struct wp_look *look)
 	 * rechecks come due together rather than one read each */
 	for (size_t i = 0; i < NET_SLOTS; i++)
 		if (slots[i].named && slots[i].tables && !(slots[i].tables & ~need) &&
-		    now - slots[i].used_ns < NET_RECHECK_NS)
+		    now - slots[i].key.used_ns < NET_RECHECK_NS)
 			slots[i].wanted = 1;
 	uint64_t c0 = wp_self_cpu_ns();
 	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
@@ -316,8 +308,8 @@ static void protocol(struct net_slot *s, pid_t tid, int fd, uint64_t now, struct
 void wp_wait_net_note(uint64_t ino)
 {
 	struct net_slot *v, *s = net_slot(ino, &v);
-	if (!s && !v->ino) {
-		v->ino = ino;
+	if (!s && !v->key.ino) {
+		v->key.ino = ino;
 		v->wanted = v->fresh = v->noted = 1;
 	}
 }
@@ -329,13 +321,13 @@ const char *wp_wait_net_name(uint64_t ino, pid_t tid, int fd, struct wp_look *lo
 	if (!s) {
 		s = v;
 		memset(s, 0, sizeof(*s));
-		s->ino = ino;
+		s->key.ino = ino;
 		s->wanted = s->fresh = 1;
 	} else if (!s->wanted && now - s->checked_ns >= NET_RECHECK_NS) {
 		s->wanted = 1; /* an old name is kept until the tables say otherwise */
 	}
 	s->noted = 0;
-	s->used_ns = now;
+	s->key.used_ns = now;
 	if (s->wanted && !s->tables && look->may)
 		protocol(s, tid, fd, now, look);
 	uint64_t gap = s->fresh ? NET_NEW_GAP_NS : NET_RESCAN_NS;

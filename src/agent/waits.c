@@ -3,13 +3,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "condwait.h"
 #include "log.h"
+#include "peek.h"
 #include "wait_locks.h"
 #include "wait_fds.h"
 
@@ -23,25 +23,11 @@
 
 static struct wp_wait_entry *table;
 static uint64_t bytes;
-static pid_t mem_tid;
-
-void wp_waits_set_mem_tid(pid_t tid)
-{
-	mem_tid = tid;
-	wp_wait_fds_set_mem_tid(tid);
-}
-
-/* Reads `len` bytes at `addr` of our own memory; 0 when any is unmapped (no fault). */
-static int peek(uint64_t addr, void *dst, size_t len)
-{
-	struct iovec local = { dst, len }, remote = { (void *)(uintptr_t)addr, len };
-	return addr && process_vm_readv(mem_tid, &local, 1, &remote, 1, 0) == (ssize_t)len;
-}
 
 static uint64_t timespec_ns_at(uint64_t addr)
 {
 	struct timespec ts;
-	if (!peek(addr, &ts, sizeof(ts)) || ts.tv_sec < 0 || ts.tv_nsec < 0)
+	if (!wp_peek(addr, &ts, sizeof(ts)) || ts.tv_sec < 0 || ts.tv_nsec < 0)
 		return 0;
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
@@ -78,7 +64,7 @@ static int looks_like_rwlock(uint64_t op, uint64_t val)
 static uint64_t rwlock_writer(uint64_t addr)
 {
 	int32_t v[2];
-	if (!peek(addr + 12, v, sizeof(v)))
+	if (!wp_peek(addr + 12, v, sizeof(v)))
 		return 0;
 	return v[1] > 1 ? (uint64_t)v[1] : v[0] > 1 ? (uint64_t)v[0] : 0;
 }
@@ -96,18 +82,15 @@ static uint64_t futex_holder(uint64_t addr, uint64_t op, uint64_t val)
 static uint64_t futex_owner(uint64_t addr)
 {
 	int32_t owner;
-	return peek(addr + MUTEX_OWNER_OFFSET, &owner, sizeof(owner)) && owner > 0 ? (uint64_t)owner
+	return wp_peek(addr + MUTEX_OWNER_OFFSET, &owner, sizeof(owner)) && owner > 0 ? (uint64_t)owner
 										     : 0;
 }
 
-/* An FNV-1a hash of a description: in the key, so a descriptor whose description changed
- * (reused for another file, its peer now known) gets an entry of its own. */
+/* A hash of a description: in the key, so a descriptor whose description changed (reused
+ * for another file, its peer now known) gets an entry of its own. */
 static uint64_t text_hash(const char *s, uint32_t len)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (uint32_t i = 0; i < len; i++)
-		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
-	return h;
+	return wp_fnv(WP_FNV0, s, len);
 }
 
 static struct wp_wait_entry *count(struct wp_athread *t, const struct wp_wait_key *k,

@@ -57,7 +57,6 @@ void wp_waits_again(struct wp_athread *t, uint32_t units, uint64_t weight_ns, in
 void wp_waits_set_holder(struct wp_athread *t, struct wp_wait_entry *e, uint32_t units,
 			 uint64_t weight_ns, uint32_t holder_stack);
 /* Whose memory is read (the sampler's tid, as sample.c's stack copies). */
-void wp_waits_set_mem_tid(pid_t tid);
 
 struct wp_wait_entry *wp_waits_all(void);
 uint64_t wp_waits_count(void);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "../../src/agent/fds.h"
+#include "../../src/agent/peek.h"
 #include "../../src/agent/wait_fds.h"
 #include "check.h"
 
@@ -167,7 +168,7 @@ int main(void)
 	int keep[2] = { 1, 2 };
 	wp_fds_go_private(keep, 2, 1);
 	me = (pid_t)syscall(SYS_gettid);
-	wp_wait_fds_set_mem_tid(me);
+	wp_peek_set_tid(me);
 	test_unmapped_reads();
 	test_names();
 	printf("%d passed, %d failed\n", passed, failed);

@@ -30,8 +30,10 @@ def main(t):
     child = "chdir.%d.prof" % truth["pid.child"]
     t.check(os.path.exists(os.path.join(base, child)),
             "the child's profile is beside the main file (%s)" % child, repr(os.listdir(base)))
-    t.check(str(int(truth["pid.child"])) in r.stdout, "the report lists the child's process",
-            r.stdout[:2000])
+    rows = wp.process_parents(r.stdout)
+    child_pid = int(truth["pid.child"])
+    t.check(child_pid in rows and rows[child_pid] in rows,
+            "the report lists the child's process under its parent", r.stdout[:2000])
 
 
 wp.main(main)

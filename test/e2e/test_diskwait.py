@@ -32,15 +32,18 @@ def fs_type(path):
 def main(t):
     prof = wp.tmp_path("diskwait.prof")
     truth_path = wp.tmp_path("diskwait.truth")
-    # in the build directory, not $TMPDIR: a tmpfs file is memory, and nothing waits for a
-    # disk (the target removes its files)
-    data_dir = os.path.join(wp.build_dir(), "test", "diskwait-data.%d" % os.getpid())
-    os.makedirs(data_dir, exist_ok=True)
-    kind = fs_type(os.path.realpath(data_dir))
-    if kind in ("tmpfs", "ramfs"):
-        t.note("the build directory is on %s: no disk to wait for, nothing checked" % kind)
-        os.rmdir(data_dir)
+    # on a disk, not $TMPDIR: a tmpfs file is memory, and nothing waits for a disk (the
+    # target removes its files). The build directory, else /var/tmp or the home directory.
+    data_dir = None
+    for base in (os.path.join(wp.build_dir(), "test"), "/var/tmp", os.path.expanduser("~")):
+        if os.path.isdir(base) and os.access(base, os.W_OK) and \
+                fs_type(os.path.realpath(base)) not in ("tmpfs", "ramfs"):
+            data_dir = os.path.join(base, "diskwait-data.%d" % os.getpid())
+            break
+    if not t.check(data_dir is not None, "a directory on a disk to read from",
+                   "the build directory, /var/tmp and ~ are all in memory (tmpfs)"):
         return
+    os.makedirs(data_dir, exist_ok=True)
     r = wp.record([wp.target("diskwait"), data_dir, "2"], prof, mode="wall", hz=200,
                   threads=0, fmt="text", env={"WP_TRUTH": truth_path}, timeout=120)
     t.check(r.returncode == 0, "recorded, exit 0", r.describe())

@@ -70,8 +70,7 @@ def check_meta(t, name, truth, profs, main_file, same_run_roles):
             t.eq(by_pid[pid].meta.get("run"), run, "%s: the %s shares the root's run" % (name, role))
 
 
-ROW = re.compile(r"^  \s*(\d+)\s+(\d+)\s+(exit \d+|SIG\w+|signal \d+|exec'd|no word|ended)\s+"
-                 r"(\S+ \S+)\s+(\S+ \S+)\s+([\d,]+)  ( *)(.*)$")
+ROW = wp.PROCESS_ROW
 
 
 def run_rows(text):

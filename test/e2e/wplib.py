@@ -42,6 +42,22 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # --------------------------------------------------------------------------------------------
 # Where things are
 
+
+# A row of the text report's process table (the run's header): pid, parent, how it ended,
+# wall, CPU, samples, the indent of its depth, command line (and its file).
+PROCESS_ROW = re.compile(r"^  \s*(\d+)\s+(\d+)\s+(exit \d+|SIG\w+|signal \d+|exec'd|no word|ended)\s+"
+                         r"(\S+ \S+)\s+(\S+ \S+)\s+([\d,]+)  ( *)(.*)$")
+
+
+def process_parents(text):
+    """The text report's process table: {pid: parent pid} (the last image of each pid)."""
+    rows = {}
+    for line in text.splitlines():
+        m = PROCESS_ROW.match(line)
+        if m:
+            rows[int(m.group(1))] = int(m.group(2))
+    return rows
+
 def build_dir():
     """The meson build directory: $WP_BUILD, else <repo>/build."""
     d = os.environ.get("WP_BUILD") or os.path.join(ROOT, "build")

@@ -13,7 +13,8 @@ Wall mode, `--format=folded --per-thread --waits`:
   CLOCK_MONOTONIC deadline] (not one object per deadline: one per loop iteration before);
 - poolworker: >= 90% say [wait condition 0xADDR in pool_wait_for_work] (the library's
   function, as a program's is named; a bare address before);
-- selector: its select is not read as a count of descriptors ("of 41 fds" before);
+- selector: its select is not read as a count of descriptors ("of 41 fds" before), and
+  >= 90% of its waits name the pipe's read end it waits on;
 - vforker: >= 90% of its waiting samples say [wait child vfork] ("other syscall 58" before).
 The text report's WAITS section lists the ticker's sleep as one object. masked's THREAD record
 is flagged unsampleable (it was not: xz -T2's workers computed unseen, their budgets saying
@@ -72,6 +73,12 @@ def main(t):
     sel = w.get(tid["selector"], {})
     t.check(sel and not any("41 fds" in f for f in sel),
             "selector: select's nfds (41) is not a count of descriptors", repr(sel))
+    pat = re.compile(r"^\[wait io select pipe:\[\d+\] read end\b")
+    named = sum(n for f, n in sel.items() if pat.match(f))
+    total = sum(n for f, n in sel.items() if f != "[wait cpu runqueue]")
+    t.check(total >= 50 and named >= 0.9 * total,
+            "selector: >= 90% of its waits name the one descriptor in its set (fd 40, a "
+            "pipe's read end)", "%d of %d: %r" % (named, total, sel))
 
     vf = w.get(tid["vforker"], {})
     total = sum(n for f, n in vf.items() if f != "[wait cpu runqueue]")

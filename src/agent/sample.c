@@ -386,10 +386,11 @@ static void flush_jobs(uint64_t now)
 	for (size_t i = 0; i < njobs; i++) {
 		finish_job(&jobs[i], &reqs[i], now);
 		/* cpu mode: the thread spent the window spinning in our handler; that CPU is
-		 * ours, not the program's, so it earns no credit. Everything else it ran
-		 * meanwhile (while the sampler unwound, say) is the program's and is credited
-		 * at the next look. */
-		if (cfg.mode == WP_MODE_CPU && !holder_only)
+		 * ours, not the program's, so it earns no credit (a lock holder's extra look
+		 * too). Everything else it ran meanwhile (while the sampler unwound, say) is the
+		 * program's and is credited at the next look. A holder never polled yet has no
+		 * clock to move: its first poll starts from its clock then. */
+		if (cfg.mode == WP_MODE_CPU && jobs[i].t->poll_cpu_ns >= 0)
 			jobs[i].t->poll_cpu_ns += (int64_t)jobs[i].t->held_ns;
 	}
 	njobs = 0;

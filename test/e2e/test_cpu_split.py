@@ -58,7 +58,11 @@ def one_mode(t, mode):
     # there; the truth, which is CPU time, cannot see that.
     instrument = p.through("thread_cpu_ns").total()
     total = total - instrument
-    total_ns = sum(v for k, v in truth.items() if k.startswith("self."))
+    # Wall mode is held to the calls' wall time: on a loaded machine (the suite runs tests
+    # side by side) a thread preempted inside a call waits there, and wall mode rightly
+    # counts it; CPU time cannot see that (seen 3.7 points off at load 6 against CPU time).
+    kind = "wall." if mode == "wall" else "self."
+    total_ns = sum(v for k, v in truth.items() if k.startswith(kind))
     t.note("[%s] samples in the target's own clock_gettime: %d" % (mode, instrument))
     selfc = p.self_counts()
     callers = p.callers_of("leaf_mul")
@@ -70,11 +74,11 @@ def one_mode(t, mode):
         "lib_leaf_mul": selfc["lib_leaf_mul"] / total,
     }
     expect = {
-        "leaf_mul": (truth["self.leaf_mul.work_a"] + truth["self.leaf_mul.work_b"]) / total_ns,
-        "leaf_mul<-work_a": truth["self.leaf_mul.work_a"] / total_ns,
-        "leaf_mul<-work_b": truth["self.leaf_mul.work_b"] / total_ns,
-        "hash_loop": truth["self.hash_loop"] / total_ns,
-        "lib_leaf_mul": truth["self.lib_leaf_mul"] / total_ns,
+        "leaf_mul": (truth[kind + "leaf_mul.work_a"] + truth[kind + "leaf_mul.work_b"]) / total_ns,
+        "leaf_mul<-work_a": truth[kind + "leaf_mul.work_a"] / total_ns,
+        "leaf_mul<-work_b": truth[kind + "leaf_mul.work_b"] / total_ns,
+        "hash_loop": truth[kind + "hash_loop"] / total_ns,
+        "lib_leaf_mul": truth[kind + "lib_leaf_mul"] / total_ns,
     }
     errors = {}
     for k in expect:
@@ -93,8 +97,8 @@ def one_mode(t, mode):
     t.check(both >= 0.99 * sum(callers.values()),
             "[%s] leaf_mul's callers are work_a/work_b: %r" % (mode, dict(callers)), dump)
     if both:
-        truth_a = truth["self.leaf_mul.work_a"] / (truth["self.leaf_mul.work_a"] +
-                                                   truth["self.leaf_mul.work_b"])
+        truth_a = truth[kind + "leaf_mul.work_a"] / (truth[kind + "leaf_mul.work_a"] +
+                                                   truth[kind + "leaf_mul.work_b"])
         t.near(callers["work_a"] / both, truth_a, 0.03,
                "[%s] leaf_mul's split between work_a and work_b" % mode, dump)
     lib_callers = p.callers_of("lib_leaf_mul")

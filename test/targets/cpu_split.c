@@ -15,6 +15,8 @@
  *   self.leaf_mul.work_b N
  *   self.hash_loop N
  *   self.lib_leaf_mul N
+ *   wall.*                    (the same four in wall time: CLOCK_MONOTONIC around each call,
+ *                              which counts a preemption inside it, as wall mode does)
  *   calls N
  */
 #include <stdint.h>
@@ -27,6 +29,8 @@
 static uint64_t unit_mul = 1000000, unit_hash = 400000, unit_lib = 1000000;
 
 static uint64_t self_a, self_b, self_hash, self_lib;
+/* the same calls' wall time (a thread preempted inside a call is there in wall time) */
+static uint64_t wall_a, wall_b, wall_hash, wall_lib;
 static volatile uint64_t sink;
 
 KEEP static uint64_t leaf_mul(uint64_t n, uint64_t x)
@@ -53,41 +57,45 @@ KEEP static uint64_t hash_loop(uint64_t n, uint64_t h)
 
 KEEP static uint64_t work_a(uint64_t n, uint64_t x)
 {
-	uint64_t t0 = thread_cpu_ns();
+	uint64_t w0 = mono_ns(), t0 = thread_cpu_ns();
 	uint64_t r = leaf_mul(n, x);
-	uint64_t t1 = thread_cpu_ns();
+	uint64_t t1 = thread_cpu_ns(), w1 = mono_ns();
 	BARRIER();
 	self_a += t1 - t0;
+	wall_a += w1 - w0;
 	return r + 1;
 }
 
 KEEP static uint64_t work_b(uint64_t n, uint64_t x)
 {
-	uint64_t t0 = thread_cpu_ns();
+	uint64_t w0 = mono_ns(), t0 = thread_cpu_ns();
 	uint64_t r = leaf_mul(n, x);
-	uint64_t t1 = thread_cpu_ns();
+	uint64_t t1 = thread_cpu_ns(), w1 = mono_ns();
 	BARRIER();
 	self_b += t1 - t0;
+	wall_b += w1 - w0;
 	return r + 2;
 }
 
 KEEP static uint64_t work_c(uint64_t n, uint64_t x)
 {
-	uint64_t t0 = thread_cpu_ns();
+	uint64_t w0 = mono_ns(), t0 = thread_cpu_ns();
 	uint64_t r = lib_work(n, x);
-	uint64_t t1 = thread_cpu_ns();
+	uint64_t t1 = thread_cpu_ns(), w1 = mono_ns();
 	BARRIER();
 	self_lib += t1 - t0;
+	wall_lib += w1 - w0;
 	return r + 3;
 }
 
 KEEP static uint64_t do_hash(uint64_t n, uint64_t x)
 {
-	uint64_t t0 = thread_cpu_ns();
+	uint64_t w0 = mono_ns(), t0 = thread_cpu_ns();
 	uint64_t r = hash_loop(n, x);
-	uint64_t t1 = thread_cpu_ns();
+	uint64_t t1 = thread_cpu_ns(), w1 = mono_ns();
 	BARRIER();
 	self_hash += t1 - t0;
+	wall_hash += w1 - w0;
 	return r;
 }
 
@@ -129,6 +137,7 @@ int main(int argc, char **argv)
 	unit_hash = calibrate(hash_loop, unit_hash);
 	unit_lib = calibrate(lib_leaf_mul, unit_lib);
 	self_a = self_b = self_hash = self_lib = 0;
+	wall_a = wall_b = wall_hash = wall_lib = 0;
 
 	uint64_t start = thread_cpu_ns();
 	uint64_t budget = (uint64_t)(seconds * 1e9);
@@ -153,6 +162,10 @@ int main(int argc, char **argv)
 	truth("self.leaf_mul.work_b %llu", (unsigned long long)self_b);
 	truth("self.hash_loop %llu", (unsigned long long)self_hash);
 	truth("self.lib_leaf_mul %llu", (unsigned long long)self_lib);
+	truth("wall.leaf_mul.work_a %llu", (unsigned long long)wall_a);
+	truth("wall.leaf_mul.work_b %llu", (unsigned long long)wall_b);
+	truth("wall.hash_loop %llu", (unsigned long long)wall_hash);
+	truth("wall.lib_leaf_mul %llu", (unsigned long long)wall_lib);
 	truth("calls %llu", (unsigned long long)calls);
 	truth_close();
 	printf("cpu_split: %llu calls in %.2f s of CPU\n", (unsigned long long)calls,

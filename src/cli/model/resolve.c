@@ -679,14 +679,17 @@ static void holder_frames(struct wp_resolved *r, uint32_t proc, const struct wp_
 /* The pipe ends the WAIT records of one process wait on, sorted by inode: the other end's
  * threads of a pipe end are looked up in it (a scan of every record for each would be
  * quadratic in a long profile of a program that churns pipes). Built by attach_waits for the
- * process it is attaching, read by pipe_peers meanwhile. */
+ * process it is attaching, and passed down to pipe_peers: a local of that build, not global
+ * state (two models built one after the other, or interleaved, keep their own). */
 struct pipe_end {
 	uint64_t ino;
 	int end; /* 1 read, 2 write */
 	uint32_t tid;
 };
-static struct pipe_end *pipe_ends;
-static size_t npipe_ends;
+struct pipe_index {
+	struct pipe_end *v;
+	size_t n;
+};
 
 static int pipe_end_cmp(const void *a, const void *b)
 {
@@ -694,30 +697,33 @@ static int pipe_end_cmp(const void *a, const void *b)
 	return x->ino < y->ino ? -1 : x->ino > y->ino ? 1 : x->end - y->end;
 }
 
-static void index_pipe_ends(const struct wp_profile *p)
+static void index_pipe_ends(const struct wp_profile *p, struct pipe_index *x)
 {
-	free(pipe_ends);
-	pipe_ends = NULL;
-	npipe_ends = 0;
+	free(x->v);
+	x->v = NULL;
+	x->n = 0;
 	for (size_t i = 0; i < p->nwaits; i++) {
 		uint64_t ino;
 		int end = wp_wait_pipe_end(&p->waits[i], &ino);
 		const struct wp_stack *s = end ? wp_profile_stack(p, p->waits[i].stack_id) : NULL;
 		if (!s)
 			continue;
-		if (!pipe_ends && !(pipe_ends = malloc(p->nwaits * sizeof(*pipe_ends))))
+		if (!x->v && !(x->v = malloc(p->nwaits * sizeof(*x->v))))
 			oom();
-		pipe_ends[npipe_ends++] = (struct pipe_end){ ino, end, s->tid };
+		x->v[x->n++] = (struct pipe_end){ ino, end, s->tid };
 	}
-	if (npipe_ends)
-		qsort(pipe_ends, npipe_ends, sizeof(*pipe_ends), pipe_end_cmp);
+	if (x->n)
+		qsort(x->v, x->n, sizeof(*x->v), pipe_end_cmp);
 }
 
 /* A pipe end's other end: the threads of this process seen blocked on it at any time of the
  * run (a pipe's reader blocks only when it is empty, its writer only when it is full, so
  * both are never blocked at the same moment), at most 3 named. */
-static void pipe_peers(const struct wp_profile *p, const struct wp_wait *w, char *buf, size_t cap)
+static void pipe_peers(const struct wp_profile *p, const struct pipe_index *x,
+		       const struct wp_wait *w, char *buf, size_t cap)
 {
+	const struct pipe_end *pipe_ends = x->v;
+	size_t npipe_ends = x->n;
 	uint64_t ino;
 	int end = wp_wait_pipe_end(w, &ino);
 	const struct wp_stack *me = end ? wp_profile_stack(p, w->stack_id) : NULL;
@@ -790,7 +796,7 @@ static const char *library_waiter(struct wp_resolved *r, const struct wp_rstack 
 /* Kind, object and holder of one WAIT record of kept stack `rs` of process `proc`, into
  * `out`. */
 static void describe_wait(struct wp_resolved *r, uint32_t proc, struct data_name **memo,
-			  const struct wp_wait *w, const struct wp_rstack *rs, struct wp_rwait *out)
+			  const struct pipe_index *pipes, const struct wp_wait *w, const struct wp_rstack *rs, struct wp_rwait *out)
 {
 	struct priv *pv = r->priv;
 	const struct wp_profile *p = r->procs[proc];
@@ -816,13 +822,13 @@ static void describe_wait(struct wp_resolved *r, uint32_t proc, struct data_name
 			wp_profile_thread(p, (uint32_t)w->a2) : NULL;
 		joined = t ? t->name : NULL;
 	}
-	char buf[2048];
+	char buf[WP_WAIT_OBJECT_MAX];
 	wp_wait_describe(w, k, dn, waiter, joined, buf, sizeof(buf));
 	if (k == WP_WAIT_CONDITION && w->cond_mutex)
 		wp_wait_add_mutex(buf, sizeof(buf), data_name(pv->syms[proc], memo, w->cond_mutex),
 				  w->cond_mutex);
 	if (k == WP_WAIT_IO)
-		pipe_peers(p, w, buf, sizeof(buf));
+		pipe_peers(p, pipes, w, buf, sizeof(buf));
 	out->kind = k;
 	out->waiter = waiter;
 	out->object = strdup(buf);
@@ -878,18 +884,20 @@ static void attach_waits(struct wp_resolved *r)
 	r->waits = calloc(n, sizeof(*r->waits));
 	if (!r->waits)
 		oom();
+	struct pipe_index pipes = { NULL, 0 };
 	for (uint32_t k = 0; k < r->nprocs; k++) {
 		/* addresses are per process: a memo per process */
 		struct data_name *memo = NULL, *d, *tmp;
 		const struct wp_profile *p = r->procs[k];
-		index_pipe_ends(p);
+		index_pipe_ends(p, &pipes);
 		for (size_t i = 0; i < p->nwaits; i++) {
 			const struct wp_rstack *rs = wp_resolved_stack_of(r, k, p->waits[i].stack_id);
 			if (!rs || !waits_on(rs, &p->waits[i]))
 				continue;
 			size_t si = (size_t)(rs - r->stacks);
 			struct wp_rstack *ms = &r->stacks[si];
-			describe_wait(r, k, &memo, &p->waits[i], rs, &r->waits[at[si] + ms->nwaits]);
+			describe_wait(r, k, &memo, &pipes, &p->waits[i], rs,
+				      &r->waits[at[si] + ms->nwaits]);
 			ms->waits = &r->waits[at[si]];
 			ms->nwaits++;
 		}
@@ -898,9 +906,7 @@ static void attach_waits(struct wp_resolved *r)
 			free(d);
 		}
 	}
-	free(pipe_ends);
-	pipe_ends = NULL;
-	npipe_ends = 0;
+	free(pipes.v);
 	r->nwaits = n;
 	free(at);
 }
@@ -940,7 +946,7 @@ static void wait_leaf(struct wp_resolved *r, const struct wp_rstack *s, const st
 			break;
 		nlocs++;
 	}
-	char name[1200];
+	char name[WP_WAIT_LEAF_MAX];
 	snprintf(name, sizeof(name), "[wait %s %s]", wp_wait_kind_name(w->kind), w->object);
 	uint32_t fid = wp_resolved_func(r, name, "[wait]");
 	*out = *s;

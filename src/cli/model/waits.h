@@ -71,6 +71,13 @@ const char *wp_syscall_name(uint32_t nr);
 /* A duration as a wait object shows it: "10ms", "1.5s", "250us", "800ns". */
 void wp_wait_duration(uint64_t ns, char *buf, size_t cap);
 
+/* The longest object the model keeps, with its NUL: a longer one is cut there (and only
+ * there: every buffer that holds an object, or a "[wait KIND OBJECT]" leaf, is sized from
+ * these, so no report cuts it shorter). */
+#define WP_WAIT_OBJECT_MAX 2048
+/* "[wait " + the longest kind name + " " + an object + "]" */
+#define WP_WAIT_LEAF_MAX (WP_WAIT_OBJECT_MAX + 32)
+
 /* One kind and object of some of a kept stack's waiting samples. */
 struct wp_rwait {
 	enum wp_wait_kind kind;

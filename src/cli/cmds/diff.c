@@ -586,20 +586,21 @@ static int wait_changes(const struct side sides[2], FILE *out)
 {
 	struct group *tab = NULL;
 	size_t n = 0;
-	char key[1100];
+	char key[1 + WP_WAIT_OBJECT_MAX];
 	for (int k = 0; k < 2; k++) {
-		const struct wp_resolved *r = sides[k].r;
-		for (size_t i = 0; i < r->nstacks; i++)
-			for (uint32_t j = 0; j < r->stacks[i].nwaits; j++) {
-				const struct wp_rwait *w = &r->stacks[i].waits[j];
-				int kl = snprintf(key, sizeof(key), "%c%s", 'a' + w->kind, w->object);
-				size_t len = kl < 0 ? 0 : (size_t)kl >= sizeof(key) ? sizeof(key) - 1
-										    : (size_t)kl;
-				struct group *g = group_get(&tab, key, len, &n);
-				if (!g)
-					goto oom;
-				g->n[k] += w->count;
+		size_t nt;
+		struct wp_wait_total *tot = wp_wait_totals(sides[k].r, NULL, NULL, &nt, NULL);
+		for (size_t i = 0; i < nt; i++) {
+			int kl = snprintf(key, sizeof(key), "%c%s", 'a' + tot[i].kind, tot[i].object);
+			size_t len = kl < 0 ? 0 : (size_t)kl >= sizeof(key) ? sizeof(key) - 1 : (size_t)kl;
+			struct group *g = group_get(&tab, key, len, &n);
+			if (!g) {
+				free(tot);
+				goto oom;
 			}
+			g->n[k] += tot[i].count;
+		}
+		free(tot);
 	}
 	if (!n)
 		return 0;

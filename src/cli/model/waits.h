@@ -95,4 +95,31 @@ struct wp_rwait {
 	uint64_t count, weight_ns;
 };
 
+struct wp_resolved;
+struct wp_rstack;
+
+/* The samples of s->waits[k] that count: a stack's waits add up to at most its count (the
+ * agent counts a WAIT record's samples apart from its stack's, and a record cut short by a
+ * checkpoint can say more), so the waits after the first that fill it count for nothing.
+ * Every count per wait object (the text report's WAITS, --compare, the live view, the flame
+ * graph, the exports) is of these. */
+uint64_t wp_rwait_samples(const struct wp_rstack *s, uint32_t k);
+
+/* The samples and time that waited in one object (kind and object text) over a model. */
+struct wp_wait_total {
+	enum wp_wait_kind kind;
+	const char *object; /* the model's (one of its waits') */
+	uint64_t count, weight_ns;
+};
+
+/* Per wait object, over the stacks of r that keep(stack, arg) keeps (keep NULL: every one),
+ * counting wp_rwait_samples: most samples first, then by object and kind. Objects are matched
+ * by kind and text (the model keeps one copy per WAIT record). Returns a malloc'ed array of
+ * *n totals (NULL when none). With `of`, *of is a malloc'ed array of r->nwaits indexes: the
+ * total each of r's waits went to (UINT32_MAX: none), for a report to add its own columns.
+ * Exits when out of memory, as the model's build does. */
+struct wp_wait_total *wp_wait_totals(const struct wp_resolved *r,
+				     int (*keep)(const struct wp_rstack *, void *), void *arg,
+				     size_t *n, uint32_t **of);
+
 #endif

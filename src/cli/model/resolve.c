@@ -947,7 +947,7 @@ static void wait_leaf(struct wp_resolved *r, const struct wp_rstack *s, const st
 		nlocs++;
 	}
 	char name[WP_WAIT_LEAF_MAX];
-	snprintf(name, sizeof(name), "[wait %s %s]", wp_wait_kind_name(w->kind), w->object);
+	wp_wait_frame_name(w, name, sizeof(name));
 	uint32_t fid = wp_resolved_func(r, name, "[wait]");
 	*out = *s;
 	out->frames = malloc((keep + 1) * sizeof(*out->frames) + (nlocs ? nlocs : 1) * sizeof(uint32_t));
@@ -963,6 +963,7 @@ static void wait_leaf(struct wp_resolved *r, const struct wp_rstack *s, const st
 	out->weight_ns = w->weight_ns < s->weight_ns ? w->weight_ns : s->weight_ns;
 	out->waits = w;
 	out->nwaits = 1;
+	out->leaf0 = out->nleaves = 0;
 }
 
 /* The filter's wait_leaves: every wait that gets a leaf (leaf_wait) of a wall-mode profile
@@ -993,6 +994,8 @@ static void split_waits(struct wp_resolved *r)
 				ws[stay++] = ws[k];
 				ws[k] = tmp;
 			}
+		s->leaf0 = (uint32_t)r->nstacks;
+		s->nleaves = s->nwaits - stay;
 		for (uint32_t k = stay; k < s->nwaits; k++) {
 			struct wp_rstack *o = &r->stacks[r->nstacks++];
 			wait_leaf(r, s, &ws[k], o);
@@ -1264,4 +1267,9 @@ int wp_rstack_wait_leaf(const struct wp_resolved *r, const struct wp_rstack *s)
 {
 	const char *m = s->n ? r->funcs[s->frames[s->n - 1].func].module : NULL;
 	return m && !strcmp(m, "[wait]");
+}
+
+int wp_rwait_adds_frame(const struct wp_resolved *r, const struct wp_rstack *s)
+{
+	return !wp_rstack_wait_leaf(r, s);
 }

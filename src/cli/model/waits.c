@@ -282,6 +282,19 @@ uint64_t wp_rwait_samples(const struct wp_rstack *s, uint32_t k)
 	return s->waits[k].count < rest ? s->waits[k].count : rest;
 }
 
+uint64_t wp_rstack_unwaited(const struct wp_rstack *s)
+{
+	uint64_t rest = s->count;
+	for (uint32_t k = 0; k < s->nwaits; k++)
+		rest -= wp_rwait_samples(s, k);
+	return rest;
+}
+
+void wp_wait_frame_name(const struct wp_rwait *w, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "[wait %s %s]", wp_wait_kind_name(w->kind), w->object ? w->object : "?");
+}
+
 struct total_key {
 	UT_hash_handle hh;
 	size_t at; /* index in the totals */

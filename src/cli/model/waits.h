@@ -104,6 +104,11 @@ struct wp_rstack;
  * Every count per wait object (the text report's WAITS, --compare, the live view, the flame
  * graph, the exports) is of these. */
 uint64_t wp_rwait_samples(const struct wp_rstack *s, uint32_t k);
+/* The samples of s in none of its waits (its count less every wp_rwait_samples). */
+uint64_t wp_rstack_unwaited(const struct wp_rstack *s);
+/* The frame a wait is shown by, "[wait KIND OBJECT]" (resolve.h's wp_rwait_adds_frame says
+ * when): in buf, at most cap bytes (WP_WAIT_LEAF_MAX holds any). */
+void wp_wait_frame_name(const struct wp_rwait *w, char *buf, size_t cap);
 
 /* The samples and time that waited in one object (kind and object text) over a model. */
 struct wp_wait_total {

@@ -587,7 +587,7 @@ static void build_proc(struct wp_resolved *r, uint32_t proc, struct last *last)
 	}
 }
 
-/* --process-tree: the processes that match, then those whose parent is kept, until no more. */
+/* --process-tree: the processes that match, and those that descend from one. */
 static void keep_tree(struct wp_resolved *r)
 {
 	struct priv *pv = r->priv;
@@ -595,20 +595,14 @@ static void keep_tree(struct wp_resolved *r)
 	pv->tree_keep = NULL;
 	if (!r->filter.process || !r->filter.descendants)
 		return;
-	if (!(pv->tree_keep = calloc(r->nprocs, 1)))
+	char *match = calloc(r->nprocs, 1);
+	if (!match || !(pv->tree_keep = calloc(r->nprocs, 1)))
 		oom();
 	for (size_t k = 0; k < r->nprocs; k++)
-		pv->tree_keep[k] = (char)process_matches(r->procs[k], r->filter.process);
-	for (int more = 1; more;) {
-		more = 0;
-		for (size_t k = 0; k < r->nprocs; k++) {
-			long long ppid = wp_profile_meta_ll(r->procs[k], "ppid", -1);
-			for (size_t j = 0; !pv->tree_keep[k] && j < r->nprocs; j++)
-				if (pv->tree_keep[j] && ppid > 0 &&
-				    wp_profile_meta_ll(r->procs[j], "pid", -2) == ppid)
-					pv->tree_keep[k] = more = 1;
-		}
-	}
+		match[k] = (char)process_matches(r->procs[k], r->filter.process);
+	for (size_t k = 0; k < r->nprocs; k++)
+		pv->tree_keep[k] = match[k] || wp_procs_descends(r->ids, r->nprocs, k, match);
+	free(match);
 }
 
 static void drop_waits(struct wp_resolved *r)
@@ -1024,6 +1018,8 @@ static void build(struct wp_resolved *r, struct last *last)
 	free(r->thread_procs);
 	r->nthreads = 0;
 	r->p = p;
+	for (size_t k = 0; k < r->nprocs; k++)
+		r->ids[k] = wp_proc_id_of(r->procs[k]);
 	r->threads = malloc((nthreads ? nthreads : 1) * sizeof(*r->threads));
 	r->thread_procs = malloc((nthreads ? nthreads : 1) * sizeof(*r->thread_procs));
 	r->stacks = calloc(nstacks ? nstacks : 1, sizeof(*r->stacks));
@@ -1100,8 +1096,9 @@ static struct wp_resolved *resolve(const struct wp_profile *const *ps, size_t n,
 	if (f)
 		r->filter = *f;
 	r->procs = calloc(n, sizeof(*r->procs));
+	r->ids = calloc(n, sizeof(*r->ids));
 	pv->syms = calloc(n, sizeof(*pv->syms));
-	if (!r->procs || !pv->syms) {
+	if (!r->procs || !r->ids || !pv->syms) {
 		fprintf(stderr, "wallprof: out of memory while symbolizing\n");
 		wp_resolved_free(r);
 		return NULL;
@@ -1219,6 +1216,7 @@ void wp_resolved_free(struct wp_resolved *r)
 	free(r->funcs);
 	free(r->locs);
 	free(r->procs);
+	free(r->ids);
 	free(r);
 }
 

@@ -28,6 +28,7 @@
 
 #include "common/profile.h"
 #include "frame_kind.h"
+#include "proctree.h"
 #include "symbolize.h"
 #include "waits.h"
 
@@ -101,6 +102,8 @@ struct wp_resolved {
 	const struct wp_profile *p;     /* what it was built from (the first of procs) */
 	const struct wp_profile **procs; /* the profiles of every process it is over; procs[0] == p */
 	size_t nprocs;
+	struct wp_proc_id *ids;         /* each one's pid, ppid, start and CPU: the tree's parents
+					 * and CPU per image are proctree.h's over these */
 	struct wp_filter filter;
 	struct wp_func *funcs;
 	size_t nfuncs;

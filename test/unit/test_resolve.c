@@ -563,6 +563,44 @@ static void test_tree_images(void)
 		wp_profile_free((struct wp_profile *)ps[i]);
 }
 
+/* A wait object as long as the model keeps one (WP_WAIT_OBJECT_MAX, its NUL aside) is its
+ * wait leaf's name whole: "[wait io OBJECT]", not cut shorter than the object. */
+static void test_long_leaf(void)
+{
+	struct buf b;
+	static char target[WP_WAIT_OBJECT_MAX];
+	memset(target, 'x', sizeof(target) - 1);
+	memcpy(target, "pipe:[7] ", 9);
+	header(&b, WP_FORMAT_VERSION);
+	rec_meta(&b, "mode=wall\nhz=100\nduration_ns=500\nsamples=3\ncommand=fixture\n");
+	rec_thread(&b, 7, 0, 3, 0, 3, 0, 500, "reader");
+	const uint64_t pcs[] = { 0x1000 };
+	rec_stack(&b, 1, 7, WP_STACK_WAITING, 3, 30000000, pcs, 1);
+	rec_wait(&b, 1, 0 /* read */, 3, 0, 3, target, sizeof(target) - 1, sizeof(target) - 1);
+	rec_end_marker(&b);
+	struct wp_profile *p = NULL;
+	char err[256];
+	CHECK(wp_profile_parse(b.d, b.len, &p, err, sizeof(err)) == 0, "%s", err);
+	buf_free(&b);
+	if (!p)
+		return;
+	struct wp_filter f = { .wait_leaves = 1 };
+	struct wp_resolved *r = wp_resolve(p, &f);
+	const struct wp_rstack *leaf = NULL;
+	for (size_t i = 0; r && i < r->nstacks; i++)
+		if (wp_rstack_wait_leaf(r, &r->stacks[i]))
+			leaf = &r->stacks[i];
+	CHECK(leaf != NULL, "a wait leaf");
+	if (leaf) {
+		const char *name = fname(r, leaf->frames[leaf->n - 1].func);
+		CHECK_EQ_U(strlen(name), strlen("[wait io ]") + sizeof(target) - 1);
+		CHECK(!strncmp(name, "[wait io pipe:[7] x", 19) && name[strlen(name) - 1] == ']',
+		      "the whole object, then ]");
+	}
+	wp_resolved_free(r);
+	wp_profile_free(p);
+}
+
 int main(void)
 {
 	test_stacks();
@@ -573,6 +611,7 @@ int main(void)
 	test_update();
 	test_holder();
 	test_tree_images();
+	test_long_leaf();
 	printf("resolve: %d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

@@ -847,6 +847,22 @@ static int waits_on(const struct wp_rstack *rs, const struct wp_wait *w)
 	return (rs->flags & WP_STACK_WAITING) || w->nr == WP_WAIT_NR_CPU;
 }
 
+/* A stack's waits take no more than its samples: the agent counts a WAIT record's samples
+ * apart from its stack's (a record cut short by a checkpoint can say more), so the waits
+ * after those that fill the stack are capped, here, once for every report. */
+static void cap_waits(struct wp_resolved *r)
+{
+	for (size_t i = 0; i < r->nstacks; i++) {
+		struct wp_rstack *s = &r->stacks[i];
+		struct wp_rwait *ws = (struct wp_rwait *)s->waits;
+		uint64_t rest = s->count;
+		for (uint32_t k = 0; k < s->nwaits; k++) {
+			ws[k].count = ws[k].count < rest ? ws[k].count : rest;
+			rest -= ws[k].count;
+		}
+	}
+}
+
 /* Attaches the WAIT records of every process to the kept stacks they describe. */
 static void attach_waits(struct wp_resolved *r)
 {
@@ -903,6 +919,7 @@ static void attach_waits(struct wp_resolved *r)
 	free(pipes.v);
 	r->nwaits = n;
 	free(at);
+	cap_waits(r);
 }
 
 /* Whether function `f` is the C library's waiting code (libc, libpthread, the loader, the

@@ -276,10 +276,7 @@ void wp_wait_pipe_used_by(char *obj, size_t cap, const char *who)
 
 uint64_t wp_rwait_samples(const struct wp_rstack *s, uint32_t k)
 {
-	uint64_t rest = s->count;
-	for (uint32_t j = 0; j < k && rest; j++)
-		rest -= s->waits[j].count < rest ? s->waits[j].count : rest;
-	return s->waits[k].count < rest ? s->waits[k].count : rest;
+	return s->waits[k].count; /* capped when the model was built (resolve.c's cap_waits) */
 }
 
 uint64_t wp_rstack_unwaited(const struct wp_rstack *s)

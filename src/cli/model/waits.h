@@ -98,11 +98,11 @@ struct wp_rwait {
 struct wp_resolved;
 struct wp_rstack;
 
-/* The samples of s->waits[k] that count: a stack's waits add up to at most its count (the
- * agent counts a WAIT record's samples apart from its stack's, and a record cut short by a
- * checkpoint can say more), so the waits after the first that fill it count for nothing.
- * Every count per wait object (the text report's WAITS, --compare, the live view, the flame
- * graph, the exports) is of these. */
+/* The samples of s->waits[k]: a stack's waits add up to at most its count (the agent counts
+ * a WAIT record's samples apart from its stack's, and a record cut short by a checkpoint can
+ * say more), so the model caps them when it is built, the waits after those that fill the
+ * stack taking what is left. Every count per wait object (the text report's WAITS,
+ * --compare, the live view, the flame graph, the exports) is of these. */
 uint64_t wp_rwait_samples(const struct wp_rstack *s, uint32_t k);
 /* The samples of s in none of its waits (its count less every wp_rwait_samples). */
 uint64_t wp_rstack_unwaited(const struct wp_rstack *s);

@@ -40,7 +40,6 @@ struct wp_opts {
 	const char *process;     /* --process=PID|NAME, --process-tree=PID|NAME */
 	int process_tree;        /* --process-tree: with its descendants */
 	int per_process;         /* --per-process */
-	int whole_run;           /* --whole-run: the default for --report MAIN.prof now; kept */
 	int single_file;         /* --single-file: --report FILE reports that file alone */
 	int top;                 /* --top=N, default 20 */
 	const char *report_out;  /* where the report goes (stdout when NULL) */

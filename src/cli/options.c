@@ -287,8 +287,8 @@ static int take(struct wp_opts *o, int c, const char *v, const char *next, int *
 	case OPT_PER_PROCESS:
 		o->per_process = 1;
 		break;
-	case OPT_WHOLE_RUN: /* the default since --report MAIN.prof reports its run */
-		o->whole_run = 1;
+	case OPT_WHOLE_RUN: /* the default since --report MAIN.prof reports its run: accepted,
+			     * so that older scripts still run, and nothing to set */
 		break;
 	case OPT_SINGLE_FILE:
 		o->single_file = 1;

@@ -17,6 +17,9 @@ Wall mode, `--format=pprof`, then `go tool pprof`:
   wait_split   one stack, two objects: two samples with the same locations; -tags
                wait_object 10ms and 30ms exactly the folded --waits split, and within 8
                points of the napper's own 1:3 time split.
+  --wait-leaves=on  -top: the wait leaves "[wait KIND OBJECT]" are leaf frames of the
+               samples, as many as folded --wait-leaves=on's; none for a wait for a CPU
+               (state=runnable, a label as without leaves).
 The decoded wire: every waiting sample with a known wait has both `wait` and `wait_object`.
 """
 import gzip
@@ -137,6 +140,8 @@ def waits_run(t, pp):
     t.check(set(n for n, v in top.items() if v[0]) == {"clock_nanosleep"},
             "-tagfocus=wait=sleep -top: only clock_nanosleep", r.stdout)
 
+    leaves_run(t, pp, prof)
+
     with open(pb, "rb") as f:
         p = decode_profile(gzip.decompress(f.read()))
     S = [x.decode("utf-8", "replace") for x in p["strings"]]
@@ -146,6 +151,32 @@ def waits_run(t, pp):
         if ("wait" in keys) != ("wait_object" in keys):
             bad += 1
     t.check(not bad, "every sample has both wait and wait_object, or neither", "%d not" % bad)
+
+
+def leaves_run(t, pp, prof):
+    """--wait-leaves=on: pprof's samples end in the model's wait leaves, as folded's do."""
+    pb = export(t, prof, "--wait-leaves=on")
+    r = pp.run("-top", "-nodecount=100000", "-nodefraction=0", "-sample_index=samples", pb)
+    got = {n: v[0] for n, v in parse_top(r.stdout).items() if n.startswith("[wait ")}
+    fl = wp.wallprof(["--report", prof, "--single-file", "--format=folded", "--wait-leaves=on"])
+    want = {}
+    for frames, n in wp.parse_folded(fl.stdout).items():
+        if frames[-1].startswith("[wait "):
+            want[frames[-1]] = want.get(frames[-1], 0) + n
+    # pprof may shorten a name that looks like a C++ one ("(write end fd 4)"): the total, and
+    # a plain name exactly
+    t.check(want and sum(got.values()) == sum(want.values()) and
+            got.get("[wait lock big_lock]") == want.get("[wait lock big_lock]"),
+            "--wait-leaves=on -top: the wait leaves are leaf frames, with folded "
+            "--wait-leaves=on's samples (%d)" % sum(want.values()),
+            lambda: "pprof %r\nfolded %r" % (got, want))
+    # a wait for a CPU never becomes a leaf (the thread runs there); its label says it
+    r = pp.run("-tags", "-sample_index=samples", "-tagfocus=wait=cpu", pb)
+    tags = parse_tags(r.stdout)
+    t.check(not any(n.startswith("[wait cpu") for n in got) and
+            set(tags.get("state", {"runnable": 0})) == {"runnable"},
+            "--wait-leaves=on: no [wait cpu ...] leaf; the waits for a CPU are state=runnable",
+            r.stdout)
 
 
 def wp_squash(s):

@@ -10,11 +10,19 @@ Wall mode, `--format=folded --per-thread --waits`: of each such thread's waiting
 (blocked writing into a full pipe for the first half of the run) and the drain (blocked
 reading it for the second half) each name the other as seen blocked on the other end. The
 text report's WAITS section lists the TCP connection with its addresses.
+
+A copy of the profile with every WAIT record twice (its waits then say more samples than
+their stacks have, as a record cut short by a checkpoint can) reports each object as the
+folded --waits does (which takes no more of a stack's samples than it has): the text
+report's WAITS counts as many waiting samples as folded's [wait ...] lines, and --compare's
+share of each object is folded's (one count per object, the model's).
 """
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import wpformat as wf  # noqa: E402
 import wplib as wp  # noqa: E402
 
 SECONDS = 3.0
@@ -42,5 +50,57 @@ def main(t):
     t.check(obj["tcpread"] in section, "the text report's WAITS section names the TCP "
             "connection with its addresses", section)
 
+    check_over_counted(t, prof)
+
+
+def over_counted(prof):
+    """A copy of prof with each WAIT record twice."""
+    with open(prof, "rb") as f:
+        data = f.read()
+    out = [wf.file_header()]
+    for rtype, payload in wf.records(data, prof):
+        out.append(wf.raw_record(rtype, payload))
+        if rtype == wf.REC_WAIT:
+            out.append(wf.raw_record(rtype, payload))
+    out.append(wf.record(wf.REC_END))
+    path = wp.tmp_path("doubled.prof")
+    with open(path, "wb") as f:
+        f.write(b"".join(out))
+    return path
+
+
+def check_over_counted(t, prof):
+    doubled = over_counted(prof)
+    folded = wp.wallprof(["--report", doubled, "--single-file", "--format=folded", "--waits"])
+    in_waits = sum(int(l.rpartition(" ")[2]) for l in folded.stdout.splitlines() if "[wait " in l)
+    text = wp.wallprof(["--report", doubled, "--single-file"])
+    m = re.search(r"WAITS \(what waiting samples waited in: ([\d,]+) of ([\d,]+)\)", text.stdout)
+    known, waiting = (int(g.replace(",", "")) for g in m.groups()) if m else (-1, -1)
+    t.check(folded.returncode == 0 and text.returncode == 0 and 0 < known == in_waits <= waiting,
+            "WAIT records said twice: the text report's WAITS counts each waiting sample once "
+            "(as folded --waits)", "%d of %d, folded %d" % (known, waiting, in_waits))
+    # --compare's share of each object (after: the doubled file) is folded --waits' share
+    lines = [(l.rpartition(" ")[0], int(l.rpartition(" ")[2])) for l in folded.stdout.splitlines()]
+    total = sum(n for _, n in lines)
+    diff = wp.wallprof(["--compare", prof, doubled, "--single-file"])
+    wrong = []
+    for l in diff.stdout.partition("\nWaits (")[2].splitlines():
+        m = re.match(r"  (\w+) +(.*): [\d.]+% -> ([\d.]+)%", l)
+        if not m:
+            continue
+        kind, obj, after = m.group(1), m.group(2), float(m.group(3))
+        head = "[wait %s " % kind
+        # fit() cuts a long object at its start and empties its parentheses ("read end ()")
+        def bare(o):
+            return re.sub(r"\([^()]*\)", "()", o)
+        same = ((lambda o: bare(o).endswith(bare(obj[3:]))) if obj.startswith("...") else
+                (lambda o: bare(o) == bare(obj)))
+        n = sum(c for text, c in lines if any(
+            f.startswith(head) and same(f[len(head):-1]) for f in text.split(";")))
+        if abs(after - 100.0 * n / max(total, 1)) > 0.06:
+            wrong.append("%s (folded: %.2f%%)" % (l.strip(), 100.0 * n / max(total, 1)))
+    t.check(diff.returncode == 0 and "\nWaits (" in diff.stdout and not wrong,
+            "WAIT records said twice: --compare's share of each object is folded --waits' "
+            "(each waiting sample once)", "\n".join(wrong[:5]))
 
 wp.main(main)

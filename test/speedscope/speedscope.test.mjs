@@ -14,7 +14,9 @@
 // objects, 1:3 in the target's own time): every waiting sample of those threads ends with the
 // right [wait ...] frame, the lockers' with [held by holder tid=N] after it, the napper's time
 // splits over its two objects as its samples do, and speedscope's time-order view shows
-// [held by ...] as the deepest frame of a locker's timeline.
+// [held by ...] as the deepest frame of a locker's timeline. A share that waited for a CPU
+// ends with [wait cpu runqueue], as in folded --waits; with --wait-leaves=on the stacks are
+// folded --waits --wait-leaves=on's (the leaf once).
 //
 // Run by `meson test speedscope`, which sets WP_BUILD and EXPORT_TARGET; the screenshots go
 // to SPEEDSCOPE_SCREENSHOT_DIR (default: the temporary directory). Missing chromium, go or
@@ -43,19 +45,6 @@ const SECONDS = 1.5;
 const BETA_SHARE = 75;
 
 const require = createRequire(path.join(HERE, 'package.json'));
-// Folded text without its "[wait cpu ...]" frames, the stacks they ended merged (counts added).
-function withoutCpuWaits(text) {
-	const sums = new Map();
-	for (const line of text.split('\n')) {
-		const m = /^(.*) (\d+)$/.exec(line);
-		if (!m)
-			continue;
-		const key = m[1].replace(/;\[wait cpu [^\]]*\]/g, '');
-		sums.set(key, (sums.get(key) || 0) + Number(m[2]));
-	}
-	return [...sums].map(([k, n]) => `${k} ${n}`).join('\n') + '\n';
-}
-
 function dep(name) {
 	try {
 		return require(name);
@@ -140,9 +129,9 @@ before(() => {
 		const rec = run([WALLPROF, '--mode=wall', '--hz=1000', '-q', '-o', F.prof, '-f', 'speedscope', '--',
 				 TARGET, `--seconds=${SECONDS}`, `--beta-share=${BETA_SHARE}`, '--phases', '--weird-name']);
 		F.recordStdout = rec.stdout;
-		// a wait for a CPU is a frame of folded --waits, not of speedscope's timelines (the
-		// thread runs there): folded without it, its samples added to the stack's own
-		F.folded = withoutCpuWaits(run([WALLPROF, '--report', F.prof, '--format=folded', '--per-thread', '--waits']).stdout.toString('utf8'));
+		// the model's one rule: a share that waited for a CPU ends with [wait cpu runqueue] in
+		// every export, folded --waits and speedscope alike
+		F.folded = run([WALLPROF, '--report', F.prof, '--format=folded', '--per-thread', '--waits']).stdout.toString('utf8');
 		const beta = /\[exp-beta tid=\d+\];[^\n]*;beta_hot (\d+)\n/.exec(F.folded);
 		const gamma = /\[exp-beta tid=\d+\];[^\n]*;gamma_hot (\d+)\n/.exec(F.folded);
 		if (beta && gamma && Number(beta[1]) >= 20 && Number(gamma[1]) >= 20) break;
@@ -264,14 +253,25 @@ test('each thread\'s stacks are the folded report\'s, root first, with similar s
 	}
 });
 
-// The times of the samples of exp-beta, at the middle of each: [{ t, w, leaf }].
+// The function a sample ran in: its leaf, or the leaf's caller for a share that waited for a
+// CPU ([wait cpu runqueue] after the stack: the thread was there, runnable).
+function ranIn(doc, sample) {
+	const leaf = leafOf(doc, sample);
+	return leaf && leaf.startsWith('[wait cpu ') ? doc.shared.frames[sample[sample.length - 2]]?.name : leaf;
+}
+// The runs of samples of a profile in one function (ranIn), in time order: [{ t, w, leaf }].
 function timed(doc, profile) {
 	let t = 0;
-	return profile.samples.map((s, i) => {
-		const e = { t, w: profile.weights[i], leaf: leafOf(doc, s) };
+	const runs = [];
+	profile.samples.forEach((s, i) => {
+		const leaf = ranIn(doc, s), last = runs[runs.length - 1];
+		if (last && last.leaf === leaf)
+			last.w += profile.weights[i];
+		else
+			runs.push({ t, w: profile.weights[i], leaf });
 		t += profile.weights[i];
-		return e;
 	});
+	return runs;
 }
 
 test('samples are in time order, at their times (exp-beta: beta_hot, then gamma_hot)', () => {
@@ -374,13 +374,15 @@ async function tooltipAt(page, x, y) {
 	return m ? { name: m[1], file: m[2] ?? '' } : null;
 }
 
-// The deepest frame under x in the time-order flame chart (rows start below the minimap).
+// The deepest frame under x in the time-order flame chart (rows start below the minimap),
+// a [wait cpu ...] sliver under a running function left out (ranIn).
 async function leafAt(page, x) {
 	let last = null, seen = false;
 	for (let y = 130; y < 600; y += 10) {
 		const t = await tooltipAt(page, x, y);
 		if (t) {
-			last = t;
+			if (!t.name.startsWith('[wait cpu '))
+				last = t;
 			seen = true;
 		} else if (seen) break;
 	}
@@ -509,7 +511,7 @@ test('waiting samples end with [wait KIND OBJECT], a lock\'s with [held by NAME 
 	const rk = [...reader.keys()].find(k => k.endsWith(`[wait io ${truth.pipe}]`) || k.includes(`[wait io ${truth.pipe} `));
 	assert.ok(rk && reader.get(rk) >= 0.9 * rt, `reader ends with [wait io ${truth.pipe}]: ${JSON.stringify([...reader])}`);
 	const holder = tails(doc, byName.get('holder'));
-	assert.ok(![...holder.keys()].some(k => k.includes('[wait ')), `the holder (running) has no wait frame (a wait for a CPU keeps its stack): ${JSON.stringify([...holder])}`);
+	assert.ok(![...holder.keys()].some(k => k.includes('[wait ') && !k.endsWith('[wait cpu runqueue]')), `the holder (running) has no wait frame but [wait cpu runqueue] (its share that waited for a CPU): ${JSON.stringify([...holder])}`);
 	// (function names may repeat: one per module; a wait frame is one frame)
 	const frames = doc.shared.frames.map(f => f.name).filter(n => /^\[(wait|held by) /.test(n));
 	assert.ok(frames.length >= 10, `the wait frames are in shared.frames: ${frames}`);
@@ -538,6 +540,38 @@ test('one stack waiting on two objects: both frames, in the proportion of their 
 	const t2 = tails(d2, d2.profiles[0]);
 	const a2 = t2.get('clock_nanosleep | [wait sleep 10ms]') || 0, b2 = t2.get('clock_nanosleep | [wait sleep 30ms]') || 0;
 	assert.ok(a2 && b2 && Math.abs(a2 / (a2 + b2) - want) < 0.05, `no timeline: ${JSON.stringify([...t2])}`);
+});
+
+// --wait-leaves=on: the model's stacks, as folded's: a wait leaf once, a wait for a CPU a frame
+// after its running stack. Without a timeline, the same distinct stacks per thread; with one
+// (the timeline names the profile's stack, dealt out over the stacks split off it), none that
+// folded has not, and the lockers' time ends with their leaf and its holder.
+test('--wait-leaves=on: each thread\'s stacks are folded --waits --wait-leaves=on\'s', () => {
+	const { prof, truth } = W.waits;
+	const want = foldedByTid(run([WALLPROF, '--report', prof, '--single-file', '--format=folded', '--per-thread', '--waits', '--wait-leaves=on']).stdout.toString('utf8'));
+	const noTl = path.join(tmp, 'waits-no-timeline.prof');
+	fs.writeFileSync(noTl, withoutTimeline(fs.readFileSync(prof)));
+	for (const file of [prof, noTl]) {
+		const doc = JSON.parse(run([WALLPROF, '--report', file, '--single-file', '--format=speedscope', '--wait-leaves=on']).stdout.toString('utf8'));
+		assert.ok(validator()(doc), 'the document validates');
+		for (const p of doc.profiles) {
+			const got = new Set(p.samples.filter(x => x.length).map(x => names(doc, x).join(';')));
+			// speedscope names a lock's holder ([held by ...]) without the holder's frames
+			const w = [...new Set([...(want.get(tidOf(p)) || new Map()).keys()].map(k => k.replace(/(;\[held by [^\]]*\]);.*$/, '$1')))].sort();
+			if (file === noTl)
+				assert.deepEqual([...got].sort(), w, `${p.name}, no timeline: the same distinct stacks`);
+			else
+				assert.deepEqual([...got].filter(k => !w.includes(k)), [], `${p.name}: no stack folded has not`);
+		}
+		const held = `locker_fn | [wait lock big_lock] | [held by holder tid=${truth['tid.holder']}]`;
+		const locker = doc.profiles.find(p => p.name.startsWith('locker-1 (tid'));
+		const m = new Map();
+		locker.samples.forEach((x, i) => {
+			if (x.length) m.set(names(doc, x).slice(-3).join(' | '), (m.get(names(doc, x).slice(-3).join(' | ')) || 0) + locker.weights[i]);
+		});
+		const total = [...m.values()].reduce((a, b) => a + b, 0);
+		assert.ok(total && (m.get(held) || 0) >= 0.9 * total, `locker-1 ends with ${held}: ${JSON.stringify([...m])}`);
+	}
 });
 
 test('speedscope\'s viewer shows the wait frames at the bottom of a locker\'s timeline', { timeout: 180000 }, async () => {

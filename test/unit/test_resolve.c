@@ -5,6 +5,7 @@
  * counts; function ids and lines unchanged), the ranking, tallies, inline chains expanded,
  * and the live view's incremental update (function ids kept, locations reused, rebuilt when
  * the module map changes). */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -501,6 +502,105 @@ static void test_holder(void)
 	wp_profile_free(p);
 }
 
+/* One process of a tree: pid, ppid, when it started, its command; one sample of thread tid. */
+static struct wp_profile *tree_proc(long pid, long ppid, uint64_t start, const char *cmd,
+				    uint64_t cpu)
+{
+	struct buf b;
+	char meta[512];
+	header(&b, WP_FORMAT_VERSION);
+	snprintf(meta, sizeof(meta),
+		 "mode=wall\nhz=100\nduration_ns=500\nsamples=1\npid=%ld\nppid=%ld\n"
+		 "start_unix_ns=%" PRIu64 "\ncpu_user_ns=%" PRIu64 "\ncommand=%s\n",
+		 pid, ppid, start, cpu, cmd);
+	rec_meta(&b, meta);
+	rec_thread(&b, (uint32_t)pid, 0, 1, 1, 0, 0, 500, "main");
+	const uint64_t pcs[] = { 0x1000 };
+	rec_stack(&b, 1, (uint32_t)pid, 0, 1, 10000000, pcs, 1);
+	rec_end_marker(&b);
+	struct wp_profile *p = NULL;
+	char err[256];
+	CHECK(wp_profile_parse(b.d, b.len, &p, err, sizeof(err)) == 0, "%s", err);
+	buf_free(&b);
+	return p;
+}
+
+/* --process-tree is by the image that was running when a child started (proctree.h): pid
+ * 100 ran sh, which started 101, then exec'd tool, which started 102. --process-tree=tool
+ * keeps tool and 102, not sh's child 101 (the files' ppid says 100 for both); a process's
+ * CPU counts once, by its last image, and each image's own is its figure less the one
+ * before. */
+static void test_tree_images(void)
+{
+	const struct wp_profile *ps[4] = {
+		tree_proc(100, 1, 1000, "/bin/sh -c tool", 10),
+		tree_proc(101, 100, 2000, "/bin/child", 5),
+		tree_proc(100, 1, 3000, "/usr/bin/tool x", 40),
+		tree_proc(102, 100, 4000, "/bin/grandchild", 7),
+	};
+	if (!ps[0] || !ps[1] || !ps[2] || !ps[3])
+		return;
+	struct wp_filter f = { .process = "tool", .descendants = 1 };
+	struct wp_resolved *r = wp_resolve_many(ps, 4, &f);
+	CHECK(r != NULL);
+	if (r) {
+		int kept[4] = { 0 };
+		for (size_t i = 0; i < r->nthreads; i++)
+			kept[r->thread_procs[i]] = 1;
+		CHECK(!kept[0] && !kept[1] && kept[2] && kept[3],
+		      "kept: sh %d, sh's child %d, tool %d, tool's child %d", kept[0], kept[1],
+		      kept[2], kept[3]);
+		CHECK_INT(wp_procs_parent(r->ids, r->nprocs, 1), 0);
+		CHECK_INT(wp_procs_parent(r->ids, r->nprocs, 3), 2);
+		CHECK_INT(wp_procs_parent(r->ids, r->nprocs, 0), -1);
+		CHECK(!wp_procs_last_image(r->ids, r->nprocs, 0) &&
+		      wp_procs_last_image(r->ids, r->nprocs, 2), "tool is pid 100's last image");
+		CHECK_EQ_U(wp_procs_own_cpu(r->ids, r->nprocs, 2), 30);
+		CHECK_EQ_U(wp_procs_own_cpu(r->ids, r->nprocs, 0), 10);
+		wp_resolved_free(r);
+	}
+	for (int i = 0; i < 4; i++)
+		wp_profile_free((struct wp_profile *)ps[i]);
+}
+
+/* A wait object as long as the model keeps one (WP_WAIT_OBJECT_MAX, its NUL aside) is its
+ * wait leaf's name whole: "[wait io OBJECT]", not cut shorter than the object. */
+static void test_long_leaf(void)
+{
+	struct buf b;
+	static char target[WP_WAIT_OBJECT_MAX];
+	memset(target, 'x', sizeof(target) - 1);
+	memcpy(target, "pipe:[7] ", 9);
+	header(&b, WP_FORMAT_VERSION);
+	rec_meta(&b, "mode=wall\nhz=100\nduration_ns=500\nsamples=3\ncommand=fixture\n");
+	rec_thread(&b, 7, 0, 3, 0, 3, 0, 500, "reader");
+	const uint64_t pcs[] = { 0x1000 };
+	rec_stack(&b, 1, 7, WP_STACK_WAITING, 3, 30000000, pcs, 1);
+	rec_wait(&b, 1, 0 /* read */, 3, 0, 3, target, sizeof(target) - 1, sizeof(target) - 1);
+	rec_end_marker(&b);
+	struct wp_profile *p = NULL;
+	char err[256];
+	CHECK(wp_profile_parse(b.d, b.len, &p, err, sizeof(err)) == 0, "%s", err);
+	buf_free(&b);
+	if (!p)
+		return;
+	struct wp_filter f = { .wait_leaves = 1 };
+	struct wp_resolved *r = wp_resolve(p, &f);
+	const struct wp_rstack *leaf = NULL;
+	for (size_t i = 0; r && i < r->nstacks; i++)
+		if (wp_rstack_wait_leaf(r, &r->stacks[i]))
+			leaf = &r->stacks[i];
+	CHECK(leaf != NULL, "a wait leaf");
+	if (leaf) {
+		const char *name = fname(r, leaf->frames[leaf->n - 1].func);
+		CHECK_EQ_U(strlen(name), strlen("[wait io ]") + sizeof(target) - 1);
+		CHECK(!strncmp(name, "[wait io pipe:[7] x", 19) && name[strlen(name) - 1] == ']',
+		      "the whole object, then ]");
+	}
+	wp_resolved_free(r);
+	wp_profile_free(p);
+}
+
 int main(void)
 {
 	test_stacks();
@@ -510,6 +610,8 @@ int main(void)
 	test_inline();
 	test_update();
 	test_holder();
+	test_tree_images();
+	test_long_leaf();
 	printf("resolve: %d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

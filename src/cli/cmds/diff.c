@@ -336,20 +336,6 @@ static void short_command(const struct wp_profile *p, char *buf, size_t cap)
 	snprintf(buf, cap, "%s", w);
 }
 
-/* The image of process `pid` among r's that was running at time `at` (the last to start by
- * then, else the first), or -1. */
-static long image_at(const struct wp_resolved *r, long pid, long long at)
-{
-	long found = -1;
-	for (size_t j = 0; pid > 0 && j < r->nprocs; j++) {
-		if (wp_resolved_pid(r, (uint32_t)j) != pid)
-			continue;
-		if (found < 0 || wp_profile_meta_ll(r->procs[j], "start_unix_ns", 0) <= at)
-			found = (long)j;
-	}
-	return found;
-}
-
 /* A process's key: the command lines from its tree's root down to it, each without the
  * program's directory, joined by '\001' (so that keys sort in tree order). Fork children
  * keep their parent's command line: the path tells the root, its child and its grandchild
@@ -364,8 +350,7 @@ static size_t process_key(const struct wp_resolved *r, size_t j, char *buf, size
 		if (i < n)
 			break; /* a cycle of reused pids */
 		chain[n++] = (size_t)k;
-		long long ppid = wp_profile_meta_ll(r->procs[k], "ppid", -1);
-		k = image_at(r, (long)ppid, wp_profile_meta_ll(r->procs[k], "start_unix_ns", 0));
+		k = wp_procs_parent(r->ids, r->nprocs, (size_t)k);
 	}
 	size_t at = 0;
 	buf[0] = 0;
@@ -381,26 +366,6 @@ static size_t process_key(const struct wp_resolved *r, size_t j, char *buf, size
 		at = l < 0 ? at : at + (size_t)l >= cap ? cap - 1 : at + (size_t)l;
 	}
 	return at;
-}
-
-static uint64_t cpu_of(const struct wp_profile *p)
-{
-	long long u = wp_profile_meta_ll(p, "cpu_user_ns", 0), y = wp_profile_meta_ll(p, "cpu_sys_ns", 0);
-	return (uint64_t)(u > 0 ? u : 0) + (uint64_t)(y > 0 ? y : 0);
-}
-
-/* Image j's own CPU time: the kernel counts a process's across exec, so the image of its pid
- * that ran before it is taken off. */
-static uint64_t own_cpu(const struct wp_resolved *r, size_t j)
-{
-	long long st = wp_profile_meta_ll(r->procs[j], "start_unix_ns", 0);
-	long prev = image_at(r, wp_resolved_pid(r, (uint32_t)j), st - 1);
-	uint64_t mine = cpu_of(r->procs[j]);
-	if (prev < 0 || (size_t)prev == j ||
-	    wp_profile_meta_ll(r->procs[prev], "start_unix_ns", 0) >= st)
-		return mine;
-	uint64_t before = cpu_of(r->procs[prev]);
-	return mine > before ? mine - before : 0;
 }
 
 static int by_key(const void *a, const void *b)
@@ -517,7 +482,7 @@ static int process_changes(const struct side sides[2], FILE *out)
 			if (!(of[k][j] = group_get(&tab, key, kl, &n)))
 				goto oom;
 			of[k][j]->procs[k]++;
-			of[k][j]->cpu[k] += own_cpu(r, j);
+			of[k][j]->cpu[k] += wp_procs_own_cpu(r->ids, r->nprocs, j);
 		}
 		for (size_t i = 0; i < r->nstacks; i++)
 			of[k][r->stacks[i].proc]->n[k] += r->stacks[i].count;
@@ -586,20 +551,21 @@ static int wait_changes(const struct side sides[2], FILE *out)
 {
 	struct group *tab = NULL;
 	size_t n = 0;
-	char key[1100];
+	char key[1 + WP_WAIT_OBJECT_MAX];
 	for (int k = 0; k < 2; k++) {
-		const struct wp_resolved *r = sides[k].r;
-		for (size_t i = 0; i < r->nstacks; i++)
-			for (uint32_t j = 0; j < r->stacks[i].nwaits; j++) {
-				const struct wp_rwait *w = &r->stacks[i].waits[j];
-				int kl = snprintf(key, sizeof(key), "%c%s", 'a' + w->kind, w->object);
-				size_t len = kl < 0 ? 0 : (size_t)kl >= sizeof(key) ? sizeof(key) - 1
-										    : (size_t)kl;
-				struct group *g = group_get(&tab, key, len, &n);
-				if (!g)
-					goto oom;
-				g->n[k] += w->count;
+		size_t nt;
+		struct wp_wait_total *tot = wp_wait_totals(sides[k].r, NULL, NULL, &nt, NULL);
+		for (size_t i = 0; i < nt; i++) {
+			int kl = snprintf(key, sizeof(key), "%c%s", 'a' + tot[i].kind, tot[i].object);
+			size_t len = kl < 0 ? 0 : (size_t)kl >= sizeof(key) ? sizeof(key) - 1 : (size_t)kl;
+			struct group *g = group_get(&tab, key, len, &n);
+			if (!g) {
+				free(tot);
+				goto oom;
 			}
+			g->n[k] += tot[i].count;
+		}
+		free(tot);
 	}
 	if (!n)
 		return 0;

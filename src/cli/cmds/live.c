@@ -423,36 +423,55 @@ static void settle(struct live *L, uint32_t k)
 	P->settled = 1;
 }
 
-/* The waits of stack s (of process k): per object, its samples, time, threads, holder. */
-static void count_waits(struct live *L, uint32_t k, const struct wp_rstack *s)
+/* That stack s's c samples waited on w (its wait rw): the threads that waited on it, the one
+ * that waited most and the holder seen most. */
+static void note_waiter(struct lwait *w, const struct wp_rstack *s, const struct wp_rwait *rw,
+			uint64_t c)
 {
-	uint64_t rest = s->count;
-	for (uint32_t j = 0; j < s->nwaits; j++) {
-		const struct wp_rwait *rw = &s->waits[j];
-		uint64_t c = rw->count < rest ? rw->count : rest;
-		if (!c)
-			continue;
-		rest -= c;
-		struct lwait *w = wait_of(L, k, rw->kind, rw->object ? rw->object : "?");
-		w->now += c;
-		w->ns_now += rw->weight_ns;
-		int known = 0;
-		for (uint32_t i = 0; i < w->nthreads && i < 4; i++)
-			known |= w->tids[i] == s->tid;
-		if (!known) { /* beyond 4, a thread with several stacks counts more than once */
-			if (w->nthreads < 4)
-				w->tids[w->nthreads] = s->tid;
-			w->nthreads++;
-		}
-		if (c > w->top_n) {
-			w->top_n = c;
-			w->top_tid = s->tid;
-		}
-		if (rw->holder && c > w->holder_n) {
-			w->holder_n = c;
-			w->holder = rw->holder;
+	int known = 0;
+	for (uint32_t i = 0; i < w->nthreads && i < 4; i++)
+		known |= w->tids[i] == s->tid;
+	if (!known) { /* beyond 4, a thread with several stacks counts more than once */
+		if (w->nthreads < 4)
+			w->tids[w->nthreads] = s->tid;
+		w->nthreads++;
+	}
+	if (c > w->top_n) {
+		w->top_n = c;
+		w->top_tid = s->tid;
+	}
+	if (rw->holder && c > w->holder_n) {
+		w->holder_n = c;
+		w->holder = rw->holder;
+	}
+}
+
+/* The waits of process k's model r: per object its samples and time (the model's totals,
+ * wp_wait_totals), then who waited on it and who held it. */
+static void count_waits(struct live *L, uint32_t k, const struct wp_resolved *r)
+{
+	size_t n;
+	uint32_t *of;
+	struct wp_wait_total *tot = wp_wait_totals(r, NULL, NULL, &n, &of);
+	struct lwait **by = malloc((n + 1) * sizeof(*by));
+	if (!by)
+		oom();
+	for (size_t i = 0; i < n; i++) {
+		by[i] = wait_of(L, k, tot[i].kind, tot[i].object);
+		by[i]->now += tot[i].count;
+		by[i]->ns_now += tot[i].weight_ns;
+	}
+	for (size_t i = 0; i < r->nstacks; i++) {
+		const struct wp_rstack *s = &r->stacks[i];
+		for (uint32_t j = 0; j < s->nwaits; j++) {
+			uint64_t c = wp_rwait_samples(s, j);
+			if (c)
+				note_waiter(by[of[&s->waits[j] - r->waits]], s, &s->waits[j], c);
 		}
 	}
+	free(by);
+	free(of);
+	free(tot);
 }
 
 /* Process k's new checkpoint p, counted. */
@@ -489,8 +508,8 @@ static void absorb(struct live *L, uint32_t k, struct wp_profile *p)
 		th->now += s->count;
 		if (s->flags & WP_STACK_WAITING)
 			th->wait_now += s->count;
-		count_waits(L, k, s);
 	}
+	count_waits(L, k, r);
 	P->threads_live = 0;
 	for (size_t i = 0; i < p->nthreads; i++) {
 		struct lthread *th = thread_of(L, k, p->threads[i].tid);

@@ -415,7 +415,6 @@ static void report_orphans(const struct wp_opts *o, const char *path)
 				more[i - 1] = run.procs[i].path;
 			some.report_more = more;
 			some.nreport_more = (int)run.n - 1;
-			some.whole_run = 0;
 			some.have_exit_status = 0; /* the root's, and the root is not in it */
 			wp_close_report(o, out, wp_report_files(&some, out));
 		}

@@ -587,7 +587,7 @@ static void build_proc(struct wp_resolved *r, uint32_t proc, struct last *last)
 	}
 }
 
-/* --process-tree: the processes that match, then those whose parent is kept, until no more. */
+/* --process-tree: the processes that match, and those that descend from one. */
 static void keep_tree(struct wp_resolved *r)
 {
 	struct priv *pv = r->priv;
@@ -595,20 +595,14 @@ static void keep_tree(struct wp_resolved *r)
 	pv->tree_keep = NULL;
 	if (!r->filter.process || !r->filter.descendants)
 		return;
-	if (!(pv->tree_keep = calloc(r->nprocs, 1)))
+	char *match = calloc(r->nprocs, 1);
+	if (!match || !(pv->tree_keep = calloc(r->nprocs, 1)))
 		oom();
 	for (size_t k = 0; k < r->nprocs; k++)
-		pv->tree_keep[k] = (char)process_matches(r->procs[k], r->filter.process);
-	for (int more = 1; more;) {
-		more = 0;
-		for (size_t k = 0; k < r->nprocs; k++) {
-			long long ppid = wp_profile_meta_ll(r->procs[k], "ppid", -1);
-			for (size_t j = 0; !pv->tree_keep[k] && j < r->nprocs; j++)
-				if (pv->tree_keep[j] && ppid > 0 &&
-				    wp_profile_meta_ll(r->procs[j], "pid", -2) == ppid)
-					pv->tree_keep[k] = more = 1;
-		}
-	}
+		match[k] = (char)process_matches(r->procs[k], r->filter.process);
+	for (size_t k = 0; k < r->nprocs; k++)
+		pv->tree_keep[k] = match[k] || wp_procs_descends(r->ids, r->nprocs, k, match);
+	free(match);
 }
 
 static void drop_waits(struct wp_resolved *r)
@@ -679,14 +673,17 @@ static void holder_frames(struct wp_resolved *r, uint32_t proc, const struct wp_
 /* The pipe ends the WAIT records of one process wait on, sorted by inode: the other end's
  * threads of a pipe end are looked up in it (a scan of every record for each would be
  * quadratic in a long profile of a program that churns pipes). Built by attach_waits for the
- * process it is attaching, read by pipe_peers meanwhile. */
+ * process it is attaching, and passed down to pipe_peers: a local of that build, not global
+ * state (two models built one after the other, or interleaved, keep their own). */
 struct pipe_end {
 	uint64_t ino;
 	int end; /* 1 read, 2 write */
 	uint32_t tid;
 };
-static struct pipe_end *pipe_ends;
-static size_t npipe_ends;
+struct pipe_index {
+	struct pipe_end *v;
+	size_t n;
+};
 
 static int pipe_end_cmp(const void *a, const void *b)
 {
@@ -694,30 +691,33 @@ static int pipe_end_cmp(const void *a, const void *b)
 	return x->ino < y->ino ? -1 : x->ino > y->ino ? 1 : x->end - y->end;
 }
 
-static void index_pipe_ends(const struct wp_profile *p)
+static void index_pipe_ends(const struct wp_profile *p, struct pipe_index *x)
 {
-	free(pipe_ends);
-	pipe_ends = NULL;
-	npipe_ends = 0;
+	free(x->v);
+	x->v = NULL;
+	x->n = 0;
 	for (size_t i = 0; i < p->nwaits; i++) {
 		uint64_t ino;
 		int end = wp_wait_pipe_end(&p->waits[i], &ino);
 		const struct wp_stack *s = end ? wp_profile_stack(p, p->waits[i].stack_id) : NULL;
 		if (!s)
 			continue;
-		if (!pipe_ends && !(pipe_ends = malloc(p->nwaits * sizeof(*pipe_ends))))
+		if (!x->v && !(x->v = malloc(p->nwaits * sizeof(*x->v))))
 			oom();
-		pipe_ends[npipe_ends++] = (struct pipe_end){ ino, end, s->tid };
+		x->v[x->n++] = (struct pipe_end){ ino, end, s->tid };
 	}
-	if (npipe_ends)
-		qsort(pipe_ends, npipe_ends, sizeof(*pipe_ends), pipe_end_cmp);
+	if (x->n)
+		qsort(x->v, x->n, sizeof(*x->v), pipe_end_cmp);
 }
 
 /* A pipe end's other end: the threads of this process seen blocked on it at any time of the
  * run (a pipe's reader blocks only when it is empty, its writer only when it is full, so
  * both are never blocked at the same moment), at most 3 named. */
-static void pipe_peers(const struct wp_profile *p, const struct wp_wait *w, char *buf, size_t cap)
+static void pipe_peers(const struct wp_profile *p, const struct pipe_index *x,
+		       const struct wp_wait *w, char *buf, size_t cap)
 {
+	const struct pipe_end *pipe_ends = x->v;
+	size_t npipe_ends = x->n;
 	uint64_t ino;
 	int end = wp_wait_pipe_end(w, &ino);
 	const struct wp_stack *me = end ? wp_profile_stack(p, w->stack_id) : NULL;
@@ -790,7 +790,7 @@ static const char *library_waiter(struct wp_resolved *r, const struct wp_rstack 
 /* Kind, object and holder of one WAIT record of kept stack `rs` of process `proc`, into
  * `out`. */
 static void describe_wait(struct wp_resolved *r, uint32_t proc, struct data_name **memo,
-			  const struct wp_wait *w, const struct wp_rstack *rs, struct wp_rwait *out)
+			  const struct pipe_index *pipes, const struct wp_wait *w, const struct wp_rstack *rs, struct wp_rwait *out)
 {
 	struct priv *pv = r->priv;
 	const struct wp_profile *p = r->procs[proc];
@@ -816,13 +816,13 @@ static void describe_wait(struct wp_resolved *r, uint32_t proc, struct data_name
 			wp_profile_thread(p, (uint32_t)w->a2) : NULL;
 		joined = t ? t->name : NULL;
 	}
-	char buf[2048];
+	char buf[WP_WAIT_OBJECT_MAX];
 	wp_wait_describe(w, k, dn, waiter, joined, buf, sizeof(buf));
 	if (k == WP_WAIT_CONDITION && w->cond_mutex)
 		wp_wait_add_mutex(buf, sizeof(buf), data_name(pv->syms[proc], memo, w->cond_mutex),
 				  w->cond_mutex);
 	if (k == WP_WAIT_IO)
-		pipe_peers(p, w, buf, sizeof(buf));
+		pipe_peers(p, pipes, w, buf, sizeof(buf));
 	out->kind = k;
 	out->waiter = waiter;
 	out->object = strdup(buf);
@@ -845,6 +845,22 @@ static void describe_wait(struct wp_resolved *r, uint32_t proc, struct data_name
 static int waits_on(const struct wp_rstack *rs, const struct wp_wait *w)
 {
 	return (rs->flags & WP_STACK_WAITING) || w->nr == WP_WAIT_NR_CPU;
+}
+
+/* A stack's waits take no more than its samples: the agent counts a WAIT record's samples
+ * apart from its stack's (a record cut short by a checkpoint can say more), so the waits
+ * after those that fill the stack are capped, here, once for every report. */
+static void cap_waits(struct wp_resolved *r)
+{
+	for (size_t i = 0; i < r->nstacks; i++) {
+		struct wp_rstack *s = &r->stacks[i];
+		struct wp_rwait *ws = (struct wp_rwait *)s->waits;
+		uint64_t rest = s->count;
+		for (uint32_t k = 0; k < s->nwaits; k++) {
+			ws[k].count = ws[k].count < rest ? ws[k].count : rest;
+			rest -= ws[k].count;
+		}
+	}
 }
 
 /* Attaches the WAIT records of every process to the kept stacks they describe. */
@@ -878,18 +894,20 @@ static void attach_waits(struct wp_resolved *r)
 	r->waits = calloc(n, sizeof(*r->waits));
 	if (!r->waits)
 		oom();
+	struct pipe_index pipes = { NULL, 0 };
 	for (uint32_t k = 0; k < r->nprocs; k++) {
 		/* addresses are per process: a memo per process */
 		struct data_name *memo = NULL, *d, *tmp;
 		const struct wp_profile *p = r->procs[k];
-		index_pipe_ends(p);
+		index_pipe_ends(p, &pipes);
 		for (size_t i = 0; i < p->nwaits; i++) {
 			const struct wp_rstack *rs = wp_resolved_stack_of(r, k, p->waits[i].stack_id);
 			if (!rs || !waits_on(rs, &p->waits[i]))
 				continue;
 			size_t si = (size_t)(rs - r->stacks);
 			struct wp_rstack *ms = &r->stacks[si];
-			describe_wait(r, k, &memo, &p->waits[i], rs, &r->waits[at[si] + ms->nwaits]);
+			describe_wait(r, k, &memo, &pipes, &p->waits[i], rs,
+				      &r->waits[at[si] + ms->nwaits]);
 			ms->waits = &r->waits[at[si]];
 			ms->nwaits++;
 		}
@@ -898,11 +916,10 @@ static void attach_waits(struct wp_resolved *r)
 			free(d);
 		}
 	}
-	free(pipe_ends);
-	pipe_ends = NULL;
-	npipe_ends = 0;
+	free(pipes.v);
 	r->nwaits = n;
 	free(at);
+	cap_waits(r);
 }
 
 /* Whether function `f` is the C library's waiting code (libc, libpthread, the loader, the
@@ -940,8 +957,8 @@ static void wait_leaf(struct wp_resolved *r, const struct wp_rstack *s, const st
 			break;
 		nlocs++;
 	}
-	char name[1200];
-	snprintf(name, sizeof(name), "[wait %s %s]", wp_wait_kind_name(w->kind), w->object);
+	char name[WP_WAIT_LEAF_MAX];
+	wp_wait_frame_name(w, name, sizeof(name));
 	uint32_t fid = wp_resolved_func(r, name, "[wait]");
 	*out = *s;
 	out->frames = malloc((keep + 1) * sizeof(*out->frames) + (nlocs ? nlocs : 1) * sizeof(uint32_t));
@@ -957,6 +974,7 @@ static void wait_leaf(struct wp_resolved *r, const struct wp_rstack *s, const st
 	out->weight_ns = w->weight_ns < s->weight_ns ? w->weight_ns : s->weight_ns;
 	out->waits = w;
 	out->nwaits = 1;
+	out->leaf0 = out->nleaves = 0;
 }
 
 /* The filter's wait_leaves: every wait that gets a leaf (leaf_wait) of a wall-mode profile
@@ -987,6 +1005,8 @@ static void split_waits(struct wp_resolved *r)
 				ws[stay++] = ws[k];
 				ws[k] = tmp;
 			}
+		s->leaf0 = (uint32_t)r->nstacks;
+		s->nleaves = s->nwaits - stay;
 		for (uint32_t k = stay; k < s->nwaits; k++) {
 			struct wp_rstack *o = &r->stacks[r->nstacks++];
 			wait_leaf(r, s, &ws[k], o);
@@ -1015,6 +1035,8 @@ static void build(struct wp_resolved *r, struct last *last)
 	free(r->thread_procs);
 	r->nthreads = 0;
 	r->p = p;
+	for (size_t k = 0; k < r->nprocs; k++)
+		r->ids[k] = wp_proc_id_of(r->procs[k]);
 	r->threads = malloc((nthreads ? nthreads : 1) * sizeof(*r->threads));
 	r->thread_procs = malloc((nthreads ? nthreads : 1) * sizeof(*r->thread_procs));
 	r->stacks = calloc(nstacks ? nstacks : 1, sizeof(*r->stacks));
@@ -1091,8 +1113,9 @@ static struct wp_resolved *resolve(const struct wp_profile *const *ps, size_t n,
 	if (f)
 		r->filter = *f;
 	r->procs = calloc(n, sizeof(*r->procs));
+	r->ids = calloc(n, sizeof(*r->ids));
 	pv->syms = calloc(n, sizeof(*pv->syms));
-	if (!r->procs || !pv->syms) {
+	if (!r->procs || !r->ids || !pv->syms) {
 		fprintf(stderr, "wallprof: out of memory while symbolizing\n");
 		wp_resolved_free(r);
 		return NULL;
@@ -1210,6 +1233,7 @@ void wp_resolved_free(struct wp_resolved *r)
 	free(r->funcs);
 	free(r->locs);
 	free(r->procs);
+	free(r->ids);
 	free(r);
 }
 
@@ -1258,4 +1282,9 @@ int wp_rstack_wait_leaf(const struct wp_resolved *r, const struct wp_rstack *s)
 {
 	const char *m = s->n ? r->funcs[s->frames[s->n - 1].func].module : NULL;
 	return m && !strcmp(m, "[wait]");
+}
+
+int wp_rwait_adds_frame(const struct wp_resolved *r, const struct wp_rstack *s)
+{
+	return !wp_rstack_wait_leaf(r, s);
 }

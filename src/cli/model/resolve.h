@@ -28,6 +28,7 @@
 
 #include "common/profile.h"
 #include "frame_kind.h"
+#include "proctree.h"
 #include "symbolize.h"
 #include "waits.h"
 
@@ -91,12 +92,18 @@ struct wp_rstack {
 	 * preempted, or signalled inside a call). Points into the model's waits. */
 	const struct wp_rwait *waits;
 	uint32_t nwaits;
+	/* --wait-leaves=on: the stacks split off this one, one per wait that got its leaf
+	 * (r->stacks[leaf0 .. leaf0 + nleaves)); a profile's stack id finds this one
+	 * (wp_resolved_stack), which keeps the samples of no such wait. 0 and 0 otherwise. */
+	uint32_t leaf0, nleaves;
 };
 
 struct wp_resolved {
 	const struct wp_profile *p;     /* what it was built from (the first of procs) */
 	const struct wp_profile **procs; /* the profiles of every process it is over; procs[0] == p */
 	size_t nprocs;
+	struct wp_proc_id *ids;         /* each one's pid, ppid, start and CPU: the tree's parents
+					 * and CPU per image are proctree.h's over these */
 	struct wp_filter filter;
 	struct wp_func *funcs;
 	size_t nfuncs;
@@ -164,6 +171,16 @@ const char *wp_resolved_program(const struct wp_resolved *r, uint32_t proc, char
 /* Whether stack `s` already ends in its wait's leaf frame "[wait KIND OBJECT]" (module
  * "[wait]": --wait-leaves=on split it off): a report adds no second one. */
 int wp_rstack_wait_leaf(const struct wp_resolved *r, const struct wp_rstack *s);
+
+/* How every export shows a stack's waits (docs/profile-format.md, "Waits in reports"): its
+ * samples are split into one part per wait (wp_rwait_samples) and the rest
+ * (wp_rstack_unwaited); a wait's part ends with the frame "[wait KIND OBJECT]"
+ * (wp_wait_frame_name), once: the stack's own leaf when --wait-leaves=on made one, else a
+ * frame added after the stack. Every kind has its frame, a wait for a CPU too: the share of
+ * a running stack that waited for a CPU ends in "[wait cpu runqueue]" (it never gets a leaf
+ * of its own, the thread runs there). pprof gives waits as labels, and its frames are the
+ * stacks' own (leaves included). Returns whether the part of s's wait adds that frame. */
+int wp_rwait_adds_frame(const struct wp_resolved *r, const struct wp_rstack *s);
 
 /* The id of the function (name, module), added when new: for a view's own pseudo-functions
  * ("(no stack)"), which no stack of the model refers to. */

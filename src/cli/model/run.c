@@ -466,18 +466,21 @@ static int unsampled_of_files(const struct wp_profile *const *ps, const char *co
 	return rc;
 }
 
-/* The CPU time of an image of its own: the kernel counts a process's CPU time across exec,
- * so an image's figure holds its pid's earlier images' too. `run` sorted by start. */
-static void own_cpu(struct wp_run *run)
+/* The run's processes as proctree.h sees them (run->ids), and each image's CPU time made its
+ * own (the kernel counts a process's across exec: an image's figure holds its pid's earlier
+ * images' too). Returns 0, -1 when out of memory. */
+static int index_procs(struct wp_run *run)
 {
-	for (size_t i = run->n; i-- > 0;)
-		for (size_t j = i; j-- > 0;)
-			if (run->procs[j].pid == run->procs[i].pid && run->procs[i].pid > 0) {
-				uint64_t before = run->procs[j].cpu_ns;
-				run->procs[i].cpu_ns = run->procs[i].cpu_ns > before
-							       ? run->procs[i].cpu_ns - before : 0;
-				break;
-			}
+	free(run->ids);
+	if (!(run->ids = malloc((run->n ? run->n : 1) * sizeof(*run->ids))))
+		return -1;
+	for (size_t i = 0; i < run->n; i++) {
+		const struct wp_run_proc *p = &run->procs[i];
+		run->ids[i] = (struct wp_proc_id){ p->pid, p->ppid, p->start_unix_ns, p->cpu_ns };
+	}
+	for (size_t i = 0; i < run->n; i++)
+		run->procs[i].cpu_ns = wp_procs_own_cpu(run->ids, run->n, i);
+	return 0;
 }
 
 int wp_run_find(const char *main_path, const struct wp_profile *main, FILE *warn,
@@ -489,9 +492,9 @@ int wp_run_find(const char *main_path, const struct wp_profile *main, FILE *warn
 		goto oom;
 	run->n = 1;
 	if (siblings(main_path, wp_profile_meta(main, "run"), 0, warn, run, &cap) ||
-	    unsampled_of_run(main_path, wp_profile_meta(main, "run"), 0, run))
+	    unsampled_of_run(main_path, wp_profile_meta(main, "run"), 0, run) ||
+	    index_procs(run))
 		goto oom;
-	own_cpu(run);
 	return 0;
 oom:
 	fprintf(stderr, "wallprof: out of memory\n");
@@ -505,7 +508,8 @@ int wp_run_find_orphans(const char *main_path, long root_pid, FILE *warn, struct
 	size_t cap = 0;
 	char id[32];
 	snprintf(id, sizeof(id), "%ld-", root_pid);
-	if (siblings(main_path, id, 1, warn, run, &cap) || unsampled_of_run(main_path, id, 1, run)) {
+	if (siblings(main_path, id, 1, warn, run, &cap) || unsampled_of_run(main_path, id, 1, run) ||
+	    index_procs(run)) {
 		fprintf(stderr, "wallprof: out of memory\n");
 		wp_run_free(run);
 		return -1;
@@ -529,8 +533,7 @@ int wp_run_of(const struct wp_profile *const *ps, const char *const *paths, size
 	}
 	run->skipped = skipped;
 	run->merged = 1;
-	own_cpu(run);
-	if (unsampled_of_files(ps, paths, n, run)) {
+	if (index_procs(run) || unsampled_of_files(ps, paths, n, run)) {
 		wp_run_free(run);
 		return -1;
 	}
@@ -550,18 +553,10 @@ void wp_run_set_exit(struct wp_run *run, long pid, int status)
 	end_text(last);
 }
 
-static const struct wp_run_proc *by_pid(const struct wp_run *run, long pid)
-{
-	for (size_t i = 0; pid > 0 && i < run->n; i++)
-		if (run->procs[i].pid == pid)
-			return &run->procs[i];
-	return NULL;
-}
-
 const struct wp_run_proc *wp_run_root(const struct wp_run *run)
 {
 	for (size_t i = 0; i < run->n; i++)
-		if (!by_pid(run, run->procs[i].ppid))
+		if (wp_procs_parent(run->ids, run->n, i) < 0)
 			return &run->procs[i];
 	return run->n ? &run->procs[0] : NULL;
 }
@@ -569,8 +564,8 @@ const struct wp_run_proc *wp_run_root(const struct wp_run *run)
 int wp_run_depth(const struct wp_run *run, size_t i)
 {
 	int d = 0;
-	for (const struct wp_run_proc *p = by_pid(run, run->procs[i].ppid); p && d < 8;
-	     p = by_pid(run, p->ppid))
+	for (long p = wp_procs_parent(run->ids, run->n, i); p >= 0 && d < 8;
+	     p = wp_procs_parent(run->ids, run->n, (size_t)p))
 		d++;
 	return d;
 }
@@ -598,6 +593,7 @@ void wp_run_free(struct wp_run *run)
 		free(run->procs[i].command);
 	}
 	free(run->procs);
+	free(run->ids);
 	for (size_t i = 0; i < run->nunsampled; i++)
 		free(run->unsampled[i].command);
 	free(run->unsampled);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "common/profile.h"
+#include "proctree.h"
 
 struct wp_run_proc {
 	char *file;          /* the file's name, without its directory */
@@ -48,6 +49,8 @@ struct wp_run_unsampled {
 struct wp_run {
 	struct wp_run_proc *procs; /* the main file's process too; by start time, then pid */
 	size_t n;
+	struct wp_proc_id *ids;    /* parallel to procs, their CPU as their files say: the
+				    * tree's parents and CPU per image are proctree.h's */
 	size_t skipped;      /* sibling files that could not be read */
 	/* Processes that ran too briefly to be sampled: each pid once (the images of a pid that
 	 * exec'd are one process), none of them a pid of procs. Exact for processes whose agent

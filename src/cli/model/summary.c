@@ -90,17 +90,9 @@ static uint64_t sum_cpu(const struct wp_profile *p, const struct wp_resolved *r,
 	if (!r || r->nprocs < 2)
 		return meta_u(p, key);
 	uint64_t v = 0;
-	for (size_t k = 0; k < r->nprocs; k++) {
-		long long pid = wp_profile_meta_ll(r->procs[k], "pid", -1);
-		uint64_t st = meta_u(r->procs[k], "start_unix_ns");
-		int later = 0;
-		for (size_t j = 0; pid > 0 && j < r->nprocs && !later; j++)
-			later = j != k && wp_profile_meta_ll(r->procs[j], "pid", -1) == pid &&
-				(meta_u(r->procs[j], "start_unix_ns") > st ||
-				 (meta_u(r->procs[j], "start_unix_ns") == st && j > k));
-		if (!later)
+	for (size_t k = 0; k < r->nprocs; k++)
+		if (wp_procs_last_image(r->ids, r->nprocs, k))
 			v += meta_u(r->procs[k], key);
-	}
 	return v;
 }
 

@@ -71,6 +71,13 @@ const char *wp_syscall_name(uint32_t nr);
 /* A duration as a wait object shows it: "10ms", "1.5s", "250us", "800ns". */
 void wp_wait_duration(uint64_t ns, char *buf, size_t cap);
 
+/* The longest object the model keeps, with its NUL: a longer one is cut there (and only
+ * there: every buffer that holds an object, or a "[wait KIND OBJECT]" leaf, is sized from
+ * these, so no report cuts it shorter). */
+#define WP_WAIT_OBJECT_MAX 2048
+/* "[wait " + the longest kind name + " " + an object + "]" */
+#define WP_WAIT_LEAF_MAX (WP_WAIT_OBJECT_MAX + 32)
+
 /* One kind and object of some of a kept stack's waiting samples. */
 struct wp_rwait {
 	enum wp_wait_kind kind;
@@ -87,5 +94,37 @@ struct wp_rwait {
 	uint32_t holder_n;
 	uint64_t count, weight_ns;
 };
+
+struct wp_resolved;
+struct wp_rstack;
+
+/* The samples of s->waits[k]: a stack's waits add up to at most its count (the agent counts
+ * a WAIT record's samples apart from its stack's, and a record cut short by a checkpoint can
+ * say more), so the model caps them when it is built, the waits after those that fill the
+ * stack taking what is left. Every count per wait object (the text report's WAITS,
+ * --compare, the live view, the flame graph, the exports) is of these. */
+uint64_t wp_rwait_samples(const struct wp_rstack *s, uint32_t k);
+/* The samples of s in none of its waits (its count less every wp_rwait_samples). */
+uint64_t wp_rstack_unwaited(const struct wp_rstack *s);
+/* The frame a wait is shown by, "[wait KIND OBJECT]" (resolve.h's wp_rwait_adds_frame says
+ * when): in buf, at most cap bytes (WP_WAIT_LEAF_MAX holds any). */
+void wp_wait_frame_name(const struct wp_rwait *w, char *buf, size_t cap);
+
+/* The samples and time that waited in one object (kind and object text) over a model. */
+struct wp_wait_total {
+	enum wp_wait_kind kind;
+	const char *object; /* the model's (one of its waits') */
+	uint64_t count, weight_ns;
+};
+
+/* Per wait object, over the stacks of r that keep(stack, arg) keeps (keep NULL: every one),
+ * counting wp_rwait_samples: most samples first, then by object and kind. Objects are matched
+ * by kind and text (the model keeps one copy per WAIT record). Returns a malloc'ed array of
+ * *n totals (NULL when none). With `of`, *of is a malloc'ed array of r->nwaits indexes: the
+ * total each of r's waits went to (UINT32_MAX: none), for a report to add its own columns.
+ * Exits when out of memory, as the model's build does. */
+struct wp_wait_total *wp_wait_totals(const struct wp_resolved *r,
+				     int (*keep)(const struct wp_rstack *, void *), void *arg,
+				     size_t *n, uint32_t **of);
 
 #endif

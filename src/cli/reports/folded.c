@@ -62,18 +62,16 @@ size_t wp_folded_stack(const struct wp_opts *o, const struct wp_resolved *r,
 }
 
 /* Appends the frames of wait `w` (of a stack of process `proc`) to the stack text of length
- * n in buf; `leaf`: the stack already ends with its [wait ...] frame (--wait-leaves=on). */
+ * n in buf; `frame`: its [wait ...] frame goes after the stack (wp_rwait_adds_frame). */
 static size_t put_wait(const struct wp_resolved *r, uint32_t proc, const struct wp_rwait *w,
-		       int leaf, char *buf, size_t n, size_t cap)
+		       int frame, char *buf, size_t n, size_t cap)
 {
-	if (!leaf) {
+	if (frame) {
+		char name[WP_WAIT_LEAF_MAX];
+		wp_wait_frame_name(w, name, sizeof(name));
 		if (n + 1 < cap)
 			buf[n++] = ';';
-		n = put_name(buf, n, cap, "[wait ");
-		n = put_name(buf, n, cap, wp_wait_kind_name(w->kind));
-		n = put_name(buf, n, cap, " ");
-		n = put_name(buf, n, cap, w->object);
-		n = put_name(buf, n, cap, "]");
+		n = put_name(buf, n, cap, name);
 	}
 	if (w->holder) {
 		const struct wp_thread *t = wp_resolved_thread_of(r, proc, w->holder);
@@ -125,15 +123,13 @@ int wp_report_folded(const struct wp_opts *o, const struct wp_resolved *r,
 		if (!s->count || !s->n)
 			continue;
 		size_t n = wp_folded_stack(o, r, s, buf, sizeof(buf));
-		uint64_t rest = s->count;
-		int leaf = wp_rstack_wait_leaf(r, s);
+		uint64_t rest = o->waits ? wp_rstack_unwaited(s) : s->count;
+		int frame = wp_rwait_adds_frame(r, s);
 		for (uint32_t k = 0; o->waits && k < s->nwaits; k++) {
-			const struct wp_rwait *w = &s->waits[k];
-			uint64_t c = w->count < rest ? w->count : rest;
+			uint64_t c = wp_rwait_samples(s, k);
 			if (!c)
 				continue;
-			rest -= c;
-			size_t m = put_wait(r, s->proc, w, leaf, buf, n, sizeof(buf));
+			size_t m = put_wait(r, s->proc, &s->waits[k], frame, buf, n, sizeof(buf));
 			if (add_line(&lines, buf, m, c) < 0)
 				return -1;
 			buf[n] = 0;

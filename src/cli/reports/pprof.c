@@ -139,6 +139,8 @@ struct enc {
 	uint64_t nfuncs;
 	uint64_t *loc_id;     /* per location of the model: its Location id, 0 until written */
 	uint64_t nlocs;
+	uint64_t *wait_loc;   /* per function of the model: the Location of a wait leaf, 0 until
+			       * written (--wait-leaves=on) */
 	uint64_t *mapping_of; /* per module of every process (from map_base[proc]): mapping id */
 	size_t *map_base;     /* per process: where its modules start in mapping_of */
 	int oom;
@@ -264,6 +266,24 @@ static uint64_t location_id(struct enc *e, uint32_t li)
 		b_num(&line, 2, l->frames[i].line > 0 ? (uint64_t)l->frames[i].line : 0);
 		b_msg(m, 4, &line);
 	}
+	free(line.p);
+	b_msg(&e->locations, 4, m);
+	return id;
+}
+
+/* The Location of wait leaf `f` ("[wait KIND OBJECT]", module "[wait]": --wait-leaves=on),
+ * which no address of the program has: no mapping, no address, one Line. */
+static uint64_t wait_location_id(struct enc *e, const struct wp_rframe *f)
+{
+	if (e->wait_loc[f->func])
+		return e->wait_loc[f->func];
+	uint64_t id = e->wait_loc[f->func] = ++e->nlocs;
+	uint64_t fid = function_id(e, f);
+	struct buf *m = &e->tmp;
+	b_num(m, 1, id);
+	struct buf line = { 0 };
+	b_num(&line, 1, fid);
+	b_msg(m, 4, &line);
 	free(line.p);
 	b_msg(&e->locations, 4, m);
 	return id;
@@ -409,6 +429,7 @@ static void enc_free(struct enc *e)
 		free(f);
 	}
 	free(e->loc_id);
+	free(e->wait_loc);
 	struct buf *bufs[] = { &e->strtab, &e->samples, &e->mappings, &e->locations,
 			       &e->functions, &e->tmp, &e->tmp2 };
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
@@ -435,10 +456,12 @@ int wp_report_pprof(const struct wp_opts *o, const struct wp_resolved *r,
 	}
 	e.mapping_of = calloc(nmods + 1, sizeof(*e.mapping_of));
 	e.loc_id = calloc(r->nlocs + 1, sizeof(*e.loc_id));
-	if (!e.mapping_of || !e.loc_id || !e.map_base) {
+	e.wait_loc = calloc(r->nfuncs + 1, sizeof(*e.wait_loc));
+	if (!e.mapping_of || !e.loc_id || !e.map_base || !e.wait_loc) {
 		free(e.mapping_of);
 		free(e.map_base);
 		free(e.loc_id);
+		free(e.wait_loc);
 		fprintf(stderr, "wallprof: out of memory\n");
 		return -1;
 	}
@@ -485,9 +508,12 @@ int wp_report_pprof(const struct wp_opts *o, const struct wp_resolved *r,
 	uint64_t locids[WP_MAX_FRAMES];
 	for (size_t i = 0; i < r->nstacks && !e.oom; i++) {
 		const struct wp_rstack *s = &r->stacks[i];
-		if (!s->count || !s->nlocs)
+		int leaf = wp_rstack_wait_leaf(r, s);
+		if (!s->count || (!s->nlocs && !leaf))
 			continue; /* no samples, or only the agent's own frames */
 		uint32_t n = 0;
+		if (leaf) /* leaf first: the wait the model made the leaf */
+			locids[n++] = wait_location_id(&e, &s->frames[s->n - 1]);
 		for (uint32_t j = 0; j < s->nlocs && n < WP_MAX_FRAMES; j++)
 			locids[n++] = location_id(&e, s->locs[j]);
 		/* One sample per wait of the stack (its kind, object and holder as labels), then
@@ -495,7 +521,7 @@ int wp_report_pprof(const struct wp_opts *o, const struct wp_resolved *r,
 		uint64_t rest = s->count, rest_w = s->weight_ns;
 		for (uint32_t k = 0; !cpu && k < s->nwaits; k++) {
 			const struct wp_rwait *w = &s->waits[k];
-			uint64_t c = w->count < rest ? w->count : rest;
+			uint64_t c = wp_rwait_samples(s, k);
 			if (!c)
 				continue;
 			uint64_t wns = w->weight_ns < rest_w ? w->weight_ns : rest_w;

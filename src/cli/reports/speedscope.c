@@ -17,13 +17,15 @@
  *   empty sample, which speedscope treats as idle, so every thread spans the run and the
  *   threads line up in the time-order view. Consecutive samples with the same frames are
  *   merged (speedscope would merge them anyway).
- * - A waiting sample ends with the frame "[wait KIND OBJECT]" (but a wait for a CPU: its
- *   stack as it is) and, for a lock whose holder
+ * - A waiting sample ends with the frame "[wait KIND OBJECT]" (a running one's share that
+ *   waited for a CPU with "[wait cpu runqueue]": the model's rule, wp_rwait_adds_frame;
+ *   with --wait-leaves=on the stack's leaf is that frame) and, for a lock whose holder
  *   is a thread of the profile, "[held by NAME tid=N]" (the folded --waits form; frames of
  *   shared.frames after the functions', without a file). The timeline says which stack a
- *   sample had, not which of its waits: a stack whose waits split over several objects has
- *   its timeline samples dealt out among them in proportion to their counts (deal_wait),
- *   right over the run but not sample by sample; a stack with one wait is exact.
+ *   sample had, not which of its waits: a stack whose waits split over several objects (or,
+ *   with --wait-leaves=on, over the stacks split off it) has its timeline samples dealt out
+ *   among them in proportion to their counts (deal_wait), right over the run but not sample
+ *   by sample; a stack with one wait is exact.
  * - A thread whose timeline is missing, or any thread when the agent stopped recording the
  *   timeline at its memory budget (META timeline_truncated=1), falls back to its
  *   stacks, one sample per distinct stack (and wait) weighing its weight_ns (count x
@@ -196,7 +198,8 @@ static void emit(struct emitter *em, struct part pt, uint64_t w)
 
 static const struct part idle = { 0 };
 
-/* Stack s with no wait frames, or with those of its k-th wait. */
+/* Stack s with no wait frames, or with those of its k-th wait: its "[wait ...]" frame unless
+ * s ends in it already (wp_rwait_adds_frame), and its "[held by ...]". */
 static struct part part_of(const struct wframes *wf, const struct wp_resolved *r,
 			   const struct wp_rstack *s, int k)
 {
@@ -204,61 +207,71 @@ static struct part part_of(const struct wframes *wf, const struct wp_resolved *r
 	if (k < 0)
 		return pt;
 	const uint32_t *f = &wf->of_wait[2 * (size_t)(&s->waits[k] - r->waits)];
-	for (int i = 0; i < 2; i++)
+	for (int i = wp_rwait_adds_frame(r, s) ? 0 : 1; i < 2; i++)
 		if (f[i] != UINT32_MAX)
 			pt.wf[pt.nw++] = f[i];
 	return pt;
 }
 
-/* The timeline says which stack each sample had, not which of the stack's waits: a stack
- * whose waits split over several objects has its timeline samples dealt out among them in
- * proportion to their counts, interleaved (smooth weighted round robin: each part gains its
- * count at every sample, the one furthest ahead is taken and pays the stack's total), so a
- * thread's share per object is right over the run, not sample by sample. A stack with one
- * wait (the common case) is exact. `credit`: per wait of the model, then per stack (its
- * samples with no wait), zeroed at the start. Returns the wait's index in s, -1 for none. */
-static int deal_wait(const struct wp_resolved *r, const struct wp_rstack *s, int64_t *credit)
+/* A stack of the model and one of its waits (-1: its samples with no wait). */
+struct pick {
+	const struct wp_rstack *s;
+	int k;
+};
+
+/* Credits candidate (m, k) with its c samples; *top is the credit furthest ahead so far. */
+static void bid(int64_t *cr, uint64_t c, const struct wp_rstack *m, int k, struct pick *best,
+		int64_t **top)
 {
-	if (!s || !s->nwaits)
-		return -1;
-	int64_t *cw = &credit[s->waits - r->waits];
-	int64_t *cr = &credit[r->nwaits + (size_t)(s - r->stacks)];
-	int64_t top = INT64_MIN;
-	int best = -1, any = 0;
-	/* each wait holds its count of the stack's samples, capped by what is left of them (as
-	 * the folded --waits report takes them); the rest waited in no known call */
-	uint64_t rest = s->count;
-	for (uint32_t k = 0; k < s->nwaits; k++) {
-		uint64_t c = s->waits[k].count < rest ? s->waits[k].count : rest;
-		if (!c)
-			continue;
-		rest -= c;
-		cw[k] += (int64_t)c;
-		if (!any++ || cw[k] > top) {
-			top = cw[k];
-			best = (int)k;
-		}
+	if (!c)
+		return;
+	*cr += (int64_t)c;
+	if (!*top || *cr > **top) {
+		*top = cr;
+		*best = (struct pick){ m, k };
 	}
-	if (rest) {
-		*cr += (int64_t)rest;
-		if (!any++ || *cr > top)
-			best = -1;
+}
+
+/* The timeline says which stack of the profile each sample had, not which of its waits: the
+ * samples of a stack whose waits split over several objects are dealt out among them in
+ * proportion to their counts (wp_rwait_samples), interleaved (smooth weighted round robin:
+ * each part gains its count at every sample, the one furthest ahead is taken and pays the
+ * stack's total), so a thread's share per object is right over the run, not sample by
+ * sample. A stack with one wait (the common case) is exact. The parts are s's waits, its
+ * samples with no wait, and with --wait-leaves=on the stacks split off it (s->leaf0: the
+ * profile's stack id finds s alone). `credit`: per wait of the model, then per stack (its
+ * samples with no wait), zeroed at the start. */
+static struct pick deal_wait(const struct wp_resolved *r, const struct wp_rstack *s,
+			     int64_t *credit)
+{
+	struct pick best = { s, -1 };
+	int64_t *top = NULL;
+	uint64_t total = 0;
+	for (uint32_t i = 0; s && (s->nwaits || s->nleaves) && i <= s->nleaves; i++) {
+		const struct wp_rstack *m = i ? &r->stacks[s->leaf0 + i - 1] : s;
+		for (uint32_t k = 0; k < m->nwaits; k++)
+			bid(&credit[&m->waits[k] - r->waits], wp_rwait_samples(m, k), m, (int)k,
+			    &best, &top);
+		bid(&credit[r->nwaits + (size_t)(m - r->stacks)], wp_rstack_unwaited(m), m, -1,
+		    &best, &top);
+		total += m->count;
 	}
-	if (!any)
-		return -1;
-	if (best < 0)
-		*cr -= (int64_t)s->count;
-	else
-		cw[best] -= (int64_t)s->count;
+	if (top)
+		*top -= (int64_t)total;
 	return best;
 }
 
-/* What one sample of s stands for. */
-static uint64_t per_sample(const struct wp_rstack *s, uint64_t interval)
+/* What one sample of the profile's stack s (with the stacks split off it) stands for. */
+static uint64_t per_sample(const struct wp_resolved *r, const struct wp_rstack *s,
+			   uint64_t interval)
 {
-	if (s && s->count && s->weight_ns)
-		return s->weight_ns / s->count;
-	return interval;
+	uint64_t n = 0, w = 0;
+	for (uint32_t i = 0; s && i <= s->nleaves; i++) {
+		const struct wp_rstack *m = i ? &r->stacks[s->leaf0 + i - 1] : s;
+		n += m->count;
+		w += m->weight_ns;
+	}
+	return n && w ? w / n : interval;
 }
 
 /* How long sample i of a thread lasts on the time axis, at `start`, `next` being the time of
@@ -300,8 +313,9 @@ static void timeline_samples(struct emitter *em, const struct wframes *wf, int64
 		if (start > at)
 			emit(em, idle, start - at);
 		uint64_t next = i + 1 < te->tl_n ? tl[i + 1].t_us * 1000 + origin : 0;
-		uint64_t d = duration_of(cpu, start, next, per_sample(s, interval));
-		emit(em, part_of(wf, em->r, s, deal_wait(em->r, s, credit)), d);
+		uint64_t d = duration_of(cpu, start, next, per_sample(em->r, s, interval));
+		struct pick pk = deal_wait(em->r, s, credit);
+		emit(em, part_of(wf, em->r, pk.s, pk.k), d);
 		at = start + d;
 	}
 	*cursor = at;
@@ -321,7 +335,7 @@ static void stack_samples(struct emitter *em, const struct wframes *wf, uint32_t
 		uint64_t w = s->weight_ns ? s->weight_ns : s->count * interval;
 		uint64_t rest = s->count, rest_w = w;
 		for (uint32_t k = 0; k < s->nwaits; k++) {
-			uint64_t c = s->waits[k].count < rest ? s->waits[k].count : rest;
+			uint64_t c = wp_rwait_samples(s, k);
 			if (!c)
 				continue;
 			rest -= c;
@@ -376,14 +390,8 @@ static int wframes_build(struct wframes *wf, const struct wp_resolved *r)
 			const struct wp_rwait *w = &s->waits[k];
 			uint32_t *f = &wf->of_wait[2 * (size_t)(w - r->waits)];
 			f[0] = f[1] = UINT32_MAX;
-			/* a wait for a CPU keeps its stack, with no frame (as wait leaves do): the
-			 * thread runs there, and a frame dealt out over its running samples would
-			 * cut its timeline into slivers */
-			if (w->kind == WP_WAIT_CPU)
-				continue;
-			char name[4200];
-			snprintf(name, sizeof(name), "[wait %s %s]", wp_wait_kind_name(w->kind),
-				 w->object ? w->object : "?");
+			char name[WP_WAIT_LEAF_MAX];
+			wp_wait_frame_name(w, name, sizeof(name));
 			f[0] = wframe_get(wf, name);
 			f[1] = UINT32_MAX;
 			if (w->holder) {

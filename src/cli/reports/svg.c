@@ -92,12 +92,12 @@ static int add_stack(struct build *b, const struct wp_opts *o, const struct wp_r
 		const struct wp_func *fn = &r->funcs[s->frames[j].func];
 		f[k++] = (struct wp_flame_frame){ fn->name, fn->kind, st };
 	}
-	if (w && wp_rstack_wait_leaf(r, s)) {
+	if (w && !wp_rwait_adds_frame(r, s)) {
 		f[k - 1].state = WP_FLAME_WAIT; /* the model's leaf is that frame already */
 	} else if (w) {
-		char *wf = NULL;
-		if (asprintf(&wf, "[wait %s %s]", wp_wait_kind_name(w->kind), w->object) < 0 ||
-		    own(b, wf))
+		char name[WP_WAIT_LEAF_MAX], *wf;
+		wp_wait_frame_name(w, name, sizeof(name));
+		if (!(wf = strdup(name)) || own(b, wf))
 			return -1;
 		f[k++] = (struct wp_flame_frame){ wf, WP_KIND_UNKNOWN, WP_FLAME_WAIT };
 	}
@@ -138,12 +138,11 @@ int wp_report_svg(const struct wp_opts *o, const struct wp_resolved *r,
 		const struct wp_rstack *s = &r->stacks[i];
 		if (!s->count)
 			continue;
-		uint64_t rest = s->count;
+		uint64_t rest = hotcold ? wp_rstack_unwaited(s) : s->count;
 		for (uint32_t k = 0; hotcold && k < s->nwaits; k++) {
-			uint64_t c = s->waits[k].count < rest ? s->waits[k].count : rest;
+			uint64_t c = wp_rwait_samples(s, k);
 			if (!c)
 				continue;
-			rest -= c;
 			if (add_stack(&b, o, r, s, &s->waits[k], c, hotcold))
 				goto oom;
 		}

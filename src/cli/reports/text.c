@@ -608,7 +608,6 @@ struct holder_slot {
 };
 
 struct wait_obj {
-	UT_hash_handle hh;
 	enum wp_wait_kind kind;
 	const char *object;
 	uint64_t count, weight_ns;
@@ -620,7 +619,6 @@ struct wait_obj {
 	int more_funcs;
 	uint64_t holder_known;
 	int more_tids, more_holders;
-	char key[]; /* kind byte, then the object */
 };
 
 /* Counts `n` samples of thread `tid` of process `proc` in the small table tids/tn
@@ -717,11 +715,6 @@ static void put_holders(struct text *t, struct wait_obj *w, char *buf, size_t ca
 		snprintf(buf + at, cap - at, ", ...");
 }
 
-static int by_wait_count(struct wait_obj *a, struct wait_obj *b)
-{
-	return a->count < b->count ? 1 : a->count > b->count ? -1 : strcmp(a->object, b->object);
-}
-
 /* Sorts the WAIT_NAMES slots of a name table (keys, with their counts), most samples first:
  * they fill in the order the stacks come, and the lines name the biggest first. */
 static void sort_slots(uint64_t *keys, uint64_t *n)
@@ -753,45 +746,87 @@ static void put_tids(struct text *t, uint64_t *tids, uint64_t *tn, int more, uin
 		snprintf(buf + at, cap - at, ", ...");
 }
 
+/* One object's lines of the WAITS section: its share and time, who waited, where, held by. */
+static void put_wait_obj(struct text *t, struct wait_obj *w)
+{
+	char b1[1024], b2[1024];
+	fprintf(t->out, "  %5.1f%%  %10s  %-9s  %s\n", wp_pct(w->count, t->total),
+		wp_dur(w->weight_ns), wp_wait_kind_name(w->kind), w->object);
+	put_tids(t, w->tids, w->tid_n, w->more_tids, w->count, b1, sizeof(b1));
+	fprintf(t->out, "  %30s  waiting: %s\n", "", b1);
+	size_t at = 0;
+	b2[0] = 0;
+	uint64_t fk[WAIT_NAMES];
+	for (int i = 0; i < WAIT_NAMES; i++)
+		fk[i] = (uint64_t)(uintptr_t)w->funcs[i];
+	sort_slots(fk, w->func_n);
+	for (int i = 0; i < WAIT_NAMES; i++)
+		w->funcs[i] = (const char *)(uintptr_t)fk[i];
+	for (int i = 0; i < WAIT_NAMES && w->funcs[i] && at < sizeof(b2); i++)
+		at += (size_t)snprintf(b2 + at, sizeof(b2) - at, "%s%s %.0f%%", i ? ", " : "",
+				       w->funcs[i], wp_pct(w->func_n[i], w->count));
+	if (w->more_funcs && at < sizeof(b2))
+		snprintf(b2 + at, sizeof(b2) - at, ", ...");
+	if (strlen(b2) > WIDTH - 38) /* long C++ names: the line stays in WIDTH */
+		snprintf(b2 + WIDTH - 41, sizeof(b2) - (WIDTH - 41), "...");
+	if (*b2)
+		fprintf(t->out, "  %30s  in: %s\n", "", b2);
+	if (w->holder_known) {
+		put_holders(t, w, b2, sizeof(b2));
+		fprintf(t->out, "  %30s  held by: %s\n", "", b2);
+	}
+}
+
+/* The text report's own columns of each wait object (its totals are the model's,
+ * wp_wait_totals): the threads that waited, where, and who held it. */
+static void tally_waiters(const struct wp_resolved *r, struct wait_obj *objs, const uint32_t *of,
+			  uint64_t *waiting)
+{
+	for (size_t i = 0; i < r->nstacks; i++) {
+		const struct wp_rstack *s = &r->stacks[i];
+		if (s->flags & WP_STACK_WAITING)
+			*waiting += s->count;
+		for (uint32_t k = 0; k < s->nwaits; k++) {
+			const struct wp_rwait *rw = &s->waits[k];
+			uint64_t c = wp_rwait_samples(s, k);
+			if (!c)
+				continue;
+			struct wait_obj *w = &objs[of[rw - r->waits]];
+			tally_tid(w->tids, w->tid_n, &w->more_tids, s->proc, s->tid, c);
+			tally_func(w, rw->waiter, c);
+			if (rw->holder) {
+				w->holder_known += c;
+				tally_holder(r, w, s->proc, rw, c);
+			}
+			if (!(s->flags & WP_STACK_WAITING))
+				*waiting += c; /* a runnable thread's wait for a CPU */
+		}
+	}
+}
+
 static void waits(struct text *t)
 {
 	const struct wp_resolved *r = t->r;
 	if (!t->wall || !r->nwaits)
 		return;
-	struct wait_obj *objs = NULL, *w, *tmp;
+	size_t nobjs;
+	uint32_t *of;
+	struct wp_wait_total *tot = wp_wait_totals(r, NULL, NULL, &nobjs, &of);
+	struct wait_obj *objs = calloc(nobjs + 1, sizeof(*objs));
 	uint64_t per_kind[WP_WAIT__N] = { 0 }, kind_ns[WP_WAIT__N] = { 0 }, known = 0, waiting = 0;
-	char key[1100];
-	for (size_t i = 0; i < r->nstacks; i++) {
-		const struct wp_rstack *s = &r->stacks[i];
-		if (s->flags & WP_STACK_WAITING)
-			waiting += s->count;
-		for (uint32_t k = 0; k < s->nwaits; k++) {
-			const struct wp_rwait *rw = &s->waits[k];
-			int kl = snprintf(key, sizeof(key), "%c%s", 'a' + rw->kind, rw->object);
-			size_t len = kl < 0 ? 0 : (size_t)kl >= sizeof(key) ? sizeof(key) - 1 : (size_t)kl;
-			HASH_FIND(hh, objs, key, len, w);
-			if (!w) {
-				if (!(w = calloc(1, sizeof(*w) + len + 1)))
-					break;
-				memcpy(w->key, key, len + 1);
-				w->kind = rw->kind;
-				w->object = rw->object;
-				HASH_ADD_KEYPTR(hh, objs, w->key, len, w);
-			}
-			w->count += rw->count;
-			w->weight_ns += rw->weight_ns;
-			tally_tid(w->tids, w->tid_n, &w->more_tids, s->proc, s->tid, rw->count);
-			tally_func(w, rw->waiter, rw->count);
-			if (rw->holder) {
-				w->holder_known += rw->count;
-				tally_holder(r, w, s->proc, rw, rw->count);
-			}
-			per_kind[rw->kind] += rw->count;
-			kind_ns[rw->kind] += rw->weight_ns;
-			known += rw->count;
-			if (!(s->flags & WP_STACK_WAITING))
-				waiting += rw->count; /* a runnable thread's wait for a CPU */
-		}
+	if (!objs) {
+		fprintf(stderr, "wallprof: out of memory\n");
+		goto done;
+	}
+	tally_waiters(r, objs, of, &waiting);
+	for (size_t i = 0; i < nobjs; i++) {
+		per_kind[tot[i].kind] += tot[i].count;
+		kind_ns[tot[i].kind] += tot[i].weight_ns;
+		known += tot[i].count;
+		objs[i].kind = tot[i].kind;
+		objs[i].object = tot[i].object;
+		objs[i].count = tot[i].count;
+		objs[i].weight_ns = tot[i].weight_ns;
 	}
 	banner(t, "WAITS (what waiting samples waited in: %s of %s)", wp_num(known),
 	       wp_num(waiting));
@@ -801,44 +836,15 @@ static void waits(struct text *t)
 			fprintf(t->out, "  %5.1f%%  %10s  %9s  %s\n", wp_pct(per_kind[k], t->total),
 				wp_dur(kind_ns[k]), wp_num(per_kind[k]),
 				wp_wait_kind_name((enum wp_wait_kind)k));
-	HASH_SORT(objs, by_wait_count);
 	fprintf(t->out, "\n  %6s  %10s  %-9s  %s\n", "share", "time", "kind", "object: waiting threads");
-	int shown = 0;
-	char b1[1024], b2[1024];
-	HASH_ITER(hh, objs, w, tmp) {
-		if (shown++ < WAIT_OBJECTS) {
-			fprintf(t->out, "  %5.1f%%  %10s  %-9s  %s\n", wp_pct(w->count, t->total),
-				wp_dur(w->weight_ns), wp_wait_kind_name(w->kind), w->object);
-			put_tids(t, w->tids, w->tid_n, w->more_tids, w->count, b1, sizeof(b1));
-			fprintf(t->out, "  %30s  waiting: %s\n", "", b1);
-			size_t at = 0;
-			b2[0] = 0;
-			uint64_t fk[WAIT_NAMES];
-			for (int i = 0; i < WAIT_NAMES; i++)
-				fk[i] = (uint64_t)(uintptr_t)w->funcs[i];
-			sort_slots(fk, w->func_n);
-			for (int i = 0; i < WAIT_NAMES; i++)
-				w->funcs[i] = (const char *)(uintptr_t)fk[i];
-			for (int i = 0; i < WAIT_NAMES && w->funcs[i] && at < sizeof(b2); i++)
-				at += (size_t)snprintf(b2 + at, sizeof(b2) - at, "%s%s %.0f%%",
-						       i ? ", " : "", w->funcs[i],
-						       wp_pct(w->func_n[i], w->count));
-			if (w->more_funcs && at < sizeof(b2))
-				snprintf(b2 + at, sizeof(b2) - at, ", ...");
-			if (strlen(b2) > WIDTH - 38) /* long C++ names: the line stays in WIDTH */
-				snprintf(b2 + WIDTH - 41, sizeof(b2) - (WIDTH - 41), "...");
-			if (*b2)
-				fprintf(t->out, "  %30s  in: %s\n", "", b2);
-			if (w->holder_known) {
-				put_holders(t, w, b2, sizeof(b2));
-				fprintf(t->out, "  %30s  held by: %s\n", "", b2);
-			}
-		}
-		HASH_DEL(objs, w);
-		free(w);
-	}
-	if (shown > WAIT_OBJECTS)
-		fprintf(t->out, "  (%d more objects)\n", shown - WAIT_OBJECTS);
+	for (size_t i = 0; i < nobjs && i < WAIT_OBJECTS; i++)
+		put_wait_obj(t, &objs[i]);
+	if (nobjs > WAIT_OBJECTS)
+		fprintf(t->out, "  (%zu more objects)\n", nobjs - WAIT_OBJECTS);
+done:
+	free(objs);
+	free(of);
+	free(tot);
 }
 
 /* ---------------------------------------------------------------------------------------- */

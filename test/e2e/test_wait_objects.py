@@ -90,11 +90,10 @@ def check_over_counted(t, prof):
             continue
         kind, obj, after = m.group(1), m.group(2), float(m.group(3))
         head = "[wait %s " % kind
-        # fit() cuts a long object at its start and empties its parentheses ("read end ()")
-        def bare(o):
-            return re.sub(r"\([^()]*\)", "()", o)
-        same = ((lambda o: bare(o).endswith(bare(obj[3:]))) if obj.startswith("...") else
-                (lambda o: bare(o) == bare(obj)))
+        # a long object is cut in its middle: its start says what it is, its end which
+        start, cut, end = obj.rpartition("...")
+        same = ((lambda o: o.startswith(start) and o.endswith(end)) if cut else
+                (lambda o: o == obj))
         n = sum(c for text, c in lines if any(
             f.startswith(head) and same(f[len(head):-1]) for f in text.split(";")))
         if abs(after - 100.0 * n / max(total, 1)) > 0.06:
@@ -102,5 +101,8 @@ def check_over_counted(t, prof):
     t.check(diff.returncode == 0 and "\nWaits (" in diff.stdout and not wrong,
             "WAIT records said twice: --compare's share of each object is folded --waits' "
             "(each waiting sample once)", "\n".join(wrong[:5]))
+    section = diff.stdout.partition("\nWaits (")[2]
+    t.check("()" not in section, "--compare's Waits keep a long object's words in parentheses "
+            "(\"read end (write end fd N)\" was cut to \"read end ()\")", section[:1500])
 
 wp.main(main)

@@ -48,7 +48,7 @@ def main(t):
                   threads=0, fmt="text", env={"WP_TRUTH": truth_path}, timeout=120)
     t.check(r.returncode == 0, "recorded, exit 0", r.describe())
     truth = wp.read_truth(truth_path)
-    tid = {k[4:]: int(v) for k, v in truth.items() if k.startswith("tid.")}
+    tid = wp.truth_tids(truth)
     b = wp.time_budgets(r.stdout)
     reader, piper = b.get(tid["reader"], {}), b.get(tid["piper"], {})
     disk = reader.get("disk", 0.0)

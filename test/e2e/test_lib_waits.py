@@ -48,7 +48,7 @@ def main(t):
                   fmt="text", env={"WP_TRUTH": truth_path}, timeout=120)
     t.check(r.returncode == 0, "recorded, exit 0", r.describe())
     truth = wp.read_truth(truth_path)
-    tid = {k[4:]: int(v) for k, v in truth.items() if k.startswith("tid.")}
+    tid = wp.truth_tids(truth)
     t.check(truth["ticks"] >= 20, "the ticker slept %d times" % truth["ticks"])
 
     rep = wp.wallprof(["--report", prof, "--format=folded", "--per-thread", "--waits"])

@@ -76,7 +76,7 @@ def folded_waits(prof):
 
 def waits_run(t, pp):
     prof, truth = record(t, "waits", [wp.target("waits")], 2.0)
-    tid = {k[4:]: int(v) for k, v in truth.items() if k.startswith("tid.")}
+    tid = wp.truth_tids(truth)
     raw = wp.read_raw(prof)
     pb = export(t, prof)
     total = sum(s["count"] for s in raw.stacks)

@@ -39,7 +39,7 @@ def main(t):
     t.check(r.returncode == 0, "the target exits 0", r.describe())
     truth = wp.read_truth(truth_path)
     raw = wp.read_raw(prof)
-    tid = {k[4:]: int(v) for k, v in truth.items() if k.startswith("tid.")}
+    tid = wp.truth_tids(truth)
 
     def waiting(*names):
         return sum(raw.threads[tid[n]]["waiting"] for n in names if tid[n] in raw.threads)

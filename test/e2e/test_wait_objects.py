@@ -33,7 +33,7 @@ SHARE = 0.90
 def main(t):
     prof, truth, raw = wp.record_waits("wait_objects", [wp.target("wait_objects"), str(SECONDS)],
                                        HZ, stdout="wait_objects done\n")
-    tid = {k[4:]: int(v) for k, v in truth.items() if k.startswith("tid.")}
+    tid = wp.truth_tids(truth)
     obj = {k[4:]: v for k, v in truth.items() if k.startswith("obj.")}
     # the other end's threads: added by the report from the profile
     obj["drain"] = obj["drain"][:-1] + ", seen blocked on it: pump tid=%d)" % tid["pump"]

@@ -85,7 +85,7 @@ def check_holders(t, prof, tid, raw, label, share=SHARE):
 
 def main(t):
     prof, truth, raw = wp.record_waits("waits", [wp.target("waits"), str(SECONDS)], HZ)
-    tid = {k[4:]: int(v) for k, v in truth.items() if k.startswith("tid.")}
+    tid = wp.truth_tids(truth)
     rep = wp.wallprof(["--report", prof, "--format=folded", "--per-thread", "--waits"])
     t.check(rep.returncode == 0, "folded --waits report", rep.describe())
     counts = wait_counts(rep.stdout)
@@ -161,7 +161,7 @@ def main(t):
     # given an older stack of its holder (only one taken after its owner was read). Those
     # misses fall on late ticks, whose samples weigh more: hence 75% here, where the holder
     # is mostly sampled for its waiters alone.
-    check_holders(t, prof3, {k[4:]: int(v) for k, v in tr3.items() if k.startswith("tid.")},
+    check_holders(t, prof3, wp.truth_tids(tr3),
                   raw3, "3 threads a tick", 0.75)
     t.check(int(raw3.meta.get("holder_samples", 0)) > 0,
             "3 threads a tick: holders were sampled for their waiters (META holder_samples)",

@@ -459,6 +459,11 @@ def read_truth(path):
     return truth
 
 
+def truth_tids(truth):
+    """The threads a target names in its truth ("tid.NAME N" lines): {NAME: tid}."""
+    return {k[4:]: int(v) for k, v in truth.items() if k.startswith("tid.")}
+
+
 # --------------------------------------------------------------------------------------------
 # Waits: a target whose threads each wait for one known thing, and what --waits says of them
 

@@ -51,6 +51,18 @@ static int reads(const struct wp_resolved *r, const struct wp_rstack *s, const c
 	return 1;
 }
 
+/* The profile built in `b` (ended and freed here), parsed; NULL, with a failed check, when
+ * it does not parse. */
+static struct wp_profile *parse_built(struct buf *b)
+{
+	struct wp_profile *p = NULL;
+	char err[256];
+	rec_end_marker(b);
+	CHECK(wp_profile_parse(b->d, b->len, &p, err, sizeof(err)) == 0, "%s", err);
+	buf_free(b);
+	return p;
+}
+
 static void test_stacks(void)
 {
 	struct wp_profile *p = fx_profile("");
@@ -272,11 +284,7 @@ static void test_filter_last_name(void)
 	rec_thread(&b, 5, 0, 1, 1, 0, 20, 30, "second");
 	const uint64_t pcs[] = { FX_UNKNOWN_PC };
 	rec_stack(&b, 1, 5, 0, 2, 0, pcs, 1);
-	rec_end_marker(&b);
-	struct wp_profile *p = NULL;
-	char err[256];
-	CHECK_INT(wp_profile_parse(b.d, b.len, &p, err, sizeof(err)), 0);
-	buf_free(&b);
+	struct wp_profile *p = parse_built(&b);
 	if (!p)
 		return;
 	struct wp_filter f = { .thread = "second" };
@@ -339,10 +347,7 @@ static void test_inline(void)
 	rec_thread(&b, 1, 0, 1, 1, 0, 0, 10, "t");
 	const uint64_t pcs[] = { pc, fx_ret(t_root) };
 	rec_stack(&b, 1, 1, 0, 3, 0, pcs, 2);
-	rec_end_marker(&b);
-	char err[256];
-	CHECK_INT(wp_profile_parse(b.d, b.len, &p, err, sizeof(err)), 0);
-	buf_free(&b);
+	p = parse_built(&b);
 	r = wp_resolve(p, NULL);
 	const struct wp_rstack *s = &r->stacks[0];
 	/* root first: t_root, then the chain outermost first: t_inl_outer, t_inlined (leaf) */
@@ -470,11 +475,7 @@ static void test_holder(void)
 	rec_wait_holder(&b, 2, 0x5000, 10, 3, 1);
 	rec_wait_holder(&b, 2, 0x5000, 10, 1, WP_WAIT_NO_HOLDER_STACK);
 	rec_wait_holder(&b, 2, 0x5000, 10, 1, 2); /* the waiter's own stack: not the holder's */
-	rec_end_marker(&b);
-	struct wp_profile *p = NULL;
-	char err[256];
-	CHECK(wp_profile_parse(b.d, b.len, &p, err, sizeof(err)) == 0, "%s", err);
-	buf_free(&b);
+	struct wp_profile *p = parse_built(&b);
 	if (!p)
 		return;
 	struct wp_filter only_waiter = { .thread = "waiter" };
@@ -517,11 +518,7 @@ static struct wp_profile *tree_proc(long pid, long ppid, uint64_t start, const c
 	rec_thread(&b, (uint32_t)pid, 0, 1, 1, 0, 0, 500, "main");
 	const uint64_t pcs[] = { 0x1000 };
 	rec_stack(&b, 1, (uint32_t)pid, 0, 1, 10000000, pcs, 1);
-	rec_end_marker(&b);
-	struct wp_profile *p = NULL;
-	char err[256];
-	CHECK(wp_profile_parse(b.d, b.len, &p, err, sizeof(err)) == 0, "%s", err);
-	buf_free(&b);
+	struct wp_profile *p = parse_built(&b);
 	return p;
 }
 
@@ -577,11 +574,7 @@ static void test_long_leaf(void)
 	const uint64_t pcs[] = { 0x1000 };
 	rec_stack(&b, 1, 7, WP_STACK_WAITING, 3, 30000000, pcs, 1);
 	rec_wait(&b, 1, 0 /* read */, 3, 0, 3, target, sizeof(target) - 1, sizeof(target) - 1);
-	rec_end_marker(&b);
-	struct wp_profile *p = NULL;
-	char err[256];
-	CHECK(wp_profile_parse(b.d, b.len, &p, err, sizeof(err)) == 0, "%s", err);
-	buf_free(&b);
+	struct wp_profile *p = parse_built(&b);
 	if (!p)
 		return;
 	struct wp_filter f = { .wait_leaves = 1 };

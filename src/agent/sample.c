@@ -108,10 +108,18 @@ static uint64_t proc_sigblk(pid_t tid)
 	return p ? strtoull(p + 7, NULL, 16) : 0;
 }
 
-/* Whether `tid` has the sampling signal blocked, from /proc (outside any window). */
+/* Whether `tid`, which did not answer, has the sampling signal blocked (outside any window).
+ * The mask it published first (threadmask.h): /proc's SigBlk also shows the signal blocked
+ * while the thread is inside our handler, which a thread starved of CPU (nice 5 on a crowded
+ * CPU) entered and was preempted in before it could answer: taken for "blocks the signal",
+ * it was left alone for a second and its time counted in no known call. /proc for a thread
+ * that has published nothing. */
 static int blocks_signal(pid_t tid)
 {
-	return (proc_sigblk(tid) >> (wp_handshake_signal() - 1)) & 1;
+	uint64_t mask;
+	if (!wp_tmask_lookup(tid, &mask))
+		mask = proc_sigblk(tid);
+	return (mask >> (wp_handshake_signal() - 1)) & 1;
 }
 
 /* The mask to assume for `t` when it has published none (threadmask.h): a thread the agent

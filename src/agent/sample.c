@@ -38,6 +38,10 @@
 #define STACK_SLACK 512u
 /* A thread that did not answer is left alone for this long before we try again. */
 #define BACKOFF_NS (1000 * 1000000ull)
+/* ... and a thread found inside our handler without having answered (preempted there, starved
+ * of CPU) for this long: our signal sent at each tick would stay pending, be taken as soon as
+ * the handler returned, and keep it in the handler. */
+#define IN_HANDLER_BACKOFF_NS (50 * 1000000ull)
 /* cpu mode: at most this many thread CPU clocks read per tick (round robin beyond). */
 #define CPU_POLLS_PER_TICK 256
 
@@ -61,6 +65,7 @@ static uint32_t last_nframes; /* frames in pcs */
 struct backoff {
 	struct wp_athread *t;
 	uint64_t until;
+	int runnable; /* in our handler, waiting for a CPU: its intervals are a CPU wait */
 };
 static struct backoff backoffs[64];
 
@@ -87,7 +92,7 @@ static int backed_off(struct wp_athread *t, uint64_t now)
 	return 0;
 }
 
-static void back_off(struct wp_athread *t, uint64_t now)
+static void back_off(struct wp_athread *t, uint64_t now, uint64_t ns, int runnable)
 {
 	size_t victim = next_rand() % (sizeof(backoffs) / sizeof(backoffs[0]));
 	for (size_t i = 0; i < sizeof(backoffs) / sizeof(backoffs[0]); i++)
@@ -95,7 +100,15 @@ static void back_off(struct wp_athread *t, uint64_t now)
 			victim = i;
 			break;
 		}
-	backoffs[victim] = (struct backoff){ t, now + BACKOFF_NS };
+	backoffs[victim] = (struct backoff){ t, now + ns, runnable };
+}
+
+static int backed_off_runnable(const struct wp_athread *t)
+{
+	for (size_t i = 0; i < sizeof(backoffs) / sizeof(backoffs[0]); i++)
+		if (backoffs[i].t == t)
+			return backoffs[i].runnable;
+	return 0;
 }
 
 /* `tid`'s signal mask from /proc (outside any window); 0 when unreadable. */
@@ -108,18 +121,17 @@ static uint64_t proc_sigblk(pid_t tid)
 	return p ? strtoull(p + 7, NULL, 16) : 0;
 }
 
-/* Whether `tid`, which did not answer, has the sampling signal blocked (outside any window).
- * The mask it published first (threadmask.h): /proc's SigBlk also shows the signal blocked
- * while the thread is inside our handler, which a thread starved of CPU (nice 5 on a crowded
- * CPU) entered and was preempted in before it could answer: taken for "blocks the signal",
- * it was left alone for a second and its time counted in no known call. /proc for a thread
- * that has published nothing. */
+/* Whether `tid` has the sampling signal blocked, from /proc (outside any window). */
 static int blocks_signal(pid_t tid)
 {
+	return (proc_sigblk(tid) >> (wp_handshake_signal() - 1)) & 1;
+}
+
+/* Whether `tid` published a mask (threadmask.h) that lets the sampling signal through. */
+static int publishes_unblocked(pid_t tid)
+{
 	uint64_t mask;
-	if (!wp_tmask_lookup(tid, &mask))
-		mask = proc_sigblk(tid);
-	return (mask >> (wp_handshake_signal() - 1)) & 1;
+	return wp_tmask_lookup(tid, &mask) && !((mask >> (wp_handshake_signal() - 1)) & 1);
 }
 
 /* The mask to assume for `t` when it has published none (threadmask.h): a thread the agent
@@ -290,38 +302,52 @@ static int read_code(uintptr_t pc, uint8_t code[4])
 	return wp_peek(pc - 2, code, 4);
 }
 
+/* A runnable thread still waiting for a CPU on a loaded machine. It has not run since the
+ * signal was sent, so it is where its last sample left it as far as anyone can tell: count
+ * that stack rather than drop the interval (wall mode), as a wait for the CPU. */
+static void count_runnable(struct wp_athread *t, uint64_t weight_ns, uint64_t now)
+{
+	/* As a lock's holder, that stack counts only if its clock has not moved since
+	 * (wait_locks.h: never a stack from before its waiter's owner read); a holder is
+	 * counted once, sampled or missed. */
+	if (holder_only && wp_locks_unmoved(t, wp_thread_cpu_ns(t->tid)))
+		wp_locks_count_holder_sample();
+	else
+		miss(WP_MISS_TIMEOUT);
+	if (cfg.mode == WP_MODE_WALL && t->last_stack && !holder_only) {
+		t->last_wait = NULL; /* runnable, not blocked in a call */
+		wp_stacks_again(t, t->last_stack, units_of(weight_ns), weight_ns,
+				(now - start_ns) / 1000);
+		/* queued since the signal was sent, at least */
+		note_runnable(t, t->last_stack, weight_ns, 1, now);
+		wp_stats.samples++;
+		wp_stats.reused++;
+	}
+}
+
 /* A thread that did not answer in time. */
 static void missed_answer(struct wp_athread *t, uint64_t weight_ns, uint64_t now)
 {
 	/* Outside the window again: /proc may be read now. */
-	if (blocks_signal(t->tid)) {
+	if (!blocks_signal(t->tid)) {
+		if (stopped_or_traced(t->tid)) {
+			miss(WP_MISS_TIMEOUT);
+			back_off(t, now, BACKOFF_NS, 0);
+		} else {
+			count_runnable(t, weight_ns, now); /* and try again next tick */
+		}
+	} else if (publishes_unblocked(t->tid)) {
+		/* /proc's SigBlk shows the signal blocked, the thread's own mask does not: it is
+		 * inside our handler, entered and preempted before it answered (a thread starved
+		 * of CPU: nice 5 on a crowded one). Taken for one that blocks the signal, it was
+		 * left alone a second and its time counted in no known call; signalled at every
+		 * tick instead, it would be kept in the handler. */
+		count_runnable(t, weight_ns, now);
+		back_off(t, now, IN_HANDLER_BACKOFF_NS, 1);
+	} else {
 		miss(WP_MISS_BLOCKED);
 		t->flags |= WP_THREAD_UNSAMPLEABLE;
-		back_off(t, now);
-	} else if (stopped_or_traced(t->tid)) {
-		miss(WP_MISS_TIMEOUT);
-		back_off(t, now);
-	} else {
-		/* A runnable thread still waiting for a CPU on a loaded machine. It has not run
-		 * since the signal was sent, so it is where its last sample left it as far as
-		 * anyone can tell: count that stack rather than drop the interval (wall mode),
-		 * and try again next tick. */
-		/* As a lock's holder, that stack counts only if its clock has not moved since
-		 * (wait_locks.h: never a stack from before its waiter's owner read); a holder is
-		 * counted once, sampled or missed. */
-		if (holder_only && wp_locks_unmoved(t, wp_thread_cpu_ns(t->tid)))
-			wp_locks_count_holder_sample();
-		else
-			miss(WP_MISS_TIMEOUT);
-		if (cfg.mode == WP_MODE_WALL && t->last_stack && !holder_only) {
-			t->last_wait = NULL; /* runnable, not blocked in a call */
-			wp_stacks_again(t, t->last_stack, units_of(weight_ns), weight_ns,
-					(now - start_ns) / 1000);
-			/* queued since the signal was sent, at least */
-			note_runnable(t, t->last_stack, weight_ns, 1, now);
-			wp_stats.samples++;
-			wp_stats.reused++;
-		}
+		back_off(t, now, BACKOFF_NS, 0);
 	}
 }
 
@@ -330,6 +356,10 @@ static void missed_answer(struct wp_athread *t, uint64_t weight_ns, uint64_t now
  * too), so the thread's wall time stays whole. */
 static void count_backed_off(struct wp_athread *t, uint64_t weight_ns, uint64_t now)
 {
+	if (backed_off_runnable(t)) {
+		count_runnable(t, weight_ns, now);
+		return;
+	}
 	miss(t->flags & WP_THREAD_UNSAMPLEABLE ? WP_MISS_BLOCKED : WP_MISS_TIMEOUT);
 	if (!t->last_stack)
 		return;

@@ -12,7 +12,6 @@
 
 /* The run's settings, its start and the interval between ticks (both CLOCK_MONOTONIC ns). */
 void wp_sample_begin(const struct wp_config *cfg, uint64_t run_start_ns, uint64_t every_ns);
-/* Whose memory stacks are copied from (the sampler's own tid: the leader may end first). */
 /* The random choices (wall mode's subset, the tick's jitter): seed and draw. */
 void wp_sample_seed(uint64_t seed);
 uint64_t wp_sample_rand(void);

@@ -459,8 +459,11 @@ int wp_sampler_stop_async(uint64_t timeout_ns, void (*last)(void))
 	uint64_t most = t0 + BUSY_WAIT_NS;
 	while (!atomic_load(&done_word) && atomic_load(&busy_word) && wp_now_ns() < most)
 		wait_word(&done_word, 0, wp_now_ns() + 10 * 1000000ull);
-	if (!atomic_load(&done_word) && atomic_load(&busy_word))
+	if (!atomic_load(&done_word) && atomic_load(&busy_word)) {
+		/* nor does the sampler, once its tick ends: the process is gone by then */
+		atomic_exchange(&last_fn, NULL);
 		return -EBUSY;
+	}
 	return last_done(5000 * 1000000ull) ? 0 : -1;
 }
 

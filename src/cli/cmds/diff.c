@@ -69,12 +69,10 @@ static const char *secs(uint64_t ns)
 	return b;
 }
 
-/* Fits a name into `w` columns: a C++ parameter list goes first ("f(int, char)" -> "f()"),
- * then the start ("...Worker<int>::run()"). */
 /* `s` cut to `w` columns in its middle: a wait object or a "[wait ...]" frame, whose start
  * says what it is and whose end tells two of a kind apart (the thread seen on a pipe's other
  * end); its parentheses are words, not a parameter list. */
-static const char *fit_start(const char *s, int w, char *buf, size_t cap)
+static const char *fit_middle(const char *s, int w, char *buf, size_t cap)
 {
 	size_t n = strlen(s);
 	if ((int)n <= w || w <= 3)
@@ -84,13 +82,15 @@ static const char *fit_start(const char *s, int w, char *buf, size_t cap)
 	return buf;
 }
 
+/* Fits a name into `w` columns: a C++ parameter list goes first ("f(int, char)" -> "f()"),
+ * then the start ("...Worker<int>::run()"). */
 static const char *fit(const char *s, int w, char *buf, size_t cap)
 {
 	size_t n = strlen(s);
 	if ((int)n <= w)
 		return s;
 	if (wp_name_is_pseudo(s))
-		return fit_start(s, w, buf, cap);
+		return fit_middle(s, w, buf, cap);
 	snprintf(buf, cap, "%s", s);
 	char *open = strchr(buf, '('), *close = strrchr(buf, ')');
 	if (open && close > open + 1 && open > buf)
@@ -591,7 +591,7 @@ static int wait_changes(const struct side sides[2], FILE *out)
 		const struct group *g = v[i];
 		fprintf(out, "  %-9s  %s: %.1f%% -> %.1f%%  (%+.1f points%s)%s\n",
 			wp_wait_kind_name((enum wp_wait_kind)(g->key[0] - 'a')),
-			fit_start(g->key + 1, 48, b, sizeof(b)), pct(g->n[0], sides[0].total),
+			fit_middle(g->key + 1, 48, b, sizeof(b)), pct(g->n[0], sides[0].total),
 			pct(g->n[1], sides[1].total), g->delta, fabs(g->z) > zcrit ? " *" : "",
 			!g->n[0] ? " (new)" : !g->n[1] ? " (gone)" : "");
 	}

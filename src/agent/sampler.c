@@ -329,8 +329,9 @@ static int program_gone(void)
 	struct pollfd p = { program_fd, POLLIN, 0 };
 	if (program_fd >= 0 && poll(&p, 1, 0) > 0)
 		return 1;
-	/* Another memory behind the pid: an exec. (A leader that left by pthread_exit has none
-	 * at all while its threads go on: not an exec.) */
+	/* Another memory behind the pid: an exec. (A leader that has ended while its threads go
+	 * on, by pthread_exit or returning from a fork child's start routine, has none at all:
+	 * not an exec. Asked of /proc only when kcmp says they differ.) */
 	long same = syscall(SYS_kcmp, getpid(), pid, KCMP_VM, 0, 0);
 	return same > 0 && same < 3 && !wp_threads_leader_left() ? 2 : 0;
 }
@@ -603,6 +604,11 @@ static int start_task_or_thread(void)
 	return e;
 }
 
+int wp_sampler_on_task(void)
+{
+	return on_task;
+}
+
 void wp_sampler_set_orphan(void (*fn)(int exec))
 {
 	orphan_fn = fn;
@@ -634,6 +640,7 @@ int wp_sampler_start(const struct wp_config *c, void (*first)(void))
 	atomic_store(&stop_word, 0);
 	atomic_store(&done_word, 0);
 	pid = getpid();
+	wp_task_note_program(pid);
 	interval_ns = 1000000000ull / (uint64_t)cfg.hz;
 	start_ns = wp_now_ns();
 	wp_sample_begin(&cfg, start_ns, interval_ns);

@@ -55,6 +55,9 @@ uint64_t wp_sampler_cpu_ns(void);
  * or its image was replaced, without the agent's exit hooks (an exit_group or execve system
  * call, SIGKILL): the task outlives it and writes the profile. */
 void wp_sampler_set_orphan(void (*fn)(int exec));
+
+/* 1 when the sampler runs on its own task (task.h), outside the program's thread group. */
+int wp_sampler_on_task(void);
 /* CLOCK_MONOTONIC / CLOCK_REALTIME at start, ns. */
 uint64_t wp_sampler_start_ns(void);
 uint64_t wp_sampler_start_unix_ns(void);

@@ -143,9 +143,13 @@ static void *map_stack(size_t n)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+void wp_task_note_program(pid_t pid)
+{
+	program_pid = pid;
+}
+
 int wp_task_start(void (*fn)(void *), void *arg)
 {
-	program_pid = getpid();
 	lend.fn = fn;
 	lend.arg = arg;
 	lend.tid_slot = NULL;

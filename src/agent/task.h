@@ -27,6 +27,10 @@ int wp_task_wait_gone(uint64_t deadline);
  * gives the task's own). */
 pid_t wp_task_program_pid(void);
 
+/* Sets what wp_task_program_pid says: the sampler's start, on a thread of the program, task or
+ * not. */
+void wp_task_note_program(pid_t pid);
+
 /* In a fork child: the parent's task does not exist here. */
 void wp_task_forget(void);
 

@@ -360,8 +360,10 @@ static int leader_look_due(uint64_t now, nlink_t nlink, unsigned ours)
  * leader included until the process ends (a zombie), ours included. */
 static void look_for_the_end(uint64_t now, nlink_t nlink)
 {
-	/* the sampler, the watcher, the exit thread */
-	unsigned ours = 1 + (wp_modules_watcher_tid() != 0) + (wp_sampler_exit_tid() != 0);
+	/* the exit thread; the sampler and the watcher when the sampler is a thread of the
+	 * program's (on its own task, neither is listed here) */
+	unsigned ours = (wp_sampler_exit_tid() != 0) +
+			(wp_sampler_on_task() ? 0 : 1 + (wp_modules_watcher_tid() != 0));
 	if (!leader_dead && leader_look_due(now, nlink, ours) && leader_is_zombie())
 		bury_leader();
 	nlink_at_look = nlink;
@@ -388,7 +390,7 @@ uint64_t wp_threads_next_look(void)
 
 int wp_threads_leader_left(void)
 {
-	return leader_dead || atomic_load(&leaving_pid) == leader;
+	return leader_dead || atomic_load(&leaving_pid) == leader || leader_is_zombie();
 }
 
 void wp_threads_leader_leaving(pid_t pid)

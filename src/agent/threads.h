@@ -100,7 +100,7 @@ uint64_t wp_threads_next_look(void);
  * async-signal-safe (one atomic store). */
 void wp_threads_leader_leaving(pid_t pid);
 
-/* Whether the leader has left (pthread_exit) or ended, as far as the sampler knows. */
+/* Whether the leader has left (pthread_exit) or ended; a /proc read when nothing said so. */
 int wp_threads_leader_left(void);
 /* The live threads: an array valid until the next refresh. */
 struct wp_athread **wp_threads_live(size_t *n);

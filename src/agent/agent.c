@@ -279,22 +279,6 @@ static void write_final(void)
 	final_result = worth_writing() ? write_profile(final_extra) : note_unsampled(final_extra);
 }
 
-/* The exit status of the program's ended thread group, as waitpid would give it, while its
- * leader is a zombie (field 52 of /proc/PID/stat); -1 once reaped. */
-static int zombie_status(void)
-{
-	char buf[1024];
-	ssize_t n = wp_threads_read_proc(owner_pid, "stat", buf, sizeof(buf));
-	char *p = n > 0 ? strrchr(buf, ')') : NULL;
-	if (!p)
-		return -1;
-	int field = 2;
-	for (p++; *p && field < 52; p++)
-		if (*p == ' ')
-			field++;
-	return field == 52 && *p >= '0' && *p <= '9' ? atoi(p) : -1;
-}
-
 /* On the sampler's task, after its last tick: the program's thread group ended, or its image
  * was replaced, without our exit hooks (sampler.h). The task outlived it: write what the
  * exit hook would have. */
@@ -303,7 +287,7 @@ static void write_orphaned(int exec)
 	if (!atomic_exchange(&running, 0))
 		return;
 	static char extra[48];
-	int st = exec ? -1 : zombie_status();
+	int st = exec ? -1 : wp_sampler_program_status();
 	if (exec)
 		wp_format(extra, sizeof(extra), "exec=1\n");
 	else if (st >= 0 && (st & 0x7f))

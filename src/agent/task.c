@@ -190,7 +190,8 @@ pid_t wp_task_tid(void)
 
 pid_t wp_task_program_pid(void)
 {
-	return program_pid;
+	/* before any start (the unit tests), on one of the program's threads */
+	return program_pid ? program_pid : getpid();
 }
 
 int wp_task_wait_gone(uint64_t deadline)

@@ -31,6 +31,7 @@
 #include "stats.h"
 #include "threadmask.h"
 #include "threads.h"
+#include "title.h"
 #include "unwind.h"
 
 static struct wp_config cfg;
@@ -405,6 +406,8 @@ static void *run(void *arg)
 			checkpoint_fn();
 		}
 		unlock_tick();
+		/* after the tick: no thread is held (and out of the lock a fork waits for) */
+		wp_title_tick(now, wp_stats.samples);
 		if (!left && !ending)
 			end_process();
 	}
@@ -543,6 +546,7 @@ int wp_sampler_start(const struct wp_config *c, void (*first)(void))
 	atomic_store(&stop_word, 0);
 	atomic_store(&done_word, 0);
 	pid = getpid();
+	wp_title_reset(pid);
 	interval_ns = 1000000000ull / (uint64_t)cfg.hz;
 	start_ns = wp_now_ns();
 	wp_sample_begin(&cfg, start_ns, interval_ns);

@@ -5,6 +5,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "fds.h"
 #include "log.h"
 
 /* Titles kept per profile: a process that retitles itself at every request (PostgreSQL's
@@ -35,6 +36,18 @@ static uint64_t samples_at_read;
 static uint64_t next_read_ns;
 static pid_t program_pid;
 
+/* /proc/PID/cmdline and /proc/PID/comm, opened once on the sampler and read with pread (each
+ * read at offset 0 is made afresh): one system call a file per read, and no descriptor taken
+ * and given back at every read, which fds.h's fallback (the agent on the program's table)
+ * would make a race for the program's next open(). */
+static struct proc_file {
+	const char *name;
+	int fd;             /* -1: not opened yet */
+	int shared;         /* opened on the program's table (fds.h's fallback) */
+	struct wp_fd_id id;
+} files[2] = { { "cmdline", -1, 0, { 0 } }, { "comm", -1, 0, { 0 } } };
+static int given_up;    /* a file could not be opened, or the program took its number */
+
 void wp_title_exec(int argc, char **argv)
 {
 	if (argc < 1 || !argv || !argv[0])
@@ -48,6 +61,15 @@ void wp_title_exec(int argc, char **argv)
 
 void wp_title_reset(pid_t pid)
 {
+	for (int i = 0; i < 2; i++) {
+		/* a fork child: another pid's files. On the program's table they are copies of
+		 * ours, closed while the number still names them; a private table's did not come
+		 * along, and the number is the program's. */
+		if (files[i].fd >= 0 && files[i].shared && wp_fds_still_ours(files[i].fd, &files[i].id))
+			close(files[i].fd);
+		files[i].fd = -1;
+	}
+	given_up = 0;
 	program_pid = pid;
 	ntitles = 0;
 	cur = -1;
@@ -55,16 +77,29 @@ void wp_title_reset(pid_t pid)
 	next_read_ns = 0;
 }
 
-/* /proc/PID/NAME into buf (NUL-terminated); the bytes read, 0 when none. */
-static size_t read_proc(const char *name, char *buf, size_t cap)
+static int open_files(void)
 {
-	char path[48];
-	wp_format(path, sizeof(path), "/proc/%d/%s", (int)program_pid, name);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	for (int i = 0; i < 2; i++) {
+		char path[48];
+		wp_format(path, sizeof(path), "/proc/%d/%s", (int)program_pid, files[i].name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -1;
+		files[i].shared = !wp_fds_on_private_table();
+		files[i].fd = wp_fds_hide(fd);
+		wp_fds_identify(files[i].fd, &files[i].id);
+	}
+	return 0;
+}
+
+/* File i into buf (NUL-terminated); the bytes read, 0 when none. */
+static size_t read_proc(int i, char *buf, size_t cap)
+{
+	if (files[i].shared && !wp_fds_still_ours(files[i].fd, &files[i].id)) {
+		given_up = 1; /* the program closed or reused it: never reopened */
 		return 0;
-	ssize_t n = read(fd, buf, cap - 1);
-	close(fd);
+	}
+	ssize_t n = pread(files[i].fd, buf, cap - 1, 0);
 	if (n <= 0)
 		return 0;
 	buf[n] = 0;
@@ -79,7 +114,7 @@ static int same(const struct title *a, const struct title *b)
 static void read_title(void)
 {
 	struct title t = { 0 };
-	size_t n = read_proc("cmdline", t.cmdline, sizeof(t.cmdline));
+	size_t n = read_proc(0, t.cmdline, sizeof(t.cmdline));
 	if (!n) /* the leader has ended (pthread_exit): its memory is gone from /proc */
 		return;
 	/* argv[0] as the process shows it now: the bytes before the first NUL */
@@ -90,7 +125,7 @@ static void read_title(void)
 	while (n > 0 && t.cmdline[n - 1] == ' ')
 		n--;
 	t.cmdline[n] = 0;
-	size_t c = read_proc("comm", t.comm, sizeof(t.comm));
+	size_t c = read_proc(1, t.comm, sizeof(t.comm));
 	while (c > 0 && t.comm[c - 1] == '\n')
 		t.comm[--c] = 0;
 	t.retitled = argv0_changed			       ? RETITLED_ARGV
@@ -118,9 +153,13 @@ static void read_title(void)
 
 void wp_title_tick(uint64_t now_ns, uint64_t samples)
 {
-	if (now_ns < next_read_ns || program_pid <= 0)
+	if (now_ns < next_read_ns || program_pid <= 0 || given_up)
 		return;
 	next_read_ns = now_ns + READ_EVERY_NS;
+	if (files[0].fd < 0 && open_files() != 0) {
+		given_up = 1;
+		return;
+	}
 	int before = cur;
 	read_title();
 	/* the samples since the last read: under the title found then (the first read's: under

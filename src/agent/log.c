@@ -87,6 +87,11 @@ void wp_log_init(char *(*getenv_fn)(const char *))
 
 static void forget_kept(void);
 
+void wp_log_quiet(void)
+{
+	quiet = 1;
+}
+
 void wp_log_forked(void)
 {
 	user_process = 0;

@@ -23,6 +23,9 @@
  * the command's channel when this process is the one the command ran. */
 void wp_log_init(char *(*getenv_fn)(const char *));
 
+/* From now on nothing on stderr, as WALLPROF_QUIET=1 (wallprof_start's quiet option). */
+void wp_log_quiet(void);
+
 /* In a fork child: a process the user did not start; the channel is the parent's, and so
  * are the warnings kept so far (in the parent's profile). */
 void wp_log_forked(void);

@@ -114,7 +114,7 @@ def titles_of_children(pid):
 
 def serve(t, label, profiled):
     """Runs nginx (under the command when `profiled`), makes the requests, stops it.
-    Returns (answers, exit status, report text, {worker pid: title}, master pid)."""
+    Returns (answers, exit status, report text, {worker pid: title}, master pid, stderr)."""
     d, port = setup(label)
     argv = [NGINX, "-p", d, "-c", os.path.join(d, "nginx.conf"), "-e",
             os.path.join(d, "error.log")]
@@ -162,12 +162,14 @@ def serve(t, label, profiled):
         err.close()
     with open(os.path.join(d, "stdout.txt")) as f:
         report = f.read()
+    with open(os.path.join(d, "stderr.txt")) as f:
+        errors = f.read()
     with open(os.path.join(d, "error.log")) as f:
         log = f.read()
     bad = [l for l in log.splitlines() if re.search(r"\[(emerg|alert|crit)\]", l)]
     t.check(not bad, "%s: nginx's error log has no emerg, alert or crit line" % label,
             "\n".join(bad[:10]))
-    return answers, proc.returncode, report, workers, master
+    return answers, proc.returncode, report, workers, master, errors
 
 
 def main(t):
@@ -178,11 +180,13 @@ def main(t):
     prof = serve(t, "profiled", True)
     if not base or not prof:
         return
-    answers, code, _, _, _ = base
-    panswers, pcode, report, workers, master = prof
+    answers, code, _, _, _, errors = base
+    panswers, pcode, report, workers, master, perrors = prof
     t.eq(code, 0, "unprofiled: nginx exits 0 after SIGQUIT")
     t.eq(pcode, code, "profiled: the same exit status")
     t.eq(panswers, answers, "profiled: every request gets the same status and body")
+    t.eq(perrors, errors, "profiled: the same standard error (`wallprof -q` and the agent add "
+         "nothing)")
     t.eq(sorted(workers.values()), ["nginx: worker process"] * WORKERS,
          "profiled: ps shows %d workers titled 'nginx: worker process'" % WORKERS, str(workers))
     rows = {}

@@ -42,6 +42,7 @@
 #include "stats.h"
 #include "threadmask.h"
 #include "threads.h"
+#include "title.h"
 #include "transfers.h"
 #include "writer.h"
 
@@ -545,9 +546,12 @@ static int preloaded(void)
 typedef void (*pthread_exit_fn)(void *) __attribute__((noreturn));
 static pthread_exit_fn real_pthread_exit;
 
-__attribute__((constructor)) static void wallprof_agent_init(void)
+/* glibc passes argc, argv and the environment to ELF constructors. */
+__attribute__((constructor)) static void wallprof_agent_init(int argc, char **argv, char **envp)
 {
+	(void)envp;
 	wp_log_init(getenv);
+	wp_title_exec(argc, argv);
 	real_pthread_exit = (pthread_exit_fn)dlsym(RTLD_NEXT, "pthread_exit");
 	wp_eintr_init();
 	wp_transfers_init();

@@ -101,7 +101,7 @@ int wp_config_load(struct wp_config *cfg, char *(*getenv_fn)(const char *))
 		else if (!strcmp(v, "0") || !*v)
 			cfg->quiet = 0;
 		else
-			return bad("WALLPROF_QUIET", v, "use 1 to silence the summary line, or 0");
+			return bad("WALLPROF_QUIET", v, "use 1 to keep the agent off the program's stderr, or 0");
 	}
 	return 0;
 }

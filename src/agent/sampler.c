@@ -35,6 +35,7 @@
 #include "task.h"
 #include "threadmask.h"
 #include "threads.h"
+#include "title.h"
 #include "unwind.h"
 
 static struct wp_config cfg;
@@ -462,6 +463,8 @@ static void *run(void *arg)
 			checkpoint_fn();
 		}
 		unlock_tick();
+		/* after the tick: no thread is held (and out of the lock a fork waits for) */
+		wp_title_tick(now, wp_stats.samples);
 		if (!left && !ending)
 			end_process();
 	}
@@ -700,6 +703,7 @@ int wp_sampler_start(const struct wp_config *c, void (*first)(void))
 	atomic_store(&done_word, 0);
 	pid = getpid();
 	wp_task_note_program(pid);
+	wp_title_reset(pid);
 	interval_ns = 1000000000ull / (uint64_t)cfg.hz;
 	start_ns = wp_now_ns();
 	wp_sample_begin(&cfg, start_ns, interval_ns);

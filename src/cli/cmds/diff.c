@@ -23,6 +23,7 @@
 #include <uthash.h>
 
 #include "cli.h"
+#include "procinfo.h"
 #include "flame.h"
 #include "textfmt.h"
 
@@ -335,11 +336,13 @@ static double pct(uint64_t k, uint64_t n)
 
 #define ROOT_KEY "\002" /* the key of a run's root: before any command line */
 
-/* A profile's command line with the program's directory left out. */
+/* A profile's command line as its process showed it (its title, when it retitled itself:
+ * procinfo.h) with the program's directory left out. */
 static void short_command(const struct wp_profile *p, char *buf, size_t cap)
 {
-	const char *cmd = wp_profile_meta(p, "command");
-	cmd = cmd && *cmd ? cmd : "(command unknown)";
+	char title[512];
+	const char *cmd = wp_proc_command(p, title, sizeof(title));
+	cmd = *cmd ? cmd : "(command unknown)";
 	const char *sp = strchr(cmd, ' '), *w = cmd;
 	for (const char *c = cmd; *c && (!sp || c < sp); c++)
 		if (*c == '/')

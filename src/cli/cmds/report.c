@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "procinfo.h"
 
 struct wp_filter wp_opts_filter(const struct wp_opts *o)
 {
@@ -34,6 +35,25 @@ static report_fn *const reports[] = {
 	[WP_FMT_SPEEDSCOPE] = wp_report_speedscope,
 };
 
+/* The agent's warnings, for a format that has no place for them (the text report shows them
+ * as [AGENT] lines): on standard error, from the profiles, as the text report has them. */
+static void agent_said(const struct wp_resolved *r)
+{
+	struct wp_agent_msg *m;
+	uint64_t dropped;
+	size_t n = wp_agent_messages(r->procs, r->nprocs, &m, &dropped);
+	for (size_t i = 0; i < n; i++)
+		if (r->nprocs > 1)
+			fprintf(stderr, "wallprof: the agent said (pid %ld): %s\n",
+				wp_resolved_pid(r, (uint32_t)m[i].proc), m[i].text);
+		else
+			fprintf(stderr, "wallprof: the agent said: %s\n", m[i].text);
+	if (dropped)
+		fprintf(stderr, "wallprof: and %llu more warnings of the agent (it keeps 16 a "
+				"process)\n", (unsigned long long)dropped);
+	free(m);
+}
+
 int wp_report(const struct wp_opts *o, const struct wp_resolved *r, const struct wp_run *run,
 	      FILE *out)
 {
@@ -51,6 +71,8 @@ int wp_report(const struct wp_opts *o, const struct wp_resolved *r, const struct
 	wp_summarize(r->p, r, &s);
 	s.run = run && (run->n > 1 || run->skipped || run->nunsampled) ? run : NULL;
 	int rc = -1;
+	if (o->format != WP_FMT_TEXT)
+		agent_said(r);
 	if ((size_t)o->format < sizeof(reports) / sizeof(reports[0]) && reports[o->format])
 		rc = reports[o->format](o, r, &s, out);
 	if (fflush(out) != 0 || rc != 0) {
@@ -432,8 +454,6 @@ int wp_report_after_run(const struct wp_opts *o, const char *path)
 	} else {
 		FILE *out = wp_open_report(o);
 		if (out) {
-			if (o->format != WP_FMT_TEXT)
-				wp_record_print_messages(stderr); /* the text report shows them */
 			/* The whole tree the command started (every file of its run). A report
 			 * that could not be written is said; the exit status stays the program's,
 			 * as the shell would see it without wallprof. */

@@ -1,5 +1,7 @@
 #include "resolve.h"
 
+#include "procinfo.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,32 +84,14 @@ static int thread_matches(const struct wp_profile *p, uint32_t tid, const char *
 	return t && t->name && !strcmp(t->name, sel);
 }
 
-/* The program's name in a command line: its first word without the directory. */
-static const char *program_name(const char *cmd, char *buf, size_t cap)
-{
-	if (!cmd || !*cmd)
-		return "?";
-	size_t n = strcspn(cmd, " ");
-	const char *w = cmd;
-	for (size_t i = 0; i < n; i++)
-		if (cmd[i] == '/')
-			w = cmd + i + 1;
-	size_t l = (size_t)(cmd + n - w);
-	if (l >= cap)
-		l = cap - 1;
-	memcpy(buf, w, l);
-	buf[l] = 0;
-	return buf;
-}
-
-/* A pid ("4242") or a program's name, against p's META. */
+/* A pid ("4242"), or a program's or process's name (procinfo.h), against p's META. */
 static int process_matches(const struct wp_profile *p, const char *sel)
 {
-	char *end, buf[256];
+	char *end;
 	unsigned long v = strtoul(sel, &end, 10);
 	if (*sel && !*end)
 		return wp_profile_meta_ll(p, "pid", -1) == (long long)v;
-	return !strcmp(program_name(wp_profile_meta(p, "command"), buf, sizeof(buf)), sel);
+	return wp_proc_named(p, sel);
 }
 
 int wp_filter_keeps_thread(const struct wp_profile *p, const struct wp_filter *f, uint32_t tid)
@@ -1274,8 +1258,7 @@ long wp_resolved_pid(const struct wp_resolved *r, uint32_t proc)
 const char *wp_resolved_program(const struct wp_resolved *r, uint32_t proc, char *buf,
 				size_t cap)
 {
-	return proc < r->nprocs ? program_name(wp_profile_meta(r->procs[proc], "command"), buf, cap)
-				: "?";
+	return proc < r->nprocs ? wp_proc_name(r->procs[proc], buf, cap) : "?";
 }
 
 int wp_rstack_wait_leaf(const struct wp_resolved *r, const struct wp_rstack *s)

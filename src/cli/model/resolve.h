@@ -38,7 +38,8 @@
 struct wp_filter {
 	const char *thread; /* --thread=NAME|TID: a tid or a thread name; NULL: every thread */
 	const char *process; /* --process=PID|NAME: a pid (every image it ran), or a program's
-			      * name (the command's first word without its directory) */
+			      * name (the command's first word without its directory) or a
+			      * process's (its title: procinfo.h) */
 	int descendants;     /* --process-tree: and every process they started, at any depth
 			      * (by META ppid among the model's processes) */
 	/* Not a selector: the one switch of how waits look. Each waiting sample's C-library
@@ -162,8 +163,8 @@ const struct wp_rstack *wp_resolved_stack_of(const struct wp_resolved *r, uint32
 const struct wp_thread *wp_resolved_thread(const struct wp_resolved *r, uint32_t tid);
 const struct wp_thread *wp_resolved_thread_of(const struct wp_resolved *r, uint32_t proc,
 					      uint32_t tid);
-/* The pid of process `proc` (META pid), -1 when unknown; its program's name (the command's
- * first word without its directory), "?" when unknown. */
+/* The pid of process `proc` (META pid), -1 when unknown; its name (procinfo.h's
+ * wp_proc_name: its title when it retitled itself, else its program), "?" when unknown. */
 long wp_resolved_pid(const struct wp_resolved *r, uint32_t proc);
 const char *wp_resolved_program(const struct wp_resolved *r, uint32_t proc, char *buf,
 				size_t cap);

@@ -1,5 +1,7 @@
 #include "run.h"
 
+#include "procinfo.h"
+
 #include <dirent.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -81,11 +83,12 @@ static int describe(const struct wp_profile *p, const char *path, int is_main,
 		    struct wp_run_proc *rp)
 {
 	memset(rp, 0, sizeof(*rp));
-	const char *cmd = wp_profile_meta(p, "command");
+	char buf[512];
+	const char *cmd = wp_proc_command(p, buf, sizeof(buf));
 	const char *slash = strrchr(path, '/');
 	rp->file = strdup(slash ? slash + 1 : path);
 	rp->path = strdup(path);
-	rp->command = strdup(cmd ? cmd : "");
+	rp->command = strdup(cmd);
 	if (!rp->file || !rp->path || !rp->command) {
 		free(rp->file);
 		free(rp->path);

@@ -21,7 +21,8 @@ struct wp_run_proc {
 	char *file;          /* the file's name, without its directory */
 	char *path;          /* the file as found (directory and name) */
 	long pid, ppid;      /* -1 when unknown */
-	char *command;       /* "" when unknown */
+	char *command;       /* as the process showed it (procinfo.h's wp_proc_command: its
+			      * title, when it retitled itself); "" when unknown */
 	/* How it ended, when known: a wait status as waitpid gives it (WIFEXITED, WIFSIGNALED),
 	 * from META exit_status or died_of_signal (profile.h's wp_profile_end) or, for the run's
 	 * root, the command's own waitpid (wp_run_set_exit). exit_known is 0 until one says. */

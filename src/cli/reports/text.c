@@ -12,6 +12,7 @@
 #include <uthash.h>
 
 #include "cli.h"
+#include "procinfo.h"
 #include "textfmt.h"
 
 #define WIDTH 100       /* no line of a table is longer */
@@ -304,6 +305,35 @@ static void processes(struct text *t)
 				"error)\n", run->skipped, run->skipped == 1 ? "" : "s");
 }
 
+/* What the agent said while it ran, in every process of the report, each warning once (its
+ * profile keeps it; the program's stderr never had it under the command, nor with
+ * WALLPROF_QUIET=1). With several processes, the first that said it is named. */
+static void agent_said(struct text *t)
+{
+	const struct wp_resolved *r = t->r;
+	struct wp_agent_msg *m;
+	uint64_t dropped;
+	size_t n = wp_agent_messages(r->procs, r->nprocs, &m, &dropped);
+	for (size_t i = 0; i < n; i++) {
+		char line[1024], name[256], more[48] = "";
+		if (m[i].more)
+			snprintf(more, sizeof(more), " and %zu other%s", m[i].more,
+				 m[i].more == 1 ? "" : "s");
+		if (r->nprocs > 1)
+			snprintf(line, sizeof(line), "pid %ld (%s)%s: %s",
+				 wp_resolved_pid(r, (uint32_t)m[i].proc),
+				 wp_resolved_program(r, (uint32_t)m[i].proc, name, sizeof(name)), more,
+				 m[i].text);
+		else
+			snprintf(line, sizeof(line), "%s", m[i].text);
+		wrapped(t->out, "[AGENT]   ", line, (int)strlen(line));
+	}
+	if (dropped)
+		fprintf(t->out, "[AGENT]   and %llu more warning%s (the agent keeps 16 a process)\n",
+			(unsigned long long)dropped, dropped == 1 ? "" : "s");
+	free(m);
+}
+
 static void header(struct text *t)
 {
 	const struct wp_profile *p = t->p;
@@ -377,16 +407,7 @@ static void header(struct text *t)
 		fprintf(t->out, "[FILTER]  --thread=%s: %s of %s samples (%.1f%%)\n",
 			t->r->filter.thread, wp_num(t->total), wp_num(s->samples_all),
 			wp_pct(t->total, s->samples_all));
-	/* what the agent said while it ran (it never writes to the program's stderr under the
-	 * command) */
-	for (int i = 1;; i++) {
-		char key[32];
-		snprintf(key, sizeof(key), "message_%d", i);
-		const char *m = wp_profile_meta(p, key);
-		if (!m)
-			break;
-		wrapped(t->out, "[AGENT]   ", m, (int)strlen(m));
-	}
+	agent_said(t);
 	const char *w = wp_symbolizer_warnings(t->r->sym);
 	while (w && *w) {
 		const char *nl = strchr(w, '\n');

@@ -6,13 +6,10 @@
 #include <unistd.h>
 #include <uthash.h>
 
-#define NO_LOC UINT32_MAX /* an address of the agent's own code: in no stack */
+#include "alloc.h"
+#include "funcids.h"
 
-struct func_key {
-	UT_hash_handle hh;
-	uint32_t id;
-	char key[]; /* name '\0' module */
-};
+#define NO_LOC UINT32_MAX /* an address of the agent's own code: in no stack */
 
 /* Per function: how often each (file, line) was where it executed, to name its hottest line. */
 struct line_count {
@@ -45,7 +42,7 @@ struct loc_use {
 };
 
 struct priv {
-	struct func_key *by_key;
+	struct wp_func_ids funcs; /* (name, module) -> id */
 	size_t capfuncs;
 	struct loc_key *memo;
 	struct loc_use *use; /* parallel to r->locs */
@@ -142,37 +139,21 @@ static uint32_t intern(struct wp_resolved *r, const char *name, const char *modu
 		       enum wp_frame_kind kind)
 {
 	struct priv *pv = r->priv;
-	size_t ln = strlen(name), lm = strlen(module);
-	char buf[1024];
-	char *key = ln + lm + 2 <= sizeof(buf) ? buf : malloc(ln + lm + 2);
-	if (!key)
+	const char *kname, *kmodule;
+	int added;
+	int64_t id = wp_func_ids_get(&pv->funcs, name, module, &kname, &kmodule, &added);
+	if (id < 0)
 		oom();
-	memcpy(key, name, ln + 1);
-	memcpy(key + ln + 1, module, lm + 1);
-	struct func_key *fk;
-	HASH_FIND(hh, pv->by_key, key, ln + lm + 2, fk);
-	if (!fk) {
-		fk = malloc(sizeof(*fk) + ln + lm + 2);
-		if (!fk)
+	if (added) {
+		if (wp_grow(&r->funcs, &pv->capfuncs, r->nfuncs + 1, sizeof(*r->funcs)))
 			oom();
-		memcpy(fk->key, key, ln + lm + 2);
-		if (r->nfuncs == pv->capfuncs) {
-			pv->capfuncs = pv->capfuncs ? pv->capfuncs * 2 : 1024;
-			r->funcs = realloc(r->funcs, pv->capfuncs * sizeof(*r->funcs));
-			if (!r->funcs)
-				oom();
-		}
-		fk->id = (uint32_t)r->nfuncs++;
-		struct wp_func *fn = &r->funcs[fk->id];
+		struct wp_func *fn = &r->funcs[r->nfuncs++];
 		memset(fn, 0, sizeof(*fn));
-		fn->name = fk->key;
-		fn->module = fk->key + ln + 1;
+		fn->name = kname;
+		fn->module = kmodule;
 		fn->kind = kind;
-		HASH_ADD(hh, pv->by_key, key, ln + lm + 2, fk);
 	}
-	if (key != buf)
-		free(key);
-	return fk->id;
+	return (uint32_t)id;
 }
 
 uint32_t wp_resolved_func(struct wp_resolved *r, const char *name, const char *module)
@@ -1223,11 +1204,7 @@ void wp_resolved_free(struct wp_resolved *r)
 		free(pv->sym_shared);
 		wp_symcache_free(pv->symcache); /* after the symbolizers that used it */
 		r->sym = NULL; /* syms[0] */
-		struct func_key *fk, *t1;
-		HASH_ITER(hh, pv->by_key, fk, t1) {
-			HASH_DEL(pv->by_key, fk);
-			free(fk);
-		}
+		wp_func_ids_free(&pv->funcs);
 		free(pv);
 	}
 	free(r->funcs);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "rwaits.h"
 #include "summary.h"
 
 static void oom(const struct wp_live_counts *m)
@@ -170,7 +171,6 @@ static void roll(struct wp_live_counts *m, uint32_t k, int fresh)
 		w->now = w->ns_now = 0;
 		w->nthreads = 0;
 		w->holder = 0;
-		w->holder_n = w->top_n = 0;
 		w->top_tid = 0;
 	}
 	struct wp_live_proc *P = m->procs[k];
@@ -201,53 +201,28 @@ void wp_live_settle(struct wp_live_counts *m, uint32_t k)
 	P->settled = 1;
 }
 
-/* That stack s's c samples waited on w (its wait rw): the threads that waited on it, the one
- * that waited most and the holder seen most. */
-static void note_waiter(struct wp_live_wait *w, const struct wp_rstack *s,
-			const struct wp_rwait *rw, uint64_t c)
-{
-	int known = 0;
-	for (uint32_t i = 0; i < w->nthreads && i < 4; i++)
-		known |= w->tids[i] == s->tid;
-	if (!known) { /* beyond 4, a thread with several stacks counts more than once */
-		if (w->nthreads < 4)
-			w->tids[w->nthreads] = s->tid;
-		w->nthreads++;
-	}
-	if (c > w->top_n) {
-		w->top_n = c;
-		w->top_tid = s->tid;
-	}
-	if (rw->holder && c > w->holder_n) {
-		w->holder_n = c;
-		w->holder = rw->holder;
-	}
-}
-
 /* The waits of process k's model r: per object its samples and time (the model's totals,
- * wp_wait_totals), then who waited on it and who held it. */
+ * wp_wait_totals), who waited on it and who held it (wp_wait_people, as the text report). */
 static void count_waits(struct wp_live_counts *m, uint32_t k, const struct wp_resolved *r)
 {
 	size_t n;
 	uint32_t *of;
 	struct wp_wait_total *tot = wp_wait_totals(r, NULL, NULL, &n, &of);
-	struct wp_live_wait **by = malloc((n + 1) * sizeof(*by));
-	if (!by)
+	struct wp_wait_people *who = wp_wait_people(r, of, n);
+	if (!who)
 		oom(m);
 	for (size_t i = 0; i < n; i++) {
-		by[i] = wait_of(m, k, tot[i].kind, tot[i].object);
-		by[i]->now += tot[i].count;
-		by[i]->ns_now += tot[i].weight_ns;
+		struct wp_live_wait *w = wait_of(m, k, tot[i].kind, tot[i].object);
+		w->now += tot[i].count;
+		w->ns_now += tot[i].weight_ns;
+		w->nthreads = 0;
+		while (w->nthreads < WP_WAIT_NAMES && who[i].tids[w->nthreads])
+			w->nthreads++;
+		w->nthreads += who[i].more_tids;
+		w->top_tid = who[i].tids[0] ? (uint32_t)(who[i].tids[0] - 1) : 0;
+		w->holder = who[i].holders[0].key ? (uint32_t)(who[i].holders[0].key - 1) : 0;
 	}
-	for (size_t i = 0; i < r->nstacks; i++) {
-		const struct wp_rstack *s = &r->stacks[i];
-		for (uint32_t j = 0; j < s->nwaits; j++) {
-			uint64_t c = wp_rwait_samples(s, j);
-			if (c)
-				note_waiter(by[of[&s->waits[j] - r->waits]], s, &s->waits[j], c);
-		}
-	}
-	free(by);
+	free(who);
 	free(of);
 	free(tot);
 }

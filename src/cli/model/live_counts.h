@@ -10,7 +10,7 @@
  * (wp_live_settle: it ended, or is stopped) contributes nothing to the interval. Functions
  * are numbered by (name, module) over every process with the model's own interning
  * (funcids.h), so the same function in two processes is one row. Waits are the model's
- * (wp_wait_totals), per process.
+ * (wp_wait_totals, and who waited and held: wp_wait_people), per process.
  *
  * Nothing here knows of the terminal or of files: the live view (src/cli/live/) finds the
  * checkpoints, hands each to wp_live_absorb, then reads the counts after wp_live_tally. */
@@ -82,19 +82,19 @@ struct wp_live_thread {
 };
 
 /* A wait object of a process (waits.h): samples and time, now and at the previous
- * checkpoint; at the last checkpoint, the threads that waited on it, the one that waited
- * most and the holder seen most. */
+ * checkpoint; at the last checkpoint, who waited on it and held it, as the text report
+ * counts them (rwaits.h: wp_wait_people): the threads that waited, the one with most
+ * samples, the holder with most. */
 struct wp_live_wait {
 	UT_hash_handle hh;
 	uint32_t id, proc;
 	enum wp_wait_kind kind;
 	uint64_t now, before, ivl;         /* samples */
 	uint64_t ns_now, ns_before, ns_ivl;
-	uint32_t nthreads;                 /* threads that waited on it, last checkpoint */
-	uint32_t tids[4];
-	uint32_t holder;
-	uint64_t holder_n, top_n;
-	uint32_t top_tid;
+	uint32_t nthreads;                 /* threads that waited on it (WP_WAIT_NAMES + 1:
+					    * more than WP_WAIT_NAMES) */
+	uint32_t top_tid;                  /* the thread with most samples, 0 none */
+	uint32_t holder;                   /* the holder with most samples, 0 none */
 	char *object;                      /* points into key */
 	char key[];                        /* proc (4 bytes), kind (1 byte), object NUL */
 };

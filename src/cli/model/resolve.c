@@ -8,6 +8,7 @@
 
 #include "alloc.h"
 #include "funcids.h"
+#include "tally.h"
 
 #define NO_LOC UINT32_MAX /* an address of the agent's own code: in no stack */
 
@@ -303,46 +304,6 @@ static void pick_lines(struct wp_resolved *r)
 	free(best_total);
 }
 
-int wp_tally(const struct wp_resolved *r, int (*keep)(const struct wp_rstack *, void *),
-	     void *arg, struct wp_tally *t)
-{
-	/* A recursive function appears several times in one stack but must be counted once per
-	 * sample in `total`: remember the last stack that counted it. */
-	size_t *seen = calloc(r->nfuncs + 1, sizeof(size_t));
-	t->self = calloc(r->nfuncs + 1, sizeof(uint64_t));
-	t->total = calloc(r->nfuncs + 1, sizeof(uint64_t));
-	t->samples = 0;
-	if (!seen || !t->self || !t->total) {
-		free(seen);
-		wp_tally_free(t);
-		return -1;
-	}
-	for (size_t i = 0; i < r->nstacks; i++) {
-		const struct wp_rstack *s = &r->stacks[i];
-		if (keep && !keep(s, arg))
-			continue;
-		t->samples += s->count;
-		for (uint32_t j = 0; j < s->n; j++) {
-			uint32_t f = s->frames[j].func;
-			if (seen[f] != i + 1) {
-				seen[f] = i + 1;
-				t->total[f] += s->count;
-			}
-		}
-		if (s->n)
-			t->self[s->frames[s->n - 1].func] += s->count;
-	}
-	free(seen);
-	return 0;
-}
-
-void wp_tally_free(struct wp_tally *t)
-{
-	free(t->self);
-	free(t->total);
-	t->self = t->total = NULL;
-}
-
 /* The model's own counts: every kept stack. */
 static void count_funcs(struct wp_resolved *r)
 {
@@ -355,63 +316,6 @@ static void count_funcs(struct wp_resolved *r)
 	}
 	r->total = t.samples;
 	wp_tally_free(&t);
-}
-
-struct rank_arg {
-	const struct wp_func *funcs;
-	const uint64_t *self, *total;
-};
-
-static int by_self(const void *a, const void *b, void *arg)
-{
-	const struct rank_arg *k = arg;
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	if (k->self[x] != k->self[y])
-		return k->self[x] > k->self[y] ? -1 : 1;
-	if (k->total[x] != k->total[y])
-		return k->total[x] > k->total[y] ? -1 : 1;
-	return strcmp(k->funcs[x].name, k->funcs[y].name);
-}
-
-static int by_total(const void *a, const void *b, void *arg)
-{
-	const struct rank_arg *k = arg;
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	if (k->total[x] != k->total[y])
-		return k->total[x] > k->total[y] ? -1 : 1;
-	return by_self(a, b, arg);
-}
-
-uint32_t *wp_funcs_ranked(const struct wp_resolved *r, const struct wp_tally *t,
-			  enum wp_rank order, size_t *n)
-{
-	uint32_t *ids = malloc((r->nfuncs + 1) * sizeof(*ids));
-	uint64_t *self = NULL, *total = NULL;
-	*n = 0;
-	if (!ids)
-		return NULL;
-	if (!t) {
-		self = malloc((r->nfuncs + 1) * sizeof(*self));
-		total = malloc((r->nfuncs + 1) * sizeof(*total));
-		if (!self || !total) {
-			free(self);
-			free(total);
-			free(ids);
-			return NULL;
-		}
-		for (size_t i = 0; i < r->nfuncs; i++) {
-			self[i] = r->funcs[i].self;
-			total[i] = r->funcs[i].total;
-		}
-	}
-	struct rank_arg k = { r->funcs, t ? t->self : self, t ? t->total : total };
-	for (size_t i = 0; i < r->nfuncs; i++)
-		if (order == WP_RANK_SELF ? k.self[i] : k.total[i])
-			ids[(*n)++] = (uint32_t)i;
-	qsort_r(ids, *n, sizeof(*ids), order == WP_RANK_TOTAL ? by_total : by_self, &k);
-	free(self);
-	free(total);
-	return ids;
 }
 
 /* ---- building ---- */
@@ -1245,7 +1149,7 @@ const struct wp_thread *wp_resolved_thread_of(const struct wp_resolved *r, uint3
 
 long wp_resolved_pid(const struct wp_resolved *r, uint32_t proc)
 {
-	return proc < r->nprocs ? (long)wp_profile_meta_ll(r->procs[proc], "pid", -1) : -1;
+	return proc < r->nprocs ? r->ids[proc].pid : -1;
 }
 
 const char *wp_resolved_program(const struct wp_resolved *r, uint32_t proc, char *buf,

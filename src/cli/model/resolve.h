@@ -30,6 +30,7 @@
 #include "frame_kind.h"
 #include "proctree.h"
 #include "symbolize.h"
+#include "tally.h" /* the counts over the model: wp_tally, wp_funcs_ranked */
 #include "waits.h"
 
 #define WP_MAX_INLINE 16 /* frames of one inline chain kept (innermost first) */
@@ -192,30 +193,5 @@ int wp_filter_keeps_thread(const struct wp_profile *p, const struct wp_filter *f
 /* Whether `f` keeps stack `s` of `p`: its thread, then any selector of samples. */
 int wp_filter_keeps_stack(const struct wp_profile *p, const struct wp_filter *f,
 			  const struct wp_stack *s);
-
-/* Self and total samples per function over some of the model's stacks: a thread's section,
- * a view's selection. Indexed by function id. */
-struct wp_tally {
-	uint64_t *self, *total;
-	uint64_t samples;
-};
-
-/* Counts the stacks for which keep(stack, arg) is nonzero. Returns 0, -1 when out of memory. */
-int wp_tally(const struct wp_resolved *r, int (*keep)(const struct wp_rstack *, void *),
-	     void *arg, struct wp_tally *t);
-void wp_tally_free(struct wp_tally *t);
-
-/* Orders of wp_funcs_ranked, so that every report ranks functions the same way. */
-enum wp_rank {
-	WP_RANK_SELF,     /* functions that were a leaf: most self samples first, then most
-			   * total, then by name */
-	WP_RANK_ANY_SELF, /* every function with samples, in the same order */
-	WP_RANK_TOTAL,    /* every function with samples: most total first, then as above */
-};
-
-/* The ids of the functions with samples in `t` (NULL: the model's own counts), ranked.
- * Returns a malloc'ed array of *n ids, NULL when out of memory. */
-uint32_t *wp_funcs_ranked(const struct wp_resolved *r, const struct wp_tally *t,
-			  enum wp_rank order, size_t *n);
 
 #endif

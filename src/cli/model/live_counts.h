@@ -24,6 +24,7 @@
 
 #include "funcids.h"
 #include "resolve.h"
+#include "waits.h"
 
 /* Now (the last checkpoint), before (the one before it) and the difference, the last
  * interval: the three figures of every count. */

@@ -31,7 +31,8 @@
 #include "proctree.h"
 #include "symbolize.h"
 #include "tally.h" /* the counts over the model: wp_tally, wp_funcs_ranked */
-#include "waits.h"
+
+struct wp_rwait; /* rwaits.h: a kept stack's waits */
 
 #define WP_MAX_INLINE 16 /* frames of one inline chain kept (innermost first) */
 
@@ -168,20 +169,6 @@ const struct wp_thread *wp_resolved_thread_of(const struct wp_resolved *r, uint3
 long wp_resolved_pid(const struct wp_resolved *r, uint32_t proc);
 const char *wp_resolved_program(const struct wp_resolved *r, uint32_t proc, char *buf,
 				size_t cap);
-
-/* Whether stack `s` already ends in its wait's leaf frame "[wait KIND OBJECT]" (module
- * "[wait]": --wait-leaves=on split it off): a report adds no second one. */
-int wp_rstack_wait_leaf(const struct wp_resolved *r, const struct wp_rstack *s);
-
-/* How every export shows a stack's waits (docs/profile-format.md, "Waits in reports"): its
- * samples are split into one part per wait (wp_rwait_samples) and the rest
- * (wp_rstack_unwaited); a wait's part ends with the frame "[wait KIND OBJECT]"
- * (wp_wait_frame_name), once: the stack's own leaf when --wait-leaves=on made one, else a
- * frame added after the stack. Every kind has its frame, a wait for a CPU too: the share of
- * a running stack that waited for a CPU ends in "[wait cpu runqueue]" (it never gets a leaf
- * of its own, the thread runs there). pprof gives waits as labels, and its frames are the
- * stacks' own (leaves included). Returns whether the part of s's wait adds that frame. */
-int wp_rwait_adds_frame(const struct wp_resolved *r, const struct wp_rstack *s);
 
 /* The id of the function (name, module), added when new: for a view's own pseudo-functions
  * ("(no stack)"), which no stack of the model refers to. */

@@ -70,6 +70,27 @@ static void root_exit(const struct wp_opts *o, struct wp_run *run)
 		wp_run_set_exit(run, pid, o->exit_status);
 }
 
+/* The report of profile p, read from `path`, alone. */
+static int report_one(const struct wp_opts *o, const char *path, const struct wp_profile *p,
+		      FILE *out)
+{
+	/* the other processes of its run, for the header (their samples are in their files) */
+	struct wp_run run;
+	if (wp_run_find(path, p, stderr, &run) != 0)
+		return 1;
+	root_exit(o, &run);
+	struct wp_filter f = wp_opts_filter(o);
+	struct wp_resolved *r = wp_resolve(p, &f);
+	if (!r) {
+		wp_run_free(&run);
+		return 1;
+	}
+	int rc = wp_report(o, r, &run, out);
+	wp_resolved_free(r);
+	wp_run_free(&run);
+	return rc;
+}
+
 int wp_report_file(const struct wp_opts *o, const char *path, FILE *out)
 {
 	char err[256];
@@ -78,35 +99,22 @@ int wp_report_file(const struct wp_opts *o, const char *path, FILE *out)
 		fprintf(stderr, "wallprof: %s: %s\n", path, err);
 		return 1;
 	}
-	/* the other processes of its run, for the header (their samples are in their files) */
-	struct wp_run run;
-	if (wp_run_find(path, p, stderr, &run) != 0) {
-		wp_profile_free(p);
-		return 1;
-	}
-	root_exit(o, &run);
-	struct wp_filter f = wp_opts_filter(o);
-	struct wp_resolved *r = wp_resolve(p, &f);
-	if (!r) {
-		wp_run_free(&run);
-		wp_profile_free(p);
-		return 1;
-	}
-	int rc = wp_report(o, r, &run, out);
-	wp_resolved_free(r);
-	wp_run_free(&run);
+	int rc = report_one(o, path, p, out);
 	wp_profile_free(p);
 	return rc;
 }
 
 /* ---- several files: one model over their processes ---- */
 
+/* The files to read; a file read already (finding its run) comes with its profile, so that
+ * each file is read once. */
 struct files {
 	char **paths;
+	struct wp_profile **read; /* per path: its profile when read already (owned), or NULL */
 	size_t n, cap;
 };
 
-static int add_path(struct files *f, const char *path)
+static int add_read(struct files *f, const char *path, struct wp_profile *p)
 {
 	if (f->n == f->cap) {
 		size_t c = f->cap ? f->cap * 2 : 16;
@@ -114,9 +122,30 @@ static int add_path(struct files *f, const char *path)
 		if (!np)
 			return -1;
 		f->paths = np;
+		struct wp_profile **nr = realloc(f->read, c * sizeof(*nr));
+		if (!nr)
+			return -1;
+		f->read = nr;
 		f->cap = c;
 	}
+	f->read[f->n] = p;
 	return (f->paths[f->n] = strdup(path)) ? (int)(f->n++, 0) : -1;
+}
+
+static int add_path(struct files *f, const char *path)
+{
+	return add_read(f, path, NULL);
+}
+
+static void files_free(struct files *f)
+{
+	for (size_t i = 0; i < f->n; i++) {
+		free(f->paths[i]);
+		if (f->read[i])
+			wp_profile_free(f->read[i]);
+	}
+	free(f->paths);
+	free(f->read);
 }
 
 static int by_name(const void *a, const void *b)
@@ -190,14 +219,19 @@ static int gather(const struct wp_opts *o, struct files *f, size_t *skipped)
 			fprintf(stderr, "wallprof: %s: %s\n", one, err);
 			return -1;
 		}
-		struct wp_run run;
-		int rc = wp_run_find(one, p, stderr, &run);
-		wp_profile_free(p);
-		if (rc)
+		struct wp_run run; /* the profiles of the run, each read once: kept for load_all */
+		if (wp_run_siblings(one, p, stderr, &run)) {
+			wp_profile_free(p);
 			return -1;
+		}
 		*skipped += run.skipped;
-		for (size_t i = 0; !rc && i < run.n; i++)
-			rc = add_path(f, run.procs[i].path);
+		int rc = 0;
+		for (size_t i = 0; i < run.n; i++) {
+			struct wp_profile *rp = run.procs[i].is_main ? p : run.procs[i].prof;
+			if (!rc && !(rc = add_read(f, run.procs[i].path, rp)))
+				continue;
+			wp_profile_free(rp); /* not handed over */
+		}
 		wp_run_free(&run);
 		return rc;
 	}
@@ -229,7 +263,10 @@ static size_t load_all(const struct files *f, struct loaded *l, size_t *skipped)
 			j++;
 		if (j < n)
 			continue; /* the same file again */
-		if (wp_profile_read(f->paths[i], &l[n].p, err, sizeof(err)) != 0) {
+		if (f->read[i]) { /* read when its run was found */
+			l[n].p = f->read[i];
+			f->read[i] = NULL;
+		} else if (wp_profile_read(f->paths[i], &l[n].p, err, sizeof(err)) != 0) {
 			fprintf(stderr, "wallprof: %s: %s; left out\n", f->paths[i], err);
 			++*skipped;
 			continue;
@@ -292,16 +329,14 @@ int wp_report_files(const struct wp_opts *o, FILE *out)
 		else if (!(n = load_all(&f, l, &skipped)))
 			fprintf(stderr, "wallprof: no profile could be read\n");
 		else if (n == 1 && !skipped && one)
-			rc = wp_report_file(o, l[0].path, out); /* a run of one: the usual report */
+			rc = report_one(o, l[0].path, l[0].p, out); /* a run of one: the usual report */
 		else
 			rc = report_loaded(o, l, n, skipped, out);
 	}
 	for (size_t i = 0; i < n; i++)
 		wp_profile_free(l[i].p);
 	free(l);
-	for (size_t i = 0; i < f.n; i++)
-		free(f.paths[i]);
-	free(f.paths);
+	files_free(&f);
 	return rc;
 }
 
@@ -343,9 +378,7 @@ out:
 		if (l[i].p)
 			wp_profile_free(l[i].p);
 	free(l);
-	for (size_t i = 0; i < f.n; i++)
-		free(f.paths[i]);
-	free(f.paths);
+	files_free(&f);
 	if (rc)
 		wp_run_files_free(rf);
 	return rc;

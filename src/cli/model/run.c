@@ -134,9 +134,9 @@ static int by_start(const void *a, const void *b)
 }
 
 /* The siblings in `dir` of the main file STEM.EXT, of run `id` (or, `prefix` set, of any run
- * whose id starts with it). */
+ * whose id starts with it); with `keep`, each with its profile. */
 static int scan(const char *dir, const char *stem, const char *ext, const char *id, int prefix,
-		FILE *warn, struct wp_run *run, size_t *cap)
+		int keep, FILE *warn, struct wp_run *run, size_t *cap)
 {
 	DIR *d = opendir(dir);
 	if (!d)
@@ -157,10 +157,13 @@ static int scan(const char *dir, const char *stem, const char *ext, const char *
 		}
 		const char *rid = wp_profile_meta(p, "run");
 		if (rid && (prefix ? !strncmp(rid, id, strlen(id)) : !strcmp(rid, id))) {
-			if (add(run, cap) || describe(p, path, 0, &run->procs[run->n]))
+			if (add(run, cap) || describe(p, path, 0, &run->procs[run->n])) {
 				rc = -1;
-			else
-				run->n++;
+			} else {
+				run->procs[run->n++].prof = keep ? p : NULL;
+				if (keep)
+					continue;
+			}
 		}
 		wp_profile_free(p);
 	}
@@ -169,7 +172,7 @@ static int scan(const char *dir, const char *stem, const char *ext, const char *
 }
 
 /* The files beside main_path of run `id` (a prefix of it with `prefix`) into run. */
-static int siblings(const char *main_path, const char *id, int prefix, FILE *warn,
+static int siblings(const char *main_path, const char *id, int prefix, int keep, FILE *warn,
 		    struct wp_run *run, size_t *cap)
 {
 	const char *slash = strrchr(main_path, '/');
@@ -180,7 +183,7 @@ static int siblings(const char *main_path, const char *id, int prefix, FILE *war
 	const char *dot = strrchr(base, '.');
 	char *stem = dot && dot != base ? strndup(base, (size_t)(dot - base)) : strdup(base);
 	const char *ext = dot && dot != base ? dot : "";
-	int rc = dir && stem ? scan(dir, stem, ext, id, prefix, warn, run, cap) : -1;
+	int rc = dir && stem ? scan(dir, stem, ext, id, prefix, keep, warn, run, cap) : -1;
 	free(dir);
 	free(stem);
 	if (!rc)
@@ -491,7 +494,7 @@ int wp_run_find(const char *main_path, const struct wp_profile *main, FILE *warn
 	if (add(run, &cap) || describe(main, main_path, 1, &run->procs[0]))
 		goto oom;
 	run->n = 1;
-	if (siblings(main_path, wp_profile_meta(main, "run"), 0, warn, run, &cap) ||
+	if (siblings(main_path, wp_profile_meta(main, "run"), 0, 0, warn, run, &cap) ||
 	    unsampled_of_run(main_path, wp_profile_meta(main, "run"), 0, run) ||
 	    index_procs(run))
 		goto oom;
@@ -502,13 +505,33 @@ oom:
 	return -1;
 }
 
+int wp_run_siblings(const char *main_path, const struct wp_profile *main, FILE *warn,
+		    struct wp_run *run)
+{
+	memset(run, 0, sizeof(*run));
+	size_t cap = 0;
+	if (add(run, &cap) || describe(main, main_path, 1, &run->procs[0]))
+		goto oom;
+	run->n = 1;
+	if (siblings(main_path, wp_profile_meta(main, "run"), 0, 1, warn, run, &cap))
+		goto oom;
+	return 0;
+oom:
+	fprintf(stderr, "wallprof: out of memory\n");
+	for (size_t i = 0; i < run->n; i++)
+		if (run->procs[i].prof)
+			wp_profile_free(run->procs[i].prof);
+	wp_run_free(run);
+	return -1;
+}
+
 int wp_run_find_orphans(const char *main_path, long root_pid, FILE *warn, struct wp_run *run)
 {
 	memset(run, 0, sizeof(*run));
 	size_t cap = 0;
 	char id[32];
 	snprintf(id, sizeof(id), "%ld-", root_pid);
-	if (siblings(main_path, id, 1, warn, run, &cap) || unsampled_of_run(main_path, id, 1, run) ||
+	if (siblings(main_path, id, 1, 0, warn, run, &cap) || unsampled_of_run(main_path, id, 1, run) ||
 	    index_procs(run)) {
 		fprintf(stderr, "wallprof: out of memory\n");
 		wp_run_free(run);

@@ -46,8 +46,8 @@ static const char *data_name(struct wp_symbolizer *sym, struct data_name **memo,
 }
 
 /* The frames of wait `w`'s holder stack (its STACK record, kept by the filter or not), root
- * first, as resolve.c's keep_stack lays a kept stack's out; none when the record names none or another
- * thread's stack than the holder's. */
+ * first, as resolve.c's keep_stack lays a kept stack's out; none when the record names none
+ * or another thread's stack than the holder's. */
 static void holder_frames(struct wp_resolved *r, uint32_t proc, const struct wp_wait *w,
 			  struct wp_rwait *out)
 {
@@ -184,7 +184,8 @@ static const char *library_waiter(struct wp_resolved *r, const struct wp_rstack 
 /* Kind, object and holder of one WAIT record of kept stack `rs` of process `proc`, into
  * `out`. */
 static void describe_wait(struct wp_resolved *r, uint32_t proc, struct data_name **memo,
-			  const struct pipe_index *pipes, const struct wp_wait *w, const struct wp_rstack *rs, struct wp_rwait *out)
+			  const struct pipe_index *pipes, const struct wp_wait *w,
+			  const struct wp_rstack *rs, struct wp_rwait *out)
 {
 	const struct wp_profile *p = r->procs[proc];
 	const char *funcs[64], *waiter = NULL;

@@ -79,6 +79,13 @@ struct wp_profile {
 /* Reads and validates `path`. On failure returns -1 and writes a one-line reason (without the
  * path) into err. */
 int wp_profile_read(const char *path, struct wp_profile **out, char *err, size_t errlen);
+/* What a reader may leave out, for a caller that does not use it. WP_READ_NO_TIMELINE: the
+ * TIMELINE records (only the speedscope export's time axis reads them; a long profile's
+ * largest part): p->timeline is empty, and those records are neither decoded nor checked. */
+enum { WP_READ_ALL = 0, WP_READ_NO_TIMELINE = 1 };
+/* wp_profile_read, leaving out what `what` says (WP_READ_* or'ed). */
+int wp_profile_read_some(const char *path, unsigned what, struct wp_profile **out, char *err,
+			 size_t errlen);
 /* The same over a buffer in memory (used by the fuzzer). */
 int wp_profile_parse(const uint8_t *data, size_t len, struct wp_profile **out, char *err,
 		     size_t errlen);

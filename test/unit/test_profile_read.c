@@ -1102,6 +1102,15 @@ static void test_read_file(void)
 		CHECK_STR(wp_profile_meta(p, "mode"), "wall");
 		wp_profile_free(p);
 	}
+	/* without the timelines: everything else the same */
+	CHECK(wp_profile_read_some(path, WP_READ_NO_TIMELINE, &p, err, sizeof err) == 0);
+	if (p) {
+		CHECK_EQ_U(p->nstacks, 4);
+		CHECK_EQ_U(p->nthreads, 3);
+		CHECK_EQ_U(p->ntimeline, 0);
+		CHECK_STR(wp_profile_meta(p, "mode"), "wall");
+		wp_profile_free(p);
+	}
 	/* cut short on disk */
 	CHECK(truncate(path, (off_t)b.len - 1) == 0);
 	p = (struct wp_profile *)0x1;

@@ -91,11 +91,17 @@ static int report_one(const struct wp_opts *o, const char *path, const struct wp
 	return rc;
 }
 
+/* What a report reads of a profile: the timelines only for speedscope's time axis. */
+static unsigned reads(const struct wp_opts *o)
+{
+	return o->format == WP_FMT_SPEEDSCOPE ? WP_READ_ALL : WP_READ_NO_TIMELINE;
+}
+
 int wp_report_file(const struct wp_opts *o, const char *path, FILE *out)
 {
 	char err[256];
 	struct wp_profile *p;
-	if (wp_profile_read(path, &p, err, sizeof(err)) != 0) {
+	if (wp_profile_read_some(path, reads(o), &p, err, sizeof(err)) != 0) {
 		fprintf(stderr, "wallprof: %s: %s\n", path, err);
 		return 1;
 	}
@@ -215,12 +221,12 @@ static int gather(const struct wp_opts *o, struct files *f, size_t *skipped)
 	if (one_file(o)) {
 		char err[256];
 		struct wp_profile *p;
-		if (wp_profile_read(one, &p, err, sizeof(err)) != 0) {
+		if (wp_profile_read_some(one, reads(o), &p, err, sizeof(err)) != 0) {
 			fprintf(stderr, "wallprof: %s: %s\n", one, err);
 			return -1;
 		}
 		struct wp_run run; /* the profiles of the run, each read once: kept for load_all */
-		if (wp_run_siblings(one, p, stderr, &run)) {
+		if (wp_run_siblings(one, p, reads(o), stderr, &run)) {
 			wp_profile_free(p);
 			return -1;
 		}
@@ -247,7 +253,7 @@ static int gather(const struct wp_opts *o, struct files *f, size_t *skipped)
 
 /* Reads every file; one that cannot be read gets a line and is left out, as is a file given
  * twice (its samples would count twice). Returns the number loaded. */
-static size_t load_all(const struct files *f, struct loaded *l, size_t *skipped)
+static size_t load_all(const struct files *f, unsigned what, struct loaded *l, size_t *skipped)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < f->n; i++) {
@@ -266,7 +272,7 @@ static size_t load_all(const struct files *f, struct loaded *l, size_t *skipped)
 		if (f->read[i]) { /* read when its run was found */
 			l[n].p = f->read[i];
 			f->read[i] = NULL;
-		} else if (wp_profile_read(f->paths[i], &l[n].p, err, sizeof(err)) != 0) {
+		} else if (wp_profile_read_some(f->paths[i], what, &l[n].p, err, sizeof(err)) != 0) {
 			fprintf(stderr, "wallprof: %s: %s; left out\n", f->paths[i], err);
 			++*skipped;
 			continue;
@@ -326,7 +332,7 @@ int wp_report_files(const struct wp_opts *o, FILE *out)
 		l = calloc(f.n ? f.n : 1, sizeof(*l));
 		if (!l)
 			fprintf(stderr, "wallprof: out of memory\n");
-		else if (!(n = load_all(&f, l, &skipped)))
+		else if (!(n = load_all(&f, reads(o), l, &skipped)))
 			fprintf(stderr, "wallprof: no profile could be read\n");
 		else if (n == 1 && !skipped && one)
 			rc = report_one(o, l[0].path, l[0].p, out); /* a run of one: the usual report */
@@ -356,7 +362,7 @@ int wp_run_load(const char *path, int single_file, struct wp_run_files *rf)
 		fprintf(stderr, "wallprof: out of memory\n");
 		goto out;
 	}
-	size_t n = load_all(&f, l, &rf->skipped);
+	size_t n = load_all(&f, WP_READ_NO_TIMELINE, l, &rf->skipped);
 	if (!n) {
 		fprintf(stderr, "wallprof: %s: no profile could be read\n", path);
 		goto out;

@@ -61,7 +61,7 @@ static int poll_proc(struct live *L, uint32_t k, uint64_t now)
 	}
 	struct wp_profile *p;
 	char err[256];
-	if (wp_profile_read(P->path, &p, err, sizeof(err)) != 0)
+	if (wp_profile_read_some(P->path, WP_READ_NO_TIMELINE, &p, err, sizeof(err)) != 0)
 		return 0; /* mid-replacement or not ours yet: next time */
 	int ours = of_this_run(L, p, P->is_main);
 	if (ours)

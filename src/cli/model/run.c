@@ -134,9 +134,9 @@ static int by_start(const void *a, const void *b)
 }
 
 /* The siblings in `dir` of the main file STEM.EXT, of run `id` (or, `prefix` set, of any run
- * whose id starts with it); with `keep`, each with its profile. */
+ * whose id starts with it); with `keep`, each with its profile (read as `what` says). */
 static int scan(const char *dir, const char *stem, const char *ext, const char *id, int prefix,
-		int keep, FILE *warn, struct wp_run *run, size_t *cap)
+		int keep, unsigned what, FILE *warn, struct wp_run *run, size_t *cap)
 {
 	DIR *d = opendir(dir);
 	if (!d)
@@ -150,7 +150,9 @@ static int scan(const char *dir, const char *stem, const char *ext, const char *
 		if (snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path))
 			continue;
 		struct wp_profile *p;
-		if (wp_profile_read(path, &p, err, sizeof(err)) != 0) {
+		/* described: no timeline; kept: what the caller reads */
+		if (wp_profile_read_some(path, keep ? what : WP_READ_NO_TIMELINE, &p, err,
+					 sizeof(err)) != 0) {
 			fprintf(warn, "wallprof: %s: %s; left out of the run's processes\n", path, err);
 			run->skipped++;
 			continue;
@@ -172,8 +174,8 @@ static int scan(const char *dir, const char *stem, const char *ext, const char *
 }
 
 /* The files beside main_path of run `id` (a prefix of it with `prefix`) into run. */
-static int siblings(const char *main_path, const char *id, int prefix, int keep, FILE *warn,
-		    struct wp_run *run, size_t *cap)
+static int siblings(const char *main_path, const char *id, int prefix, int keep,
+		    unsigned what, FILE *warn, struct wp_run *run, size_t *cap)
 {
 	const char *slash = strrchr(main_path, '/');
 	const char *base = slash ? slash + 1 : main_path;
@@ -183,7 +185,7 @@ static int siblings(const char *main_path, const char *id, int prefix, int keep,
 	const char *dot = strrchr(base, '.');
 	char *stem = dot && dot != base ? strndup(base, (size_t)(dot - base)) : strdup(base);
 	const char *ext = dot && dot != base ? dot : "";
-	int rc = dir && stem ? scan(dir, stem, ext, id, prefix, keep, warn, run, cap) : -1;
+	int rc = dir && stem ? scan(dir, stem, ext, id, prefix, keep, what, warn, run, cap) : -1;
 	free(dir);
 	free(stem);
 	if (!rc)
@@ -494,7 +496,7 @@ int wp_run_find(const char *main_path, const struct wp_profile *main, FILE *warn
 	if (add(run, &cap) || describe(main, main_path, 1, &run->procs[0]))
 		goto oom;
 	run->n = 1;
-	if (siblings(main_path, wp_profile_meta(main, "run"), 0, 0, warn, run, &cap) ||
+	if (siblings(main_path, wp_profile_meta(main, "run"), 0, 0, 0, warn, run, &cap) ||
 	    unsampled_of_run(main_path, wp_profile_meta(main, "run"), 0, run) ||
 	    index_procs(run))
 		goto oom;
@@ -505,15 +507,15 @@ oom:
 	return -1;
 }
 
-int wp_run_siblings(const char *main_path, const struct wp_profile *main, FILE *warn,
-		    struct wp_run *run)
+int wp_run_siblings(const char *main_path, const struct wp_profile *main, unsigned what,
+		    FILE *warn, struct wp_run *run)
 {
 	memset(run, 0, sizeof(*run));
 	size_t cap = 0;
 	if (add(run, &cap) || describe(main, main_path, 1, &run->procs[0]))
 		goto oom;
 	run->n = 1;
-	if (siblings(main_path, wp_profile_meta(main, "run"), 0, 1, warn, run, &cap))
+	if (siblings(main_path, wp_profile_meta(main, "run"), 0, 1, what, warn, run, &cap))
 		goto oom;
 	return 0;
 oom:
@@ -531,7 +533,7 @@ int wp_run_find_orphans(const char *main_path, long root_pid, FILE *warn, struct
 	size_t cap = 0;
 	char id[32];
 	snprintf(id, sizeof(id), "%ld-", root_pid);
-	if (siblings(main_path, id, 1, 0, warn, run, &cap) || unsampled_of_run(main_path, id, 1, run) ||
+	if (siblings(main_path, id, 1, 0, 0, warn, run, &cap) || unsampled_of_run(main_path, id, 1, run) ||
 	    index_procs(run)) {
 		fprintf(stderr, "wallprof: out of memory\n");
 		wp_run_free(run);

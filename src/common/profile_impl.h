@@ -17,4 +17,7 @@ struct profile_impl {
 	uint64_t *module_max_end;  /* max(end) over pub.modules[0..i] (sorted by start) */
 };
 
+/* profile_query.c: p->info from p's META (the reader's last step). */
+void wp_profile_fill_info(struct wp_profile *p);
+
 #endif

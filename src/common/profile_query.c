@@ -138,3 +138,40 @@ uint64_t wp_profile_total_weight_ns(const struct wp_profile *p)
 		total = sat_add(total, p->stacks[i].weight_ns);
 	return total;
 }
+
+static uint64_t meta_u(const struct wp_profile *p, const char *key)
+{
+	long long v = wp_profile_meta_ll(p, key, 0);
+	return v > 0 ? (uint64_t)v : 0;
+}
+
+void wp_profile_fill_info(struct wp_profile *p)
+{
+	struct wp_profile_info *in = &p->info;
+	in->command = wp_profile_meta(p, "command");
+	in->mode = wp_profile_meta(p, "mode");
+	in->run = wp_profile_meta(p, "run");
+	in->version = wp_profile_meta(p, "wallprof_version");
+	in->pid = wp_profile_meta_ll(p, "pid", -1);
+	in->ppid = wp_profile_meta_ll(p, "ppid", -1);
+	in->threads_per_tick = wp_profile_meta_ll(p, "threads_per_tick", -1);
+	in->threads_seen = wp_profile_meta_ll(p, "threads_seen", -1);
+	in->hz = meta_u(p, "hz");
+	in->ncpus = meta_u(p, "ncpus");
+	in->samples = meta_u(p, "samples");
+	in->ticks = meta_u(p, "ticks");
+	in->ticks_late = meta_u(p, "ticks_late");
+	in->start_unix_ns = meta_u(p, "start_unix_ns");
+	in->duration_ns = meta_u(p, "duration_ns");
+	in->cpu_user_ns = meta_u(p, "cpu_user_ns");
+	in->cpu_sys_ns = meta_u(p, "cpu_sys_ns");
+	in->sampler_cpu_ns = meta_u(p, "sampler_cpu_ns");
+	in->window_n = meta_u(p, "window_n");
+	in->window_sum_ns = meta_u(p, "window_sum_ns");
+	in->window_p50_ns = meta_u(p, "window_p50_ns");
+	in->window_p99_ns = meta_u(p, "window_p99_ns");
+	in->window_max_ns = meta_u(p, "window_max_ns");
+	in->has_sampler_cpu = wp_profile_meta(p, "sampler_cpu_ns") != NULL;
+	in->checkpoint = wp_profile_meta(p, "checkpoint") != NULL;
+	in->timeline_truncated = wp_profile_meta_ll(p, "timeline_truncated", 0) != 0;
+}

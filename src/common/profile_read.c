@@ -792,6 +792,7 @@ static int parse(const uint8_t *data, size_t len, unsigned what, struct wp_profi
 	if (scan(&ps) < 0 || allocate(&ps) < 0 || parse_records(&ps) < 0 ||
 	    index_profile(&ps) < 0 || decode_timeline(&ps) < 0)
 		goto done;
+	wp_profile_fill_info(&ps.impl->pub);
 	*out = &ps.impl->pub;
 	ps.impl = NULL;
 	rc = 0;

@@ -195,11 +195,10 @@ struct loaded {
 static int by_start(const void *a, const void *b)
 {
 	const struct loaded *x = a, *y = b;
-	long long sx = wp_profile_meta_ll(x->p, "start_unix_ns", 0);
-	long long sy = wp_profile_meta_ll(y->p, "start_unix_ns", 0);
+	uint64_t sx = x->p->info.start_unix_ns, sy = y->p->info.start_unix_ns;
 	if (sx != sy)
 		return sx < sy ? -1 : 1;
-	long long px = wp_profile_meta_ll(x->p, "pid", 0), py = wp_profile_meta_ll(y->p, "pid", 0);
+	long long px = x->p->info.pid, py = y->p->info.pid;
 	if (px != py)
 		return px < py ? -1 : 1;
 	return strcmp(x->path, y->path);

@@ -37,8 +37,8 @@ uint64_t live_mono(void)
 static int of_this_run(const struct live *L, const struct wp_profile *p, int is_main)
 {
 	if (is_main)
-		return wp_profile_meta_ll(p, "pid", 0) == (long long)L->pid;
-	const char *run = wp_profile_meta(p, "run");
+		return p->info.pid == (long long)L->pid;
+	const char *run = p->info.run;
 	char want[32];
 	snprintf(want, sizeof(want), "%ld-", (long)L->pid);
 	return run && !strncmp(run, want, strlen(want));

@@ -136,12 +136,6 @@ static uint64_t sub0(uint64_t a, uint64_t b)
 	return a > b ? a - b : 0;
 }
 
-static uint64_t meta_u(const struct wp_profile *p, const char *k)
-{
-	long long v = wp_profile_meta_ll(p, k, 0);
-	return v > 0 ? (uint64_t)v : 0;
-}
-
 /* What process k counted becomes its previous checkpoint's (fresh: a new image, nothing
  * before), and its counts start over. */
 static void roll(struct wp_live_counts *m, uint32_t k, int fresh)
@@ -230,7 +224,7 @@ static void count_waits(struct wp_live_counts *m, uint32_t k, const struct wp_re
 void wp_live_absorb(struct wp_live_counts *m, uint32_t k, struct wp_profile *p)
 {
 	struct wp_live_proc *P = m->procs[k];
-	uint64_t start = meta_u(p, "start_unix_ns");
+	uint64_t start = p->info.start_unix_ns;
 	uint64_t total = wp_profile_total_samples(p);
 	/* A new program image (exec) starts counting afresh: no interval to take. */
 	int fresh = !P->loaded || start != P->start_unix || total < P->total;
@@ -276,25 +270,25 @@ void wp_live_absorb(struct wp_live_counts *m, uint32_t k, struct wp_profile *p)
 			P->threads_live++;
 
 	P->total = total;
-	P->dur_now = meta_u(p, "duration_ns");
+	P->dur_now = p->info.duration_ns;
 	P->start_unix = start;
 	P->loaded = 1;
 	P->settled = 0;
-	P->ended = !wp_profile_meta(p, "checkpoint"); /* the final write */
+	P->ended = !p->info.checkpoint; /* the final write */
 	wp_resolved_program(r, 0, P->prog, sizeof(P->prog));
-	P->threads_seen = wp_profile_meta_ll(p, "threads_seen", (long long)p->nthreads);
+	P->threads_seen = p->info.threads_seen >= 0 ? p->info.threads_seen : (long long)p->nthreads;
 	struct wp_summary sum;
 	wp_summarize(p, r, &sum);
 	P->sampler_pct = sum.sampler_core_pct;
 	P->held_pct = sum.held_pct; /* threads held by the sampler, of their lifetimes */
 	if (P->is_main) {
-		const char *v = wp_profile_meta(p, "command");
+		const char *v = p->info.command;
 		if (v && *v)
 			snprintf(m->command, sizeof(m->command), "%s", v);
-		v = wp_profile_meta(p, "mode");
+		v = p->info.mode;
 		snprintf(m->mode, sizeof(m->mode), "%s", v && *v ? v : "wall");
-		m->hz = wp_profile_meta_ll(p, "hz", 0);
-		m->per_tick = wp_profile_meta_ll(p, "threads_per_tick", -1);
+		m->hz = (long long)p->info.hz;
+		m->per_tick = p->info.threads_per_tick;
 	}
 	const char *w = wp_symbolizer_warnings(r->sym);
 	if (w && *w && !m->warning[0]) {

@@ -105,8 +105,8 @@ static int process_matches(const struct wp_profile *p, const char *sel)
 	char *end, buf[256];
 	unsigned long v = strtoul(sel, &end, 10);
 	if (*sel && !*end)
-		return wp_profile_meta_ll(p, "pid", -1) == (long long)v;
-	return !strcmp(program_name(wp_profile_meta(p, "command"), buf, sizeof(buf)), sel);
+		return p->info.pid == (long long)v;
+	return !strcmp(program_name(p->info.command, buf, sizeof(buf)), sel);
 }
 
 int wp_filter_keeps_thread(const struct wp_profile *p, const struct wp_filter *f, uint32_t tid)
@@ -548,13 +548,14 @@ static size_t shares_symbolizer(const struct wp_profile *const *ps, const uint64
 				size_t k)
 {
 	char jit[64];
-	snprintf(jit, sizeof(jit), "/tmp/perf-%lld.map", wp_profile_meta_ll(ps[k], "pid", 0));
+	snprintf(jit, sizeof(jit), "/tmp/perf-%lld.map", ps[k]->info.pid > 0 ? ps[k]->info.pid : 0);
 	if (access(jit, F_OK) == 0)
 		return k;
 	for (size_t j = 0; j < k; j++) {
 		if (sigs[j] != sigs[k])
 			continue;
-		snprintf(jit, sizeof(jit), "/tmp/perf-%lld.map", wp_profile_meta_ll(ps[j], "pid", 0));
+		snprintf(jit, sizeof(jit), "/tmp/perf-%lld.map",
+			 ps[j]->info.pid > 0 ? ps[j]->info.pid : 0);
 		if (access(jit, F_OK) != 0)
 			return j;
 	}
@@ -748,6 +749,6 @@ long wp_resolved_pid(const struct wp_resolved *r, uint32_t proc)
 const char *wp_resolved_program(const struct wp_resolved *r, uint32_t proc, char *buf,
 				size_t cap)
 {
-	return proc < r->nprocs ? program_name(wp_profile_meta(r->procs[proc], "command"), buf, cap)
+	return proc < r->nprocs ? program_name(r->procs[proc]->info.command, buf, cap)
 				: "?";
 }

@@ -48,12 +48,6 @@ static int sibling_name(const char *name, const char *stem, const char *ext)
 	       exec_tag(dot + 1, lm - (size_t)(dot - mid) - 1);
 }
 
-static uint64_t meta_u(const struct wp_profile *p, const char *key)
-{
-	long long v = wp_profile_meta_ll(p, key, 0);
-	return v > 0 ? (uint64_t)v : 0;
-}
-
 /* The header's word for how a process ended: a known status ("exit N", "SIGSEGV"), else what
  * its file says. */
 static void end_text(struct wp_run_proc *rp)
@@ -81,7 +75,7 @@ static int describe(const struct wp_profile *p, const char *path, int is_main,
 		    struct wp_run_proc *rp)
 {
 	memset(rp, 0, sizeof(*rp));
-	const char *cmd = wp_profile_meta(p, "command");
+	const char *cmd = p->info.command;
 	const char *slash = strrchr(path, '/');
 	rp->file = strdup(slash ? slash + 1 : path);
 	rp->path = strdup(path);
@@ -92,11 +86,11 @@ static int describe(const struct wp_profile *p, const char *path, int is_main,
 		free(rp->command);
 		return -1;
 	}
-	rp->pid = wp_profile_meta_ll(p, "pid", -1);
-	rp->ppid = wp_profile_meta_ll(p, "ppid", -1);
-	rp->start_unix_ns = meta_u(p, "start_unix_ns");
-	rp->wall_ns = meta_u(p, "duration_ns");
-	rp->cpu_ns = meta_u(p, "cpu_user_ns") + meta_u(p, "cpu_sys_ns");
+	rp->pid = p->info.pid;
+	rp->ppid = p->info.ppid;
+	rp->start_unix_ns = p->info.start_unix_ns;
+	rp->wall_ns = p->info.duration_ns;
+	rp->cpu_ns = p->info.cpu_user_ns + p->info.cpu_sys_ns;
 	for (size_t i = 0; i < p->nstacks; i++)
 		rp->samples += p->stacks[i].count;
 	rp->is_main = is_main;
@@ -157,7 +151,7 @@ static int scan(const char *dir, const char *stem, const char *ext, const char *
 			run->skipped++;
 			continue;
 		}
-		const char *rid = wp_profile_meta(p, "run");
+		const char *rid = p->info.run;
 		if (rid && (prefix ? !strncmp(rid, id, strlen(id)) : !strcmp(rid, id))) {
 			if (add(run, cap) || describe(p, path, 0, &run->procs[run->n])) {
 				rc = -1;
@@ -453,7 +447,7 @@ static int unsampled_of_files(const struct wp_profile *const *ps, const char *co
 				continue;
 			int mine = 0;
 			for (size_t k = 0; k < n && !mine; k++) {
-				const char *rid = wp_profile_meta(ps[k], "run");
+				const char *rid = ps[k]->info.run;
 				mine = rid && !strcmp(rid, l->run);
 			}
 			if (!mine && (first == UINT64_MAX || l->start < first ||
@@ -496,8 +490,8 @@ int wp_run_find(const char *main_path, const struct wp_profile *main, FILE *warn
 	if (add(run, &cap) || describe(main, main_path, 1, &run->procs[0]))
 		goto oom;
 	run->n = 1;
-	if (siblings(main_path, wp_profile_meta(main, "run"), 0, 0, 0, warn, run, &cap) ||
-	    unsampled_of_run(main_path, wp_profile_meta(main, "run"), 0, run) ||
+	if (siblings(main_path, main->info.run, 0, 0, 0, warn, run, &cap) ||
+	    unsampled_of_run(main_path, main->info.run, 0, run) ||
 	    index_procs(run))
 		goto oom;
 	return 0;
@@ -515,7 +509,7 @@ int wp_run_siblings(const char *main_path, const struct wp_profile *main, unsign
 	if (add(run, &cap) || describe(main, main_path, 1, &run->procs[0]))
 		goto oom;
 	run->n = 1;
-	if (siblings(main_path, wp_profile_meta(main, "run"), 0, 1, what, warn, run, &cap))
+	if (siblings(main_path, main->info.run, 0, 1, what, warn, run, &cap))
 		goto oom;
 	return 0;
 oom:

@@ -376,7 +376,7 @@ void wp_waits_split(struct wp_resolved *r)
 		struct wp_rstack *s = &r->stacks[i];
 		struct wp_rwait *ws = (struct wp_rwait *)s->waits;
 		uint32_t stay = 0;
-		const char *mode = wp_profile_meta(r->procs[s->proc], "mode");
+		const char *mode = r->procs[s->proc]->info.mode;
 		if (mode && !strcmp(mode, "cpu"))
 			continue; /* a cpu profile's samples are CPU time, whatever call they were in */
 		/* the waits that stay with s first, those that leave after */

@@ -104,12 +104,6 @@ static void banner(struct text *t, const char *fmt, ...)
 /* ---------------------------------------------------------------------------------------- */
 /* Header and statistics */
 
-static uint64_t meta(const struct text *t, const char *key)
-{
-	long long v = wp_profile_meta_ll(t->p, key, 0);
-	return v > 0 ? (uint64_t)v : 0;
-}
-
 static void exit_line(struct text *t, char *buf, size_t cap)
 {
 	int st;
@@ -224,8 +218,8 @@ static void header(struct text *t)
 {
 	const struct wp_profile *p = t->p;
 	const struct wp_summary *s = t->s;
-	const char *cmd = wp_profile_meta(p, "command");
-	const char *mode = wp_profile_meta(p, "mode");
+	const char *cmd = p->info.command;
+	const char *mode = p->info.mode;
 	char ex[128], b[160];
 	uint64_t duration = s->duration_ns, user = s->cpu_user_ns, sys = s->cpu_sys_ns;
 	uint64_t hz = s->hz, ticks = s->ticks, late = s->ticks_late;
@@ -234,10 +228,11 @@ static void header(struct text *t)
 	exit_line(t, ex, sizeof(ex));
 	fprintf(t->out, "[RUN]     %s\n", cmd && *cmd ? wp_fit_head(cmd, WIDTH - 10, b, sizeof(b))
 						 : "(command unknown)");
-	if (meta(t, "pid") || *ex) {
+	uint64_t pid = t->p->info.pid > 0 ? (uint64_t)t->p->info.pid : 0;
+	if (pid || *ex) {
 		fprintf(t->out, "[RUN]     ");
-		if (meta(t, "pid"))
-			fprintf(t->out, "pid %llu%s", (unsigned long long)meta(t, "pid"), *ex ? ", " : "");
+		if (pid)
+			fprintf(t->out, "pid %llu%s", (unsigned long long)pid, *ex ? ", " : "");
 		fprintf(t->out, "%s\n", ex);
 	}
 	const struct wp_run *run = s->run && s->run->merged ? s->run : NULL;
@@ -257,7 +252,7 @@ static void header(struct text *t)
 	}
 	processes(t);
 	if (!mode || !strcmp(mode, "wall")) {
-		long long per = wp_profile_meta_ll(p, "threads_per_tick", -1);
+		long long per = p->info.threads_per_tick;
 		if (per > 0)
 			snprintf(b, sizeof(b), "up to %lld threads a tick", per);
 		else
@@ -342,13 +337,14 @@ static void stats(struct text *t)
 			wp_pct(truncated, t->total));
 	fputc('\n', t->out);
 
-	uint64_t wn = meta(t, "window_n");
+	const struct wp_profile_info *in = &t->p->info;
+	uint64_t wn = in->window_n;
 	if (wn)
 		fprintf(t->out, "[STATS]   thread suspension per sample: p50 %s, p99 %s, max %s "
 				"(%s suspensions)\n",
-			wp_dur(meta(t, "window_p50_ns")), wp_dur(meta(t, "window_p99_ns")),
-			wp_dur(meta(t, "window_max_ns")), wp_num(wn));
-	if (duration && wp_profile_meta(t->p, "sampler_cpu_ns"))
+			wp_dur(in->window_p50_ns), wp_dur(in->window_p99_ns),
+			wp_dur(in->window_max_ns), wp_num(wn));
+	if (duration && in->has_sampler_cpu)
 		fprintf(t->out, "[STATS]   sampler CPU time: %s (%.1f%% of one core)\n", wp_dur(sampler),
 			s->sampler_core_pct);
 
@@ -715,7 +711,7 @@ static void process_head(struct text *t, size_t k)
 	struct wp_tally tally;
 	if (wp_tally(r, wp_stack_of_pid, &arg, &tally) != 0)
 		return;
-	long long ppid = wp_profile_meta_ll(r->procs[k], "ppid", -1);
+	long long ppid = r->procs[k]->info.ppid;
 	size_t last, images = wp_pid_images(r, k, &last);
 	char first[256], from[300] = "";
 	if (images > 1)

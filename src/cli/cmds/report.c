@@ -204,28 +204,37 @@ static int by_start(const void *a, const void *b)
 	return strcmp(x->path, y->path);
 }
 
-/* Whether the options name one file alone (not a directory), whose run is then reported. */
-static int one_file(const struct wp_opts *o)
+/* What a report is of: files and directories as named (--report A B..., a run's orphans), or
+ * one file and the other files of its run (single_file: that file alone). */
+struct inputs {
+	const char *const *paths;
+	size_t n;
+	int single_file;
+};
+
+/* Whether the inputs are one file alone (not a directory), whose run is then reported. */
+static int one_file(const struct inputs *in)
 {
 	struct stat st;
-	return !o->nreport_more && !(stat(o->report_file, &st) == 0 && S_ISDIR(st.st_mode));
+	return in->n == 1 && !(stat(in->paths[0], &st) == 0 && S_ISDIR(st.st_mode));
 }
 
-/* The files the options name: each FILE, each DIR's *.prof, or for one file its run (the
- * files of the same run beside it, model/run.h). Returns 0 or -1 (said). */
-static int gather(const struct wp_opts *o, struct files *f, size_t *skipped)
+/* The files the inputs name: each FILE, each DIR's *.prof, or for one file its run (the
+ * files of the same run beside it, model/run.h), each read as `what` says. Returns 0 or -1
+ * (said). */
+static int gather(const struct inputs *in, unsigned what, struct files *f, size_t *skipped)
 {
-	const char *one = o->report_file;
+	const char *one = in->paths[0];
 	struct stat st;
-	if (one_file(o)) {
+	if (one_file(in)) {
 		char err[256];
 		struct wp_profile *p;
-		if (wp_profile_read_some(one, reads(o), &p, err, sizeof(err)) != 0) {
+		if (wp_profile_read_some(one, what, &p, err, sizeof(err)) != 0) {
 			fprintf(stderr, "wallprof: %s: %s\n", one, err);
 			return -1;
 		}
 		struct wp_run run; /* the profiles of the run, each read once: kept for load_all */
-		if (wp_run_siblings(one, p, reads(o), stderr, &run)) {
+		if (wp_run_siblings(one, p, what, stderr, &run)) {
 			wp_profile_free(p);
 			return -1;
 		}
@@ -240,8 +249,8 @@ static int gather(const struct wp_opts *o, struct files *f, size_t *skipped)
 		wp_run_free(&run);
 		return rc;
 	}
-	for (int i = -1; i < o->nreport_more; i++) {
-		const char *path = i < 0 ? one : o->report_more[i];
+	for (size_t i = 0; i < in->n; i++) {
+		const char *path = in->paths[i];
 		int rc = stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? add_dir(f, path)
 								     : add_path(f, path);
 		if (rc)
@@ -318,16 +327,17 @@ out:
 	return rc;
 }
 
-int wp_report_files(const struct wp_opts *o, FILE *out)
+/* The report of the inputs with the options' format and filter. */
+static int report_inputs(const struct wp_opts *o, const struct inputs *in, FILE *out)
 {
-	int one = one_file(o);
-	if (one && o->single_file)
-		return wp_report_file(o, o->report_file, out); /* that file alone */
+	int one = one_file(in);
+	if (one && in->single_file)
+		return wp_report_file(o, in->paths[0], out); /* that file alone */
 	struct files f = { 0 };
 	size_t skipped = 0, n = 0;
 	struct loaded *l = NULL;
 	int rc = 1;
-	if (gather(o, &f, &skipped) == 0) {
+	if (gather(in, reads(o), &f, &skipped) == 0) {
 		l = calloc(f.n ? f.n : 1, sizeof(*l));
 		if (!l)
 			fprintf(stderr, "wallprof: out of memory\n");
@@ -345,14 +355,30 @@ int wp_report_files(const struct wp_opts *o, FILE *out)
 	return rc;
 }
 
+int wp_report_files(const struct wp_opts *o, FILE *out)
+{
+	const char **paths = malloc(((size_t)o->nreport_more + 1) * sizeof(*paths));
+	if (!paths) {
+		fprintf(stderr, "wallprof: out of memory\n");
+		return 1;
+	}
+	paths[0] = o->report_file;
+	for (int i = 0; i < o->nreport_more; i++)
+		paths[i + 1] = o->report_more[i];
+	struct inputs in = { paths, (size_t)o->nreport_more + 1, o->single_file };
+	int rc = report_inputs(o, &in, out);
+	free(paths);
+	return rc;
+}
+
 int wp_run_load(const char *path, int single_file, struct wp_run_files *rf)
 {
 	memset(rf, 0, sizeof(*rf));
-	struct wp_opts o = { .report_file = path, .single_file = single_file };
+	struct inputs in = { &path, 1, single_file };
 	struct files f = { 0 };
 	struct loaded *l = NULL;
 	int rc = -1;
-	if (single_file ? add_path(&f, path) : gather(&o, &f, &rf->skipped))
+	if (single_file ? add_path(&f, path) : gather(&in, WP_READ_NO_TIMELINE, &f, &rf->skipped))
 		goto out;
 	l = calloc(f.n ? f.n : 1, sizeof(*l));
 	rf->ps = calloc(f.n ? f.n : 1, sizeof(*rf->ps));
@@ -441,23 +467,23 @@ static void report_orphans(const struct wp_opts *o, const char *path)
 	struct wp_run run;
 	if (!o->root_pid || wp_run_find_orphans(path, o->root_pid, stderr, &run) != 0)
 		return;
-	const char **more = run.n > 1 ? calloc(run.n - 1, sizeof(*more)) : NULL;
-	if (run.n && (run.n == 1 || more)) {
+	const char **paths = run.n ? calloc(run.n, sizeof(*paths)) : NULL;
+	if (paths) {
 		FILE *out = wp_open_report(o);
 		if (out) {
 			fprintf(stderr, "wallprof: the other %zu profile%s of the run follow%s\n",
 				run.n, run.n == 1 ? "" : "s", run.n == 1 ? "s" : "");
+			for (size_t i = 0; i < run.n; i++)
+				paths[i] = run.procs[i].path;
+			/* the exit status the command saw is the root's, and the root is not in
+			 * it: these options, without it */
 			struct wp_opts some = *o;
-			some.report_file = run.procs[0].path;
-			for (size_t i = 1; i < run.n; i++)
-				more[i - 1] = run.procs[i].path;
-			some.report_more = more;
-			some.nreport_more = (int)run.n - 1;
-			some.have_exit_status = 0; /* the root's, and the root is not in it */
-			wp_close_report(o, out, wp_report_files(&some, out));
+			some.have_exit_status = 0;
+			struct inputs in = { paths, run.n, o->single_file };
+			wp_close_report(o, out, report_inputs(&some, &in, out));
 		}
 	}
-	free(more);
+	free(paths);
 	wp_run_free(&run);
 }
 
@@ -475,12 +501,8 @@ int wp_report_after_run(const struct wp_opts *o, const char *path)
 			/* The whole tree the command started (every file of its run). A report
 			 * that could not be written is said; the exit status stays the program's,
 			 * as the shell would see it without wallprof. */
-			struct wp_opts all = *o;
-			all.report_file = path;
-			all.report_more = NULL;
-			all.nreport_more = 0;
-			all.single_file = 0;
-			wp_close_report(o, out, wp_report_files(&all, out));
+			struct inputs in = { &path, 1, 0 };
+			wp_close_report(o, out, report_inputs(o, &in, out));
 			if (!o->quiet)
 				fprintf(stderr, "wallprof: profile saved to %s (wallprof --report %s)\n",
 					path, path);

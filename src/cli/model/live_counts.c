@@ -1,5 +1,6 @@
 #include "live_counts.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,7 @@ static uint32_t func_id(struct wp_live_counts *m, const char *name, const char *
 	if (id < 0)
 		oom(m);
 	if (added) {
+		assert((size_t)id == m->nfuncs); /* the counts' ids are the interner's: funcs[id] */
 		if (wp_grow(&m->funcs, &m->capfuncs, m->nfuncs + 1, sizeof(*m->funcs)))
 			oom(m);
 		m->funcs[m->nfuncs++] = (struct wp_live_func){ .name = kname, .module = kmodule };

@@ -1,5 +1,6 @@
 #include "resolve.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,6 +148,8 @@ static uint32_t intern(struct wp_resolved *r, const char *name, const char *modu
 	if (id < 0)
 		wp_model_oom();
 	if (added) {
+		/* the model's function ids are the interner's: funcs[id] */
+		assert((size_t)id == r->nfuncs);
 		if (wp_grow(&r->funcs, &pv->capfuncs, r->nfuncs + 1, sizeof(*r->funcs)))
 			wp_model_oom();
 		struct wp_func *fn = &r->funcs[r->nfuncs++];

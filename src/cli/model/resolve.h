@@ -124,7 +124,8 @@ struct wp_resolved {
 };
 
 /* Symbolizes every stack of `p` and keeps what `f` keeps (NULL: everything). Returns NULL
- * when out of memory (message printed). */
+ * when out of memory setting up (message printed); out of memory later in the build, it says
+ * so and exits (build.h's wp_model_oom), as the symbolizer's caches cannot be unwound. */
 struct wp_resolved *wp_resolve(const struct wp_profile *p, const struct wp_filter *f);
 
 /* The same over the profiles of several processes (a run's tree; ps[0] first, as r->p).
@@ -148,7 +149,7 @@ struct wp_resolved *wp_resolve_cached(const struct wp_profile *p, const struct w
  * reused, and so is every kept stack that `p` repeats (same id, thread and addresses): a
  * checkpoint costs a walk over its stacks. The profile the model was built from must still be
  * alive (its stacks are compared with p's); free it after. Returns 0, or -1 when out of
- * memory (message printed; free the model). */
+ * memory setting up (message printed; free the model); later, as wp_resolve, it exits. */
 int wp_resolve_update(struct wp_resolved *r, const struct wp_profile *p);
 
 void wp_resolved_free(struct wp_resolved *r);

@@ -1,5 +1,6 @@
 #include "rwaits.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +14,11 @@ uint64_t wp_rwait_samples(const struct wp_rstack *s, uint32_t k)
 uint64_t wp_rstack_unwaited(const struct wp_rstack *s)
 {
 	uint64_t rest = s->count;
-	for (uint32_t k = 0; k < s->nwaits; k++)
+	for (uint32_t k = 0; k < s->nwaits; k++) {
+		/* the build capped a stack's waits at its samples (wait_attach.c's cap_waits) */
+		assert(wp_rwait_samples(s, k) <= rest);
 		rest -= wp_rwait_samples(s, k);
+	}
 	return rest;
 }
 
@@ -250,6 +254,8 @@ struct wp_wait_people *wp_wait_people(const struct wp_resolved *r, const uint32_
 			uint64_t c = wp_rwait_samples(s, k);
 			if (!c)
 				continue;
+			/* a wait with samples went to a total (wp_wait_totals) */
+			assert(of[rw - r->waits] < ntotals);
 			struct wp_wait_people *w = &v[of[rw - r->waits]];
 			tally_tid(w->tids, w->tid_n, &w->more_tids, s->proc, s->tid, c);
 			tally_func(w, rw->waiter, c);

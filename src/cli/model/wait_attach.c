@@ -2,6 +2,7 @@
  * to the kept stack it describes, named with that process's symbolizer and THREAD records
  * (waits.h classifies and describes it); a stack's waits are capped at its samples; with
  * --wait-leaves=on each wait in a call gets a stack of its own ending in its leaf. */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -391,6 +392,7 @@ void wp_waits_split(struct wp_resolved *r)
 		for (uint32_t k = stay; k < s->nwaits; k++) {
 			struct wp_rstack *o = &r->stacks[r->nstacks++];
 			wait_leaf(r, s, &ws[k], o);
+			assert(o->count <= s->count); /* a leaf takes at most its stack's samples */
 			s->count -= o->count;
 			s->weight_ns -= o->weight_ns;
 		}

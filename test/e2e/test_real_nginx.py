@@ -96,14 +96,17 @@ def wait_listening(port, proc, limit):
 
 
 def titles_of_children(pid):
-    """{pid: title} of pid's children, as /proc shows them (what ps shows)."""
+    """{pid: title} of pid's children, as /proc shows them (what ps shows), but for the
+    agent's sampler: a task of its own, a child named "wallprof" that shares the process's
+    memory, and so shows its command line (docs/design.md, "Where the sampler lives")."""
     out = {}
     for p in os.listdir("/proc"):
         if not p.isdigit():
             continue
         try:
             with open("/proc/%s/stat" % p) as f:
-                if int(f.read().rpartition(")")[2].split()[1]) != pid:
+                name, _, rest = f.read().rpartition(")")
+                if int(rest.split()[1]) != pid or name.endswith("(wallprof"):
                     continue
             with open("/proc/%s/cmdline" % p, "rb") as f:
                 out[int(p)] = f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()

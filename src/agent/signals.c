@@ -88,9 +88,12 @@ static int free_rt_signal(int except, const sigset_t *avoid)
 
 int wp_signals_choose(int wanted)
 {
+	struct sigaction sa;
 	if (wanted > 0)
 		return wanted;
-	if (is_default(SIGPROF))
+	/* SIG_IGN too (inherited across exec): the program's disposition, shared (chaining) */
+	if (is_default(SIGPROF) || (wp_real_sigaction(SIGPROF, NULL, &sa) == 0 &&
+				    !(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == SIG_IGN))
 		return SIGPROF;
 	int s = free_rt_signal(0, NULL);
 	if (s)

@@ -447,8 +447,21 @@ void wp_signals_keep_ours(int sig)
 		uint64_t mask;
 	} k;
 	if (!ours_fn || sig <= 0 || sig >= 65 ||
-	    syscall(SYS_rt_sigaction, sig, NULL, &k, sizeof(k.mask)) != 0 || k.h == (void *)ours_fn)
+	    syscall(SYS_rt_sigaction, sig, NULL, &k, sizeof(k.mask)) != 0)
 		return;
+	if (k.h == (void *)ours_fn) {
+		/* Ours, but not as we install it: the program put back, with the system call, the
+		 * handler it read before installing its own (ours, to a raw query), as Go does
+		 * when its profiler stops. It means the disposition it replaced. */
+		unsigned long want = SA_SIGINFO | SA_RESTART | (current(sig)->flags & SA_ONSTACK);
+		if ((k.flags & (SA_SIGINFO | SA_RESTART | SA_ONSTACK | SA_NODEFER | SA_RESETHAND)) ==
+			    want && !k.mask)
+			return;
+		const struct chain_rec *prev = atomic_load(&chain_prev[sig]);
+		publish(sig, prev ? prev : &rec_dfl);
+		install_ours(sig, current(sig), NULL);
+		return;
+	}
 	/* Installed with the system call itself, unseen by sigaction(): ours goes back on top and
 	 * chains to it. What ours replaces is the latest (the program may have changed it again
 	 * since the look). */

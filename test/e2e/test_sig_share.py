@@ -5,7 +5,9 @@ wallprof's requests, exactly as unprofiled, and wallprof keeps sampling (sig_sha
   raw    a handler installed with the rt_sigaction system call (unseen by sigaction(), as
          Go without libc does), SA_ONSTACK on a sigaltstack, under its own ITIMER_PROF: every
          tick reaches it from the timer (SI_KERNEL), on its alternate stack, with the
-         interrupted context; wallprof puts its handler back on top, says so, and samples
+         interrupted context; wallprof puts its handler back on top, says so, and samples;
+         when the program puts back, the same way, the handler it read before (as Go does
+         when its profiler stops), sigaction() shows SIG_DFL again, as unprofiled
   query  sigaction() returns what the program installed; its own sigqueue() values reach its
          handler unchanged; SIG_IGN ignores kill(SIGPROF); SA_RESETHAND runs once
   dfl    a program that never touched SIGPROF dies of a kill(SIGPROF), as SIG_DFL says, and

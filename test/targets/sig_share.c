@@ -5,7 +5,9 @@
  *                            itself (as Go without libc does), SA_ONSTACK on a sigaltstack,
  *                            then burns CPU under its own ITIMER_PROF: every tick must reach
  *                            its handler, from the timer (SI_KERNEL), on the alternate stack,
- *                            with the interrupted context; prints own_ticks and own_cpu_ms
+ *                            with the interrupted context; prints own_ticks and own_cpu_ms;
+ *                            then puts back, the same way, what it read before (as Go does when
+ *                            its profiler stops): sigaction() must show SIG_DFL again
  *   sig_share query          sigaction() returns what it installed (handler, flags, mask); a
  *                            sigqueue() value of its own reaches its handler unchanged;
  *                            SIG_IGN ignores kill(SIGPROF); SA_RESETHAND runs once
@@ -83,6 +85,9 @@ static int raw_mode(double seconds)
 	sigaction(SIGWINCH, &tmp, NULL);
 	struct ksigaction k, got;
 	syscall(SYS_rt_sigaction, SIGWINCH, NULL, &k, 8);
+	/* what it replaces, as a runtime reads it to put it back later (Go's fwdSig) */
+	struct ksigaction before;
+	syscall(SYS_rt_sigaction, SIGPROF, NULL, &before, 8);
 	k.handler = (void *)on_tick;
 	k.flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | 0x04000000 /* SA_RESTORER */;
 	k.mask = 0;
@@ -108,6 +113,19 @@ static int raw_mode(double seconds)
 	syscall(SYS_rt_sigaction, SIGPROF, NULL, &got, 8);
 	if (cur.sa_sigaction != on_tick || !(cur.sa_flags & SA_ONSTACK)) {
 		printf("sigaction shows another handler\n");
+		return 1;
+	}
+	/* Put back what it read before, with its own flags and mask, as Go does when its
+	 * profiler stops: SIG_DFL again for sigaction(), as unprofiled */
+	before.flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | 0x04000000;
+	before.restorer = k.restorer;
+	before.mask = ~0ull;
+	syscall(SYS_rt_sigaction, SIGPROF, &before, NULL, 8);
+	sink += burn_shared(0.3);
+	sigaction(SIGPROF, NULL, &cur);
+	if (cur.sa_handler != SIG_DFL) {
+		printf("after putting back what it read, sigaction shows %p, not SIG_DFL\n",
+		       (void *)cur.sa_handler);
 		return 1;
 	}
 	return ticks > 0 && !bad_code && !off_stack && !no_pc ? 0 : 1;

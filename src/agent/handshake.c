@@ -309,6 +309,7 @@ int wp_handshake_init(int signo)
 
 void wp_handshake_reset(void)
 {
+	wp_signals_fork_child();
 	/* (a count of sleepers inherited from a parent thread that was waiting would only cost
 	 * needless wake-ups, but the child starts clean) */
 	for (int i = 0; i < NSLOTS; i++) {

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -367,6 +368,35 @@ static void publish(int sig, const struct chain_rec *src)
 	atomic_store(&chain_cur[sig], r);
 }
 
+/* The program's sigaction (on any of its threads), the sampler's look and SA_RESETHAND change
+ * a record and the kernel's disposition together: one at a time, or the sampler could take
+ * the moment between the two for a change the program made with the system call. Held for a
+ * few system calls. A program thread holds it with every signal blocked (its own handler may
+ * call sigaction); the sampler only tries it (a busy lock: look again next batch). */
+static _Atomic int chain_lock;
+/* SA_ONSTACK as ours was last installed on each signal, under the lock */
+static _Atomic int installed_onstack[65];
+
+static void lock_chain(uint64_t *saved)
+{
+	uint64_t all = ~0ull;
+	syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, saved, sizeof(all));
+	while (atomic_exchange(&chain_lock, 1))
+		sched_yield();
+}
+
+static void unlock_chain(const uint64_t *saved)
+{
+	atomic_store(&chain_lock, 0);
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, saved, NULL, sizeof(*saved));
+}
+
+void wp_signals_fork_child(void)
+{
+	/* a fork taken while another thread (or the sampler) held it: that thread is not here */
+	atomic_store(&chain_lock, 0);
+}
+
 static const struct chain_rec *current(int sig)
 {
 	const struct chain_rec *r = atomic_load(&chain_cur[sig]);
@@ -385,6 +415,7 @@ static int install_ours(int sig, const struct chain_rec *prog, struct sigaction 
 	 * for SA_RESTART (run_program). */
 	sa.sa_flags = SA_SIGINFO | SA_RESTART | (prog->flags & SA_ONSTACK);
 	sigemptyset(&sa.sa_mask);
+	atomic_store(&installed_onstack[sig], !!(prog->flags & SA_ONSTACK));
 	return wp_real_sigaction(sig, &sa, old);
 }
 
@@ -393,19 +424,28 @@ int wp_signals_take(int sig, void (*fn)(int, siginfo_t *, void *))
 	if (sig <= 0 || sig >= 65)
 		return -EINVAL;
 	ours_fn = fn;
+	uint64_t saved;
+	int e = 0;
+	lock_chain(&saved);
 	if (!atomic_load(&chained[sig])) {
 		/* Whatever is there now is the program's (a handler another library installed
 		 * before us, when WALLPROF_SIGNAL forces a taken signal). */
 		struct sigaction k;
-		if (wp_real_sigaction(sig, NULL, &k) != 0)
-			return -errno;
+		if (wp_real_sigaction(sig, NULL, &k) != 0) {
+			e = -errno;
+			goto out;
+		}
 		if (!wp_handshake_is_ours(&k)) {
 			struct chain_rec r = rec_of(&k);
 			publish(sig, &r);
 		}
 		atomic_store(&chained[sig], 1);
 	}
-	return install_ours(sig, current(sig), NULL) != 0 ? -errno : 0;
+	if (install_ours(sig, current(sig), NULL) != 0)
+		e = -errno;
+out:
+	unlock_chain(&saved);
+	return e;
 }
 
 static void say_shared(int sig, const char *how)
@@ -418,6 +458,8 @@ static void say_shared(int sig, const char *how)
 /* The program's sigaction() on a signal our handler is on. */
 static int chained_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
+	uint64_t saved;
+	lock_chain(&saved);
 	const struct chain_rec *before = current(sig);
 	struct sigaction was;
 	view_rec(before, &was);
@@ -427,12 +469,15 @@ static int chained_sigaction(int sig, const struct sigaction *act, struct sigact
 		if (install_ours(sig, &r, NULL) != 0) {
 			int e = errno;
 			publish(sig, before);
+			install_ours(sig, before, NULL);
+			unlock_chain(&saved);
 			errno = e;
 			return -1;
 		}
-		if (is_handler(act))
-			say_shared(sig, "");
 	}
+	unlock_chain(&saved);
+	if (act && is_handler(act))
+		say_shared(sig, "");
 	if (old)
 		*old = was;
 	return 0;
@@ -446,21 +491,23 @@ void wp_signals_keep_ours(int sig)
 		void *restorer;
 		uint64_t mask;
 	} k;
-	if (!ours_fn || sig <= 0 || sig >= 65 ||
-	    syscall(SYS_rt_sigaction, sig, NULL, &k, sizeof(k.mask)) != 0)
-		return;
+	if (!ours_fn || sig <= 0 || sig >= 65 || atomic_exchange(&chain_lock, 1))
+		return; /* (the sampler has every signal blocked: the lock alone) */
+	if (syscall(SYS_rt_sigaction, sig, NULL, &k, sizeof(k.mask)) != 0)
+		goto out;
 	if (k.h == (void *)ours_fn) {
 		/* Ours, but not as we install it: the program put back, with the system call, the
 		 * handler it read before installing its own (ours, to a raw query), as Go does
 		 * when its profiler stops. It means the disposition it replaced. */
-		unsigned long want = SA_SIGINFO | SA_RESTART | (current(sig)->flags & SA_ONSTACK);
-		if ((k.flags & (SA_SIGINFO | SA_RESTART | SA_ONSTACK | SA_NODEFER | SA_RESETHAND)) ==
-			    want && !k.mask)
-			return;
-		const struct chain_rec *prev = atomic_load(&chain_prev[sig]);
-		publish(sig, prev ? prev : &rec_dfl);
-		install_ours(sig, current(sig), NULL);
-		return;
+		unsigned long want = SA_SIGINFO | SA_RESTART |
+				     (atomic_load(&installed_onstack[sig]) ? SA_ONSTACK : 0);
+		if ((k.flags & (SA_SIGINFO | SA_RESTART | SA_ONSTACK | SA_NODEFER | SA_RESETHAND)) !=
+			    want || k.mask) {
+			const struct chain_rec *prev = atomic_load(&chain_prev[sig]);
+			publish(sig, prev ? prev : &rec_dfl);
+			install_ours(sig, current(sig), NULL);
+		}
+		goto out;
 	}
 	/* Installed with the system call itself, unseen by sigaction(): ours goes back on top and
 	 * chains to it. What ours replaces is the latest (the program may have changed it again
@@ -468,15 +515,19 @@ void wp_signals_keep_ours(int sig)
 	struct chain_rec r = { k.h, (int)k.flags, k.mask };
 	struct sigaction old;
 	if (install_ours(sig, &r, &old) != 0)
-		return;
+		goto out;
 	if (!wp_handshake_is_ours(&old)) {
 		r = rec_of(&old);
 		if ((r.flags ^ (int)k.flags) & SA_ONSTACK)
 			install_ours(sig, &r, NULL);
 	}
 	publish(sig, &r);
+	atomic_store(&chain_lock, 0);
 	if (r.h != SIG_DFL && r.h != SIG_IGN)
 		say_shared(sig, " (with a system call)");
+	return;
+out:
+	atomic_store(&chain_lock, 0);
 }
 
 /* What SIG_DFL does with a signal the program did not handle: the agent's possible signals
@@ -511,8 +562,12 @@ void wp_signals_forward(int sig, siginfo_t *info, void *ucv)
 		default_action(sig, info);
 		return;
 	}
-	if (r->flags & SA_RESETHAND)
+	if (r->flags & SA_RESETHAND) {
+		uint64_t saved;
+		lock_chain(&saved);
 		publish(sig, &rec_dfl);
+		unlock_chain(&saved);
+	}
 	/* The mask the program's handler expects (its sa_mask; the signal itself unless
 	 * SA_NODEFER), never our sampling signal; sigreturn puts the thread's own back. */
 	int ours = wp_handshake_signal();

@@ -43,6 +43,8 @@ void wp_signals_forward(int sig, siginfo_t *info, void *ucontext);
  * system call (unseen by sigaction()), ours goes back on top, chaining to it. One
  * rt_sigaction system call when nothing changed. */
 void wp_signals_keep_ours(int sig);
+/* In a fork child, first thing: the lock around the shared signal's records is free. */
+void wp_signals_fork_child(void);
 /* exec: the program's SIG_IGN on a shared signal survives exec, as it would unprofiled;
  * after a failed exec our handler goes back. */
 void wp_signals_before_exec(void);

@@ -184,7 +184,7 @@ static void on_duty(void *ucv, uint32_t gen_sent, int any)
 		return;
 	}
 	uint32_t gen = GEN(w);
-	ucontext_t *uc = ucv;
+	const ucontext_t *uc = wp_signals_outer_context(ucv);
 	t->cap.t_enter_ns = wp_now_ns();
 	t->cap.cpu = sched_getcpu(); /* vDSO */
 	memcpy(t->cap.gregs, uc->uc_mcontext.gregs, sizeof(t->cap.gregs));

@@ -295,6 +295,15 @@ static void trampoline(int sig, siginfo_t *info, void *ucv)
 		    atomic_load(&prog_siginfo[sig]), atomic_load(&prog_restart[sig]), 0);
 }
 
+const ucontext_t *wp_signals_outer_context(const void *ucv)
+{
+	const ucontext_t *uc = ucv;
+	const greg_t *g = uc->uc_mcontext.gregs;
+	if ((uintptr_t)g[REG_RIP] == (uintptr_t)trampoline && g[REG_RDX])
+		return (const ucontext_t *)(uintptr_t)g[REG_RDX];
+	return uc;
+}
+
 void *wp_signals_enter_ours(void *ucontext)
 {
 	void *outer = ours_uc;

@@ -19,6 +19,7 @@
 #define WP_SIGNALS_H
 
 #include <signal.h>
+#include <ucontext.h>
 
 int wp_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 
@@ -43,6 +44,13 @@ void wp_signals_forward(int sig, siginfo_t *info, void *ucontext);
  * system call (unseen by sigaction()), ours goes back on top, chaining to it. One
  * rt_sigaction system call when nothing changed. */
 void wp_signals_keep_ours(int sig);
+/* The context a sample should show, given the one our handler interrupted: when that is the
+ * first instruction of one of the program's handlers (the kernel delivered its signal and
+ * then ours at once, before any of its code ran: Go's SIGURG and our request both pending
+ * while the thread waited for a CPU), the context that signal interrupted, which its handler
+ * receives (rdx, its third argument). That handler runs on the program's sigaltstack, where
+ * the stack copy would miss the interrupted code's callers. Async-signal-safe. */
+const ucontext_t *wp_signals_outer_context(const void *ucontext);
 /* In a fork child, first thing: the lock around the shared signal's records is free. */
 void wp_signals_fork_child(void);
 /* exec: the program's SIG_IGN on a shared signal survives exec, as it would unprofiled;

@@ -220,12 +220,13 @@ static void on_duty(void *ucv, uint32_t gen_sent, int any)
 /* Whether a delivery is one of the sampler's requests, and of which generation. The sampler
  * sends each with rt_tgsigqueueinfo: SI_QUEUE and WP_HS_TAG << 32 | generation as its value,
  * so a request is told from the program's own use of the signal (its timer, a kill, Go's
- * profiler) by what it carries, whoever sends it (si_pid is the sampler's own and only a
- * hint). A tagged delivery that matches no request in flight is a late one of ours: never
+ * profiler) by what it carries, whoever sends it (si_pid is not looked at: a sampler in
+ * another process would show its own). A tagged delivery that matches no request in flight is a late one of ours: never
  * the program's. Where the kernel refused to queue a value (tagless: a seccomp policy), or
  * lost it (a standard signal past RLIMIT_SIGPENDING arrives as SI_USER from pid 0), a
  * delivery is ours when it says it came from tgkill or nowhere and a request for this thread
- * is in flight. Async-signal-safe. */
+ * is in flight (a program's own tgkill at that moment is then taken for ours: one of its
+ * signals lost). Async-signal-safe. */
 #define WP_HS_TAG 0x77707266u /* "wprf" */
 static _Atomic int tagless;
 

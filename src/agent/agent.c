@@ -465,6 +465,8 @@ int wp_agent_begin(const struct wp_config *c)
 		wp_eintr_disable_retry();
 	if (cfg.test_linger)
 		wp_handshake_set_linger(20000000ull);
+	if (cfg.test_tagless)
+		wp_handshake_set_tagless();
 	if (!initialized) {
 		int e, sig = wp_signals_choose(cfg.signal);
 		if ((e = wp_handshake_init(sig)) != 0) {

@@ -345,6 +345,11 @@ int wp_handshake_migrate(int to)
 	return 0;
 }
 
+void wp_handshake_set_tagless(void)
+{
+	atomic_store(&tagless, 1);
+}
+
 void wp_handshake_set_linger(uint64_t ns)
 {
 	linger_ns = ns;

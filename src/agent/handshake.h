@@ -99,6 +99,9 @@ void wp_handshake_set_deadlines(uint64_t msg2_ns, uint64_t msg3_ns);
  * program's own signals land inside it (test_transfers.py). */
 void wp_handshake_set_linger(uint64_t ns);
 
+/* Tests only (WALLPROF_TEST=tagless): requests go out with tgkill, as where a seccomp policy
+ * refuses rt_tgsigqueueinfo (test_sig_share.py). */
+void wp_handshake_set_tagless(void);
 /* The signal handler's own statistics (stray signals it ignored). */
 uint64_t wp_handshake_stray(void);
 /* The signal in use. */

@@ -143,7 +143,9 @@ def main(t):
     # unprofiled run's count differs with the machine's load: 107 against 55 once, while
     # another test ran beside it), the unprofiled run's ratio shown for comparison
     got, cpu_ms = said(r.stderr, "own_ticks"), said(r.stderr, "own_cpu_ms")
-    t.check(cpu_ms > 0 and got >= 0.7 * cpu_ms / 10.0,
+    # (0.5: with the signal shared, some runs at load 9 got 0.51-0.84 ticks per 10 ms of CPU;
+    # docs/design.md, "A shared signal")
+    t.check(cpu_ms > 0 and got >= 0.5 * cpu_ms / 10.0,
             "sigprof: the program's own ticks (%d) match its CPU time (%.0f ms; unprofiled: "
             "%d ticks in %.0f ms)" % (got, cpu_ms, said(base.stdout, "own_ticks"),
                                       said(base.stdout, "own_cpu_ms")))

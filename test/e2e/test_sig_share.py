@@ -36,7 +36,9 @@ def main(t):
     t.eq(r.returncode, 0, "raw: every tick reaches the program's handler from its timer, on "
          "its sigaltstack, with its context", r.stderr[-600:])
     got, cpu = said(r.stderr, "own_ticks"), said(r.stderr, "own_cpu_ms")
-    t.check(cpu > 0 and got >= 0.7 * cpu / 10.0,
+    # One tick per 10 ms of the process's CPU: 0.94-1.01 per 10 ms here at load average 5,
+    # as unprofiled; but 0.61-0.84 in some runs at load 9 (docs/design.md, "A shared signal")
+    t.check(cpu > 0 and got >= 0.5 * cpu / 10.0,
             "raw: the program's own ticks (%d) match its CPU time (%.0f ms; unprofiled %d in "
             "%.0f ms)" % (got, cpu, said(base.stdout, "own_ticks"),
                           said(base.stdout, "own_cpu_ms")))
@@ -47,13 +49,19 @@ def main(t):
     n = wp.load(out).through("burn_shared").total()
     t.check(n > 500, "raw: wallprof kept sampling (%d samples in burn_shared)" % n)
 
-    for mode in ("wall", "cpu"):
-        prof = wp.tmp_path("share-query-%s.prof" % mode)
-        r = wp.run([prog, "query"], env=wp.preload_env(mode=mode, hz=1000, out=prof),
-                   timeout=60)
-        t.eq(r.returncode, 0, "query, %s mode: the program sees its own disposition and gets "
-             "its own signals" % mode, r.describe())
-        t.check("query: ok" in r.stdout, "query, %s mode: it says so" % mode, r.stdout)
+    # (tagless: requests sent with tgkill, as where a seccomp policy refuses
+    # rt_tgsigqueueinfo; told from the program's by the request in flight for the thread)
+    for mode, extra in (("wall", {}), ("cpu", {}), ("wall", {"WALLPROF_TEST": "tagless"})):
+        tag = mode + (" tagless" if extra else "")
+        prof = wp.tmp_path("share-query-%s.prof" % tag.replace(" ", "-"))
+        r = wp.run([prog, "query"], env=wp.preload_env(mode=mode, hz=1000, out=prof,
+                                                        extra=extra), timeout=60)
+        t.eq(r.returncode, 0, "query, %s: the program sees its own disposition and gets its "
+             "own signals" % tag, r.describe())
+        t.check("query: ok" in r.stdout, "query, %s: it says so" % tag, r.stdout)
+        if r.returncode == 0:
+            n = wp.load(prof).through("burn_shared").total()
+            t.check(n > 300, "query, %s: and is sampled meanwhile (%d)" % (tag, n))
 
     base = wp.run([prog, "dfl", "1"], timeout=60)
     t.eq(base.returncode, -signal.SIGPROF, "dfl: unprofiled, kill(SIGPROF) kills",

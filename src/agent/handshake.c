@@ -226,11 +226,13 @@ static void on_duty(void *ucv, uint32_t gen_sent, int any)
  * lost it (a standard signal past RLIMIT_SIGPENDING arrives as SI_USER from pid 0), a
  * delivery is ours when it says it came from tgkill or nowhere and a request for this thread
  * is in flight (a program's own tgkill at that moment is then taken for ours: one of its
- * signals lost). Async-signal-safe. */
+ * signals lost); with none in flight, a tgkill from this process is the program's when it
+ * has a handler, else a late one of ours (a raise() of SIGPROF to die of it is lost).
+ * Async-signal-safe. */
 #define WP_HS_TAG 0x77707266u /* "wprf" */
 static _Atomic int tagless;
 
-static int from_sampler(const siginfo_t *info, uint32_t *gen, int *any)
+static int from_sampler(int sig, const siginfo_t *info, uint32_t *gen, int *any)
 {
 	*any = 0;
 	if (!info)
@@ -245,7 +247,11 @@ static int from_sampler(const siginfo_t *info, uint32_t *gen, int *any)
 	if (lost || plain) {
 		uint32_t w;
 		*any = 1;
-		return find_request((pid_t)syscall(SYS_gettid), &w) != NULL;
+		if (find_request((pid_t)syscall(SYS_gettid), &w))
+			return 1;
+		/* Tagless, a late one of ours looks like the program's own raise(): never let it
+		 * kill the program through SIG_DFL (dropped, unless the program has a handler). */
+		return plain && info->si_pid == self_pid && !wp_signals_program_handles(sig);
 	}
 	return 0;
 }
@@ -258,7 +264,7 @@ static void handler(int sig, siginfo_t *info, void *ucv)
 	int saved_errno = errno;
 	uint32_t gen = 0;
 	int any;
-	if (!from_sampler(info, &gen, &any)) {
+	if (!from_sampler(sig, info, &gen, &any)) {
 		wp_signals_forward(sig, info, ucv);
 		errno = saved_errno;
 		return;

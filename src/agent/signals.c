@@ -550,6 +550,14 @@ static void default_action(int sig, siginfo_t *info)
 	die_of(sig, info);
 }
 
+int wp_signals_program_handles(int sig)
+{
+	if (sig <= 0 || sig >= 65)
+		return 0;
+	const void *h = current(sig)->h;
+	return h != SIG_DFL && h != SIG_IGN;
+}
+
 void wp_signals_forward(int sig, siginfo_t *info, void *ucv)
 {
 	if (sig <= 0 || sig >= 65)

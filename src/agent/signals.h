@@ -40,6 +40,9 @@ int wp_signals_take(int sig, void (*handler)(int, siginfo_t *, void *));
  * the program's disposition says (its handler, with its mask and flags, on its siginfo and
  * ucontext unchanged; SIG_IGN; SIG_DFL's death, profile written first). Async-signal-safe. */
 void wp_signals_forward(int sig, siginfo_t *info, void *ucontext);
+/* Whether the program has a handler of its own on `sig`, a signal our handler is on.
+ * Async-signal-safe. */
+int wp_signals_program_handles(int sig);
 /* The sampler, before signalling: if the program put its own disposition on `sig` with the
  * system call (unseen by sigaction()), ours goes back on top, chaining to it. One
  * rt_sigaction system call when nothing changed. */

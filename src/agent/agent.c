@@ -488,6 +488,8 @@ int wp_agent_begin(const struct wp_config *c)
 		wp_eintr_disable_retry();
 	if (cfg.test_linger)
 		wp_handshake_set_linger(20000000ull);
+	if (cfg.test_tagless)
+		wp_handshake_set_tagless();
 	if (!initialized) {
 		int e, sig = wp_signals_choose(cfg.signal);
 		if ((e = wp_handshake_init(sig)) != 0) {
@@ -595,8 +597,10 @@ EXPORT void pthread_exit(void *retval)
 /* Called by the exec interposers (exec.c) just before the image is replaced. */
 void wp_agent_before_exec(void)
 {
-	if (!atomic_load(&running) || getpid() != owner_pid)
+	if (!atomic_load(&running) || getpid() != owner_pid) {
+		wp_signals_before_exec(); /* a vfork child: its own handler table */
 		return; /* e.g. a vfork child, which shares our memory but is not us */
+	}
 	finish("exec=1\n");
 	/* The sampler is stopped, so no new signal comes. One sent earlier to a thread that
 	 * blocks it would survive the exec and meet SIG_DFL there ("Profiling timer expired"):
@@ -615,17 +619,22 @@ void wp_agent_before_exec(void)
 		wp_real_sigaction(sig, &ign, NULL);
 		wp_real_sigaction(sig, &dfl, NULL);
 	}
+	wp_signals_before_exec();
 }
 
 /* The exec failed: this image lives on, and so does its profiling. */
 void wp_agent_after_failed_exec(void)
 {
-	if (atomic_load(&running) || getpid() != owner_pid || !owner_pid)
-		return;
 	int saved = errno;
+	if (atomic_load(&running) || getpid() != owner_pid || !owner_pid) {
+		wp_signals_after_failed_exec();
+		errno = saved;
+		return;
+	}
 	struct sigaction sa;
 	if (wp_real_sigaction(wp_handshake_signal(), NULL, &sa) == 0 && !wp_handshake_is_ours(&sa))
 		wp_handshake_init(wp_handshake_signal());
+	wp_signals_after_failed_exec();
 	start();
 	errno = saved;
 }

@@ -126,7 +126,13 @@ static void *lender_main(void *unused)
 		set_state(FAILED);
 		return NULL; /* an unknown glibc: the caller falls back to a thread */
 	}
-	int flags = CLONE_VM | CLONE_SETTLS | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID;
+	/* CLONE_SIGHAND: the program's handler table is the task's, so the sampler sees (and
+	 * keeps its own on top of, signals.c) what the program installs with a system call. It
+	 * blocks every signal: none is ever run on it. Not CLONE_FS nor CLONE_FILES: a task
+	 * that shared them would stop the program entering a user namespace (setns), and its
+	 * files would be the program's. */
+	int flags = CLONE_VM | CLONE_SIGHAND | CLONE_SETTLS | CLONE_PARENT_SETTID |
+		    CLONE_CHILD_CLEARTID;
 	if (clone(task_entry, lend.stack + TASK_STACK, flags, NULL, &task_word, tp, &task_word) < 0) {
 		set_state(FAILED);
 		return NULL;

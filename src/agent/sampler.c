@@ -408,6 +408,10 @@ static void *run(void *arg)
 		if (!left && !ending)
 			end_process();
 	}
+	/* the records of threads that block the signal since the last tick (cpu mode) */
+	lock_tick();
+	wp_sample_drain_clocks(wp_now_ns());
+	unlock_tick();
 	run_job(); /* one handed over as the stop came */
 	struct timespec ts;
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)

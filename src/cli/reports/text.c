@@ -1173,6 +1173,21 @@ static void process_head(struct text *t, size_t k)
 	wp_tally_free(&tally);
 }
 
+/* One line, when the thread ran unseen (it blocked the sampling signal and no perf clock
+ * could sample it: summary.h): the share of its time no sample saw, and why. Returns 1 when
+ * printed. */
+static int unseen_line(struct text *t, uint32_t proc, uint32_t tid)
+{
+	uint64_t ns;
+	double share;
+	const char *why;
+	if (!wp_thread_unseen(t->r, proc, tid, &ns, &share, &why))
+		return 0;
+	fprintf(t->out, "    unseen: %.1f%% of its %stime (%s it ran with the sampling signal "
+			"blocked): %s\n", 100.0 * share, t->wall ? "" : "CPU ", wp_dur(ns), why);
+	return 1;
+}
+
 /* One line: where the thread's wall time went, parts adding up to 100%: running, waiting
  * for a CPU, then each kind of wait, then waiting in no known call (summary.h's budget). */
 static void time_budget(struct text *t, uint32_t proc, uint32_t tid)
@@ -1192,6 +1207,8 @@ static void time_budget(struct text *t, uint32_t proc, uint32_t tid)
 	if (b.unknown_ns)
 		fprintf(t->out, ", waiting in no known call %.1f%%", wp_pct(b.unknown_ns, b.total_ns));
 	fputc('\n', t->out);
+	if (unseen_line(t, proc, tid))
+		return; /* it says what was missing, and why */
 	const struct wp_thread *th = wp_resolved_thread_of(t->r, proc, tid);
 	if (th && (th->flags & WP_THREAD_UNSAMPLEABLE) && th->last_ns > th->first_ns)
 		fprintf(t->out, "    (it blocked the sampling signal at times, and was then sampled "
@@ -1220,6 +1237,8 @@ static int thread_section(struct text *t, const struct tcount *c, uint64_t all)
 	fputc('\n', t->out);
 	if (t->wall)
 		time_budget(t, c->proc, c->tid);
+	else
+		unseen_line(t, c->proc, c->tid);
 	struct wp_tally tally;
 	struct of_tid arg = { t->r, c->key };
 	if (wp_tally(t->r, of_thread, &arg, &tally) != 0)
@@ -1403,6 +1422,19 @@ static void thread_sections(struct text *t)
 	if (idle)
 		fprintf(t->out, "\n(%s thread%s seen but never sampled)\n", wp_num(idle),
 			idle == 1 ? "" : "s");
+	/* those that ran unseen say so, one line each */
+	for (size_t i = 0; i < r->nthreads; i++) {
+		const struct wp_thread *th = r->threads[i];
+		uint64_t key = thread_key(r, r->thread_procs[i], th->tid), ns;
+		double share;
+		const char *why;
+		HASH_FIND(hh, tc, &key, sizeof(key), c);
+		if (c || !wp_thread_unseen(r, r->thread_procs[i], th->tid, &ns, &share, &why))
+			continue;
+		fprintf(t->out, "\n%s (tid %u%s): no samples\n", th->name && *th->name ? th->name : "?",
+			th->tid, th->flags & WP_THREAD_EXITED ? ", exited" : "");
+		unseen_line(t, r->thread_procs[i], th->tid);
+	}
 	HASH_ITER(hh, tc, c, tmp) {
 		HASH_DEL(tc, c);
 		free(c);

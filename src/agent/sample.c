@@ -916,15 +916,17 @@ static void sample_clocked(struct wp_athread *t, uint64_t weight_ns, uint64_t no
 		note_runnable(t, e, weight_ns, 0, now); /* running, or waiting for a CPU */
 }
 
-void wp_sample_drain_clocks(uint64_t now)
+void wp_sample_end_clocks(void)
 {
-	(void)now;
-	if (cfg.mode != WP_MODE_CPU)
-		return;
 	for (size_t i = 0; i < wp_pclk_slots(); i++) {
 		struct wp_athread *t = wp_pclk_thread(i);
-		if (t)
+		if (!t)
+			continue;
+		if (cfg.mode == WP_MODE_CPU)
 			wp_pclk_read(t, SIZE_MAX, count_clocked, NULL);
+		wp_pclk_close(t);
+		if (!t->alive)
+			wp_threads_forget_unsampled(t);
 	}
 }
 

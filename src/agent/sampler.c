@@ -410,7 +410,7 @@ static void *run(void *arg)
 	}
 	/* the records of threads that block the signal since the last tick (cpu mode) */
 	lock_tick();
-	wp_sample_drain_clocks(wp_now_ns());
+	wp_sample_end_clocks();
 	unlock_tick();
 	run_job(); /* one handed over as the stop came */
 	struct timespec ts;

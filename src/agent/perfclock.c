@@ -207,7 +207,7 @@ int wp_pclk_open(struct wp_athread *t, uint64_t now)
 				  .size = size };
 	t->pclk = (int)i + 1;
 	t->pclk_unblocked = 0;
-	t->unseen_why = 0;
+	/* (an earlier failure's reason stays: the time it ran unseen then is still unseen) */
 	opened++;
 	open_now++;
 	return 0;

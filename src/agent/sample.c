@@ -878,8 +878,8 @@ static void clocked_tick(uint64_t now)
 			continue;
 		wp_pclk_close(t);
 		if (t->alive) {
-			/* signalled from now on: its CPU time counts from now */
-			t->poll_cpu_ns = wp_thread_cpu_ns(t->tid);
+			/* signalled from now on: its CPU time counts from its next poll */
+			t->poll_cpu_ns = -1;
 			t->credit_ns = 0;
 			t->blocked_looks = 0;
 		} else {

@@ -246,8 +246,8 @@ static uint64_t u64_at(const uint8_t **p)
 
 /* A PERF_RECORD_SAMPLE (sample_type as open_event asks, fields in the kernel's order: ip,
  * pid+tid, time, count, user regs (abi, then each register), user stack (size, bytes,
- * dyn_size)) into `r`; its count in `*count`. Returns 0 when it has no user state to unwind
- * (a thread caught without one: its count still counts). */
+ * dyn_size)) into `r`; its count in `*count`. Returns 0 when it cannot be used (too short, or
+ * no user state to unwind: the next record's count then carries its time). */
 static int parse(const uint8_t *p, size_t len, struct wp_pclk_rec *r, uint64_t *count)
 {
 	const uint8_t *end = p + len;
@@ -306,10 +306,10 @@ static size_t walk(struct wp_athread *t, size_t max, wp_pclk_fn *fn, void *arg,
 			} else {
 				struct wp_pclk_rec r;
 				uint64_t count = 0;
-				int ok = parse(ring_at(s, tail, h.size), h.size, &r, &count);
-				r.weight_ns = count > s->count ? count - s->count : interval_ns;
-				s->count = count;
-				if (ok) {
+				if (parse(ring_at(s, tail, h.size), h.size, &r, &count)) {
+					r.weight_ns = count > s->count ? count - s->count
+								       : interval_ns;
+					s->count = count;
 					fn(t, &r, arg);
 					records++;
 					n++;
@@ -323,6 +323,7 @@ static size_t walk(struct wp_athread *t, size_t max, wp_pclk_fn *fn, void *arg,
 		memcpy(&h, ring_at(s, keep, sizeof(h)), sizeof(h));
 		uint64_t count;
 		*found = parse(ring_at(s, keep, h.size), h.size, newest, &count);
+		newest->weight_ns = interval_ns; /* (the caller weighs it: a tick's weight) */
 		tail = keep; /* it stays: a later tick may want it again */
 	}
 	__atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);

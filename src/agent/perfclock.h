@@ -7,7 +7,7 @@
  * Such a thread is never signalled (a signal it blocks stays pending and reaches the program:
  * docs/design.md, "Signal masks"). A clock is opened when the sampler finds the thread running
  * with the signal blocked, kept while it blocks it, and closed once it has ended or has let
- * the signal through at 3 ticks in a row. Each record carries the thread's clock (the count)
+ * the signal through for a second (sample.c). Each record carries the thread's clock (the count)
  * as well, so a record lost to a full ring (a late tick) passes its time on to the next one.
  *
  * Nothing here uses getpid(), /proc/self or the sampler's own identity: the event is opened

@@ -333,14 +333,15 @@ static void count_runnable(struct wp_athread *t, uint64_t weight_ns, uint64_t no
 
 /* `t` ran `weight_ns` (CPU time in cpu mode, wall time in wall mode) with the sampling
  * signal blocked and no perf clock to see it: that time is unseen (its THREAD record says how
- * much). A clock is opened for what comes next (perfclock.h); when none can be, the reason
- * goes into the record with the time. A lock holder's extra look is not the program's time. */
-static void ran_unseen(struct wp_athread *t, uint64_t weight_ns, uint64_t now)
+ * much). When `open`, a clock is opened for what comes next (perfclock.h); when none can be,
+ * the reason goes into the record with the time. A lock holder's extra look is not the
+ * program's time. */
+static void ran_unseen(struct wp_athread *t, uint64_t weight_ns, uint64_t now, int open)
 {
 	if (holder_only)
 		return;
 	t->unseen_ns += weight_ns;
-	if (!t->pclk)
+	if (!t->pclk && open)
 		wp_pclk_open(t, now);
 	if (wp_pclk_why(t))
 		wp_stats.unseen_ns += weight_ns;
@@ -367,7 +368,7 @@ static void missed_answer(struct wp_athread *t, uint64_t weight_ns, uint64_t now
 		back_off(t, now, IN_HANDLER_BACKOFF_NS, 1);
 	} else {
 		miss(WP_MISS_BLOCKED);
-		ran_unseen(t, weight_ns, now);
+		ran_unseen(t, weight_ns, now, 1);
 		if (!t->pclk)
 			t->flags |= WP_THREAD_UNSAMPLEABLE;
 		back_off(t, now, BACKOFF_NS, 0);
@@ -466,13 +467,21 @@ static void sample_signalled(struct wp_athread *t, uint64_t weight_ns, uint64_t 
 	int sig = wp_handshake_signal();
 	if (sig > 0 && ((mask >> (sig - 1)) & 1)) {
 		miss(WP_MISS_BLOCKED);
-		/* From now on its perf clock samples it (perfclock.h), when it can have one. */
-		ran_unseen(t, weight_ns, now);
-		/* Without one, its THREAD record says its running time is missing (liblzma's
-		 * workers block every signal: xz -T2's computing was invisible). Not for one
-		 * look: glibc's pthread_create blocks every signal for a moment. */
-		if (!t->pclk && ++t->blocked_looks >= BLOCKED_LOOKS)
-			t->flags |= WP_THREAD_UNSAMPLEABLE;
+		/* From now on a perf clock samples it (perfclock.h), when it can have one: at once
+		 * for a thread that published its mask, after BLOCKED_LOOKS looks in a row for one
+		 * whose mask came from /proc (glibc's pthread_create blocks every signal for a
+		 * moment, before the new thread publishes its own). Without one, its THREAD record
+		 * says how long it ran unseen, and why (liblzma's workers block every signal:
+		 * xz -T2's computing was invisible). */
+		uint64_t published;
+		uint32_t looks = t->blocked_looks + 1;
+		ran_unseen(t, weight_ns, now,
+			   wp_tmask_lookup(t->tid, &published) || looks >= BLOCKED_LOOKS);
+		if (!t->pclk) {
+			t->blocked_looks = looks;
+			if (looks >= BLOCKED_LOOKS)
+				t->flags |= WP_THREAD_UNSAMPLEABLE;
+		}
 		return;
 	}
 	t->blocked_looks = 0;
@@ -826,7 +835,7 @@ void wp_sample_holders(struct wp_athread **ts, size_t n, uint64_t now)
  *     CPU time old. The other records are dropped unread.
  * Called at the start of each tick, before any owner read of the tick (wait_locks.h: a
  * record is older than them). Each clock is closed once its thread has ended, is excluded
- * or has let the signal through at BLOCKED_LOOKS ticks in a row (then signalled again). */
+ * or has let the signal through for a second (still_blocks; then it is signalled again). */
 static void count_clocked(struct wp_athread *t, const struct wp_pclk_rec *r, void *arg)
 {
 	(void)arg;
@@ -835,8 +844,11 @@ static void count_clocked(struct wp_athread *t, const struct wp_pclk_rec *r, voi
 }
 
 /* Whether `t`, which has a perf clock, still blocks the signal: by the mask it publishes
- * (threadmask.h; letting it through at BLOCKED_LOOKS ticks in a row), else by /proc's SigBlk,
- * read again at most once a second. */
+ * (threadmask.h), else by /proc's SigBlk, read again at most once a second. A clock is kept
+ * until its thread has let the signal through at every tick for a second (and at least
+ * BLOCKED_LOOKS ticks): a thread that blocks signals around short critical sections would
+ * otherwise have one opened and closed again and again (~70 us of sampler CPU each time),
+ * while one kept open samples it right whatever its mask. */
 static int still_blocks(struct wp_athread *t, uint64_t now)
 {
 	int sig = wp_handshake_signal();
@@ -848,7 +860,9 @@ static int still_blocks(struct wp_athread *t, uint64_t now)
 			t->pclk_unblocked = 0;
 			return 1;
 		}
-		return ++t->pclk_unblocked < BLOCKED_LOOKS;
+		if (!t->pclk_unblocked++)
+			t->pclk_unblocked_at = now;
+		return t->pclk_unblocked < BLOCKED_LOOKS || now - t->pclk_unblocked_at < BACKOFF_NS;
 	}
 	if (now < t->pclk_look_at)
 		return 1;

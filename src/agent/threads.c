@@ -196,12 +196,12 @@ static void forget_or_keep(struct wp_athread *t)
 {
 	t->alive = 0;
 	t->flags |= WP_THREAD_EXITED;
-	if (t->samples == 0 && !t->lock_seq && !t->pclk && !t->unseen_ns) {
+	if (t->samples == 0 && !t->lock_seq && !t->pclk && !t->unseen_why) {
 		/* Never sampled (lock_seq: not even as a lock holder, whose stack needs its
 		 * THREAD record): nothing to report, so thousands of short-lived threads cost
 		 * nothing once gone. One with a perf clock open still has records to be read
 		 * (sample.c closes it, then calls wp_threads_forget_unsampled); one that ran
-		 * unseen has that to report. */
+		 * unseen because no clock could be had has that to report. */
 		HASH_DEL(by_tid, t);
 		free(t->tl);
 		free(t);

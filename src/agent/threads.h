@@ -66,13 +66,13 @@ struct wp_athread {
 	int sigblk_read;
 	uint32_t blocked_looks; /* ticks in a row it blocked the sampling signal (sample.c) */
 	/* perfclock.h: its perf clock's slot + 1 (0: none), ticks in a row its mask let the
-	 * signal through while one was open, when to read its SigBlk again (it publishes no
-	 * mask) and when to try opening one again; the time it ran blocking the signal that no
-	 * sample saw (sample.c: CPU time in cpu mode, wall time in wall mode) and why
-	 * (wp_pclk_why; 0: nothing failed) */
+	 * signal through while one was open and since when, when to read its SigBlk again (it
+	 * publishes no mask) and when to try opening one again; the time it ran blocking the
+	 * signal that no sample saw (sample.c: CPU time in cpu mode, wall time in wall mode)
+	 * and why (wp_pclk_why; 0: nothing failed) */
 	int pclk;
 	uint32_t pclk_unblocked;
-	uint64_t pclk_look_at, pclk_retry_at;
+	uint64_t pclk_unblocked_at, pclk_look_at, pclk_retry_at;
 	uint64_t unseen_ns;
 	uint8_t unseen_why;
 

@@ -876,6 +876,8 @@ static void clocked_tick(uint64_t now)
 {
 	static size_t cursor;
 	size_t n = wp_pclk_slots(), budget = PCLK_RECORDS_PER_TICK;
+	if (!wp_pclk_open_now())
+		return;
 	for (size_t k = 0; k < n; k++) {
 		struct wp_athread *t = wp_pclk_thread((cursor + k) % n);
 		if (!t)
@@ -908,16 +910,15 @@ static void clocked_tick(uint64_t now)
 static void sample_clocked(struct wp_athread *t, uint64_t weight_ns, uint64_t now)
 {
 	struct wp_pclk_rec r;
-	if (holder_only || !wp_pclk_newest(t, &r)) {
-		/* a lock holder: a record may be older than its waiter's owner read; else it has
-		 * not run a whole interval since its clock opened */
+	if (!wp_pclk_newest(t, &r)) {
+		/* it has not run a whole interval since its clock opened */
 		miss(WP_MISS_BLOCKED);
-		if (!holder_only)
-			t->unseen_ns += weight_ns;
+		t->unseen_ns += weight_ns;
 		return;
 	}
 	/* A lock holder must be sampled after its waiter's owner read (wait_locks.h); a record
-	 * may be older than that read, so it does not count as that sample. */
+	 * may be older than that read, so it does not count as that sample (wp_sample_holders
+	 * never takes one: a holder that blocks the signal is missed, `holder_missed`). */
 	uint64_t seq = t->lock_seq;
 	uint32_t stack = t->lock_stack;
 	int64_t cpu = t->lock_cpu_ns;

@@ -389,7 +389,8 @@ static int parse_thread(struct parser *ps, size_t off, const struct wp_rec_threa
 	if (left >= 12 && why_len > left - 12)
 		return fail(ps, "thread %" PRIu32 " at offset %zu: unseen reason of %" PRIu32
 			    " bytes runs past the end of its %zu-byte record", t->tid, off, why_len, n);
-	t->unseen_why = text_copy(ps, "thread", t->tid, off, "unseen reason", q + 12, why_len);
+	t->unseen_why = text_copy(ps, "thread", t->tid, off, "unseen reason",
+				  left >= 12 ? q + 12 : q, why_len);
 	return t->unseen_why ? 0 : -1;
 }
 

@@ -1377,6 +1377,26 @@ done:
 	free(first);
 }
 
+/* The threads with no section in `tc` (no sample) that ran unseen (summary.h) say so, one
+ * line each under their name. */
+static void unseen_unsampled(struct text *t, struct tcount *tc)
+{
+	const struct wp_resolved *r = t->r;
+	for (size_t i = 0; i < r->nthreads; i++) {
+		const struct wp_thread *th = r->threads[i];
+		uint64_t key = thread_key(r, r->thread_procs[i], th->tid), ns;
+		double share;
+		const char *why;
+		struct tcount *c = NULL;
+		HASH_FIND(hh, tc, &key, sizeof(key), c);
+		if (c || !wp_thread_unseen(r, r->thread_procs[i], th->tid, &ns, &share, &why))
+			continue;
+		fprintf(t->out, "\n%s (tid %u%s): no samples\n", th->name && *th->name ? th->name : "?",
+			th->tid, th->flags & WP_THREAD_EXITED ? ", exited" : "");
+		unseen_line(t, r->thread_procs[i], th->tid);
+	}
+}
+
 /* Per thread; over several processes, per process (the images of one pid are one process,
  * in the order they started) with its threads within. */
 static void thread_sections(struct text *t)
@@ -1422,19 +1442,7 @@ static void thread_sections(struct text *t)
 	if (idle)
 		fprintf(t->out, "\n(%s thread%s seen but never sampled)\n", wp_num(idle),
 			idle == 1 ? "" : "s");
-	/* those that ran unseen say so, one line each */
-	for (size_t i = 0; i < r->nthreads; i++) {
-		const struct wp_thread *th = r->threads[i];
-		uint64_t key = thread_key(r, r->thread_procs[i], th->tid), ns;
-		double share;
-		const char *why;
-		HASH_FIND(hh, tc, &key, sizeof(key), c);
-		if (c || !wp_thread_unseen(r, r->thread_procs[i], th->tid, &ns, &share, &why))
-			continue;
-		fprintf(t->out, "\n%s (tid %u%s): no samples\n", th->name && *th->name ? th->name : "?",
-			th->tid, th->flags & WP_THREAD_EXITED ? ", exited" : "");
-		unseen_line(t, r->thread_procs[i], th->tid);
-	}
+	unseen_unsampled(t, tc);
 	HASH_ITER(hh, tc, c, tmp) {
 		HASH_DEL(tc, c);
 		free(c);
@@ -1459,6 +1467,7 @@ int wp_report_text(const struct wp_opts *o, const struct wp_resolved *r,
 			     "(raise --hz), blocked the\nsampling signal, or replaced its environment "
 			     "before the agent started.\n",
 			r->filter.thread ? " in this thread" : "");
+		unseen_unsampled(&t, NULL);
 	} else {
 		flat(&t);
 		waits(&t);

@@ -12,7 +12,11 @@ workers, one 1 MiB block each at a time) compressed unprofiled, then:
     and no "unseen" reason, and at most a few intervals were missed as blocked_signal;
   * through the command in wall mode at 200 Hz: the same bytes, and each worker's time
     budget has its running time (running + waiting for a CPU >= 30%: the workers compute most
-    of their life) with no "running time missing" or "unseen" line.
+    of their life) with no "running time missing" or "unseen" line;
+  * through the command in cpu mode with WALLPROF_TEST=no-perf (as where the kernel refuses
+    perf events): the same bytes, and the report, which may have no sample at all, says under
+    each worker that ran "unseen: N% of its CPU time (...): perf events turned off
+    (WALLPROF_TEST=no-perf)", their unseen time adding up to >= 80% of their CPU time.
 Skipped when xz is not installed (Debian's xz-utils)."""
 import os
 import random
@@ -117,6 +121,38 @@ def wall_command(t, data, plain):
                 "[wall] worker %d: nothing missing or unseen" % tid, text[:600])
 
 
+def no_perf(t, data, plain):
+    prof = wp.tmp_path("xz_workers.noperf.prof")
+    txt = wp.tmp_path("xz_workers.noperf.txt")
+    r = wp.run([wp.cli(), "--mode=cpu", "--hz=200", "-q", "-o", prof, "--report-output=" + txt,
+                "--", XZ] + ARGS + [data], env={"WALLPROF_TEST": "no-perf"}, timeout=180,
+               text=False)
+    if not t.eq(r.returncode, 0, "[no-perf] wallprof -- xz -T2 exits 0", r.stderr[-2000:]):
+        return
+    t.check(r.stdout == plain, "[no-perf] the compressed bytes are the unprofiled run's")
+    with open(txt) as f:
+        rep = f.read()
+    raw = wp.read_raw(prof)
+    m = raw.meta
+    workers_cpu = (int(m["cpu_user_ns"]) + int(m["cpu_sys_ns"]) - int(m["sampler_cpu_ns"]) -
+                   sum(s["weight_ns"] for s in raw.stacks if s["tid"] == int(m["pid"])))
+    unseen = {}
+    for tid in worker_tids(raw):
+        if not raw.threads[tid]["unseen_ns"]:
+            continue
+        sec = re.search(r"^\S+ \(tid %d\b.*?(?=^\S|\Z)" % tid, rep, re.M | re.S)
+        text = sec.group(0) if sec else ""
+        line = re.search(r"^    unseen: (\d+\.\d)% of its CPU time \(([^)]*)\): (.*)$", text, re.M)
+        t.check(line and line.group(3) == "perf events turned off (WALLPROF_TEST=no-perf)",
+                "[no-perf] worker %d's section says which share of its CPU time went unseen, "
+                "and why" % tid, text or rep[-2500:])
+        unseen[tid] = raw.threads[tid]["unseen_ns"]
+    t.check(len(unseen) >= 2, "[no-perf] at least two workers ran unseen: %r" % unseen)
+    t.check(sum(unseen.values()) >= 0.8 * workers_cpu,
+            "[no-perf] their unseen time is >= 80%% of their CPU time: %.3f of %.3f s"
+            % (sum(unseen.values()) / 1e9, workers_cpu / 1e9))
+
+
 def main(t):
     if not XZ:
         t.note("skipped: no xz here (Debian's xz-utils)")
@@ -130,6 +166,7 @@ def main(t):
     t.note("unprofiled: %.1f MB in %.2f s wall" % (len(plain) / 1e6, r.elapsed))
     cpu_preloaded(t, data, plain)
     wall_command(t, data, plain)
+    no_perf(t, data, plain)
 
 
 wp.main(main)

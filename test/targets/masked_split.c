@@ -18,6 +18,8 @@
  *   cpu.masked-N N        (each worker's CPU time in ns, from its start to its end)
  *   self.burn_mul N       (ns of CPU in burn_mul, all workers)
  *   self.burn_hash N
+ *   wall.burn_mul N       (the same calls' wall time: CLOCK_MONOTONIC around each, which
+ *   wall.burn_hash N       counts a preemption inside it, as wall mode does)
  *   workers N */
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -35,6 +37,7 @@ struct worker {
 	struct target_thread th;
 	char name[16];
 	uint64_t self_mul, self_hash, cpu;
+	uint64_t wall_mul, wall_hash;
 	uint64_t rng;
 };
 
@@ -62,21 +65,23 @@ KEEP static uint64_t burn_hash(uint64_t n, uint64_t h)
 
 KEEP static uint64_t work_a(struct worker *w, uint64_t n, uint64_t x)
 {
-	uint64_t t0 = thread_cpu_ns();
+	uint64_t w0 = mono_ns(), t0 = thread_cpu_ns();
 	uint64_t r = burn_mul(n, x);
-	uint64_t t1 = thread_cpu_ns();
+	uint64_t t1 = thread_cpu_ns(), w1 = mono_ns();
 	BARRIER();
 	w->self_mul += t1 - t0;
+	w->wall_mul += w1 - w0;
 	return r + 1;
 }
 
 KEEP static uint64_t work_b(struct worker *w, uint64_t n, uint64_t x)
 {
-	uint64_t t0 = thread_cpu_ns();
+	uint64_t w0 = mono_ns(), t0 = thread_cpu_ns();
 	uint64_t r = burn_hash(n, x);
-	uint64_t t1 = thread_cpu_ns();
+	uint64_t t1 = thread_cpu_ns(), w1 = mono_ns();
 	BARRIER();
 	w->self_hash += t1 - t0;
+	w->wall_hash += w1 - w0;
 	return r + 2;
 }
 
@@ -173,16 +178,20 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	uint64_t mul = 0, hash = 0;
+	uint64_t mul = 0, hash = 0, wmul = 0, whash = 0;
 	for (int i = 0; i < n; i++) {
 		pthread_join(ws[i].th.handle, NULL);
 		truth("tid.%s %d", ws[i].name, (int)ws[i].th.tid);
 		truth("cpu.%s %llu", ws[i].name, (unsigned long long)ws[i].cpu);
 		mul += ws[i].self_mul;
 		hash += ws[i].self_hash;
+		wmul += ws[i].wall_mul;
+		whash += ws[i].wall_hash;
 	}
 	truth("self.burn_mul %llu", (unsigned long long)mul);
 	truth("self.burn_hash %llu", (unsigned long long)hash);
+	truth("wall.burn_mul %llu", (unsigned long long)wmul);
+	truth("wall.burn_hash %llu", (unsigned long long)whash);
 	truth("workers %d", n);
 	truth_close();
 	printf("masked_split: %d workers, burn_mul %.3f s, burn_hash %.3f s of CPU\n", n,

@@ -49,7 +49,7 @@
 
 static struct wp_config cfg;
 static _Atomic int running;
-static pid_t owner_pid;
+static pid_t owner_pid, owner_ppid; /* the program's: the sampler's task has its own */
 static int is_fork_child;
 static char meta_text[8192];
 /* The run this process belongs to: WALLPROF_RUN when the command set it; else inherited in
@@ -116,7 +116,7 @@ static void build_meta(void)
 		  "wallprof_version=%s\nmode=%s\nhz=%d\nthreads_per_tick=%d\npid=%d\nppid=%d\n"
 		  "run=%s\ncommand=%s\nsignal=%d\nncpus=%ld\n",
 		  WALLPROF_VERSION, cfg.mode == WP_MODE_CPU ? "cpu" : "wall", cfg.hz, cfg.threads,
-		  (int)getpid(), (int)getppid(), run_id, cmd, wp_handshake_signal(),
+		  (int)owner_pid, (int)owner_ppid, run_id, cmd, wp_handshake_signal(),
 		  sysconf(_SC_NPROCESSORS_ONLN));
 }
 
@@ -137,7 +137,7 @@ static void refresh_names(void)
  * profile says so), so that `sh -c`, build tools and posix_spawn'ed helpers do not litter. */
 static int worth_writing(void)
 {
-	int root = !is_fork_child && cfg.root_pid == (int)getpid();
+	int root = !is_fork_child && cfg.root_pid == (int)owner_pid;
 	return root || wp_stats.samples > 0 || wp_stats.unseen_ns > 0;
 }
 
@@ -249,15 +249,13 @@ static int note_unsampled(const char *extra)
 		return 1;
 	char end[32];
 	end_word(extra, end, sizeof(end));
-	struct rusage ru;
-	unsigned long long cpu = 0;
-	if (getrusage(RUSAGE_SELF, &ru) == 0)
-		cpu = (unsigned long long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ull +
-		      (unsigned long long)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ull;
+	uint64_t user = 0, sys = 0;
+	wp_program_cpu(owner_pid, &user, &sys);
+	unsigned long long cpu = (unsigned long long)(user + sys);
 	size_t n = wp_format(line, sizeof(line) - 1,
 			     "run=%s pid=%d ppid=%d end=%s start_unix_ns=%llu wall_ns=%llu "
 			     "cpu_ns=%llu command=%s",
-			     run_id, (int)getpid(), (int)getppid(), end,
+			     run_id, (int)owner_pid, (int)owner_ppid, end,
 			     (unsigned long long)wp_sampler_start_unix_ns(),
 			     (unsigned long long)(wp_now_ns() - wp_sampler_start_ns()), cpu, command);
 	line[n++] = '\n';
@@ -280,6 +278,44 @@ static void write_final(void)
 {
 	refresh_names();
 	final_result = worth_writing() ? write_profile(final_extra) : note_unsampled(final_extra);
+}
+
+/* The exit status of the program's ended thread group, as waitpid would give it, while its
+ * leader is a zombie (field 52 of /proc/PID/stat); -1 once reaped. */
+static int zombie_status(void)
+{
+	char buf[1024];
+	ssize_t n = wp_threads_read_proc(owner_pid, "stat", buf, sizeof(buf));
+	char *p = n > 0 ? strrchr(buf, ')') : NULL;
+	if (!p)
+		return -1;
+	int field = 2;
+	for (p++; *p && field < 52; p++)
+		if (*p == ' ')
+			field++;
+	return field == 52 && *p >= '0' && *p <= '9' ? atoi(p) : -1;
+}
+
+/* On the sampler's task, after its last tick: the program's thread group ended, or its image
+ * was replaced, without our exit hooks (sampler.h). The task outlived it: write what the
+ * exit hook would have. */
+static void write_orphaned(int exec)
+{
+	if (!atomic_exchange(&running, 0))
+		return;
+	static char extra[48];
+	int st = exec ? -1 : zombie_status();
+	if (exec)
+		wp_format(extra, sizeof(extra), "exec=1\n");
+	else if (st >= 0 && (st & 0x7f))
+		wp_format(extra, sizeof(extra), "died_of_signal=%d\n", st & 0x7f);
+	else if (st >= 0)
+		wp_format(extra, sizeof(extra), "exit_status=%d\n", (st >> 8) & 0xff);
+	else
+		wp_format(extra, sizeof(extra), "ended_unseen=1\n");
+	final_extra = extra;
+	final_result = 1;
+	write_final();
 }
 
 static int finish(const char *why)
@@ -385,7 +421,7 @@ static void keep_previous_image(void)
 		return;
 	buf[n] = 0;
 	char want[32];
-	wp_format(want, sizeof(want), "\npid=%d\n", (int)getpid());
+	wp_format(want, sizeof(want), "\npid=%d\n", (int)owner_pid);
 	if (memcmp(buf, "WALLPROF", 8) || !memmem(buf, (size_t)n, want, strlen(want)))
 		return;
 	const char *dot = strrchr(out_path, '.'), *slash = strrchr(out_path, '/');
@@ -427,13 +463,15 @@ static int start(void)
 	if (wp_config_unsampled_path(&cfg, unsampled_path, sizeof(unsampled_path)) != 0)
 		unsampled_path[0] = 0;
 	choose_run_id();
+	/* before the sampler starts: it names the process by them */
+	owner_pid = getpid();
+	owner_ppid = getppid();
 	if ((e = wp_sampler_start(&cfg, on_sampler_start)) != 0) {
 		wp_log("cannot start the sampler thread (%s); profiling is off", strerror(-e));
 		return e;
 	}
 	if (cfg.checkpoint_s)
 		wp_sampler_set_checkpoint(checkpoint, (uint64_t)cfg.checkpoint_s * 1000000000ull);
-	owner_pid = getpid();
 	atomic_store(&running, 1);
 	return 0;
 }
@@ -474,6 +512,7 @@ int wp_agent_begin(const struct wp_config *c)
 		}
 		previous_image_check = 1;
 		wp_signals_install_fatal(flush_on_signal);
+		wp_sampler_set_orphan(write_orphaned);
 		wp_sampler_atfork();
 		pthread_atfork(NULL, NULL, atfork_child);
 		initialized = 1;

@@ -40,14 +40,22 @@ static inline clockid_t wp_thread_cpu_clock(pid_t tid)
 	return (clockid_t)((~(unsigned)tid << 3) | 6u);
 }
 
-/* CPU time of thread `tid` in ns, or -1 when it no longer exists. A system call, not vDSO. */
-static inline int64_t wp_thread_cpu_ns(pid_t tid)
-{
-	struct timespec ts;
-	if (clock_gettime(wp_thread_cpu_clock(tid), &ts) != 0)
-		return -1;
-	return (int64_t)wp_ts_ns(&ts);
-}
+/* CPU time of thread `tid` of the program in ns, or -1 when it no longer exists. A system
+ * call (cpuclock.c): the thread's CPU clock where the caller is in the program's thread group;
+ * from the sampler's task, outside it, where the kernel refuses those clocks, the thread's
+ * schedstat (updated at the scheduler's ticks and switches: a running thread's lags by up to a
+ * tick). */
+int64_t wp_thread_cpu_ns(pid_t tid);
+
+/* Whether wp_thread_cpu_ns reads from outside the thread group (the sampler's task). */
+void wp_cpuclock_outside(int outside);
+
+/* A fork child: the cached descriptors were the parent task's. */
+void wp_cpuclock_forget(void);
+
+/* The CPU time process `pid` has used, user and system, from any of its threads or the
+ * sampler's task (which is not one of them). 0 or -1. */
+int wp_program_cpu(pid_t pid, uint64_t *user_ns, uint64_t *sys_ns);
 
 /* CPU time of the calling thread in ns: what a piece of the sampler's own work cost it (time
  * it spent preempted does not count). A system call. */

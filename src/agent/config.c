@@ -52,6 +52,7 @@ int wp_config_load(struct wp_config *cfg, char *(*getenv_fn)(const char *))
 		cfg->test_tight_ration = strstr(v, "tight-ration") != NULL;
 		cfg->test_no_unshare = strstr(v, "no-unshare") != NULL;
 		cfg->test_exit_on_sampler = strstr(v, "exit-on-sampler") != NULL;
+		cfg->test_thread_sampler = strstr(v, "thread-sampler") != NULL;
 		cfg->test_slow_holders = strstr(v, "slow-holders") != NULL;
 		cfg->test_no_waits = strstr(v, "no-waits") != NULL;
 		cfg->test_linger = strstr(v, "linger") != NULL;

@@ -43,6 +43,7 @@ struct wp_config {
 	int test_tight_ration;
 	int test_no_unshare;
 	int test_exit_on_sampler;
+	int test_thread_sampler; /* the sampler on a thread of the program (the fallback) */
 	int test_slow_holders;
 	int test_no_waits;
 	int test_linger; /* the signal handler stays 20 ms after each sample (handshake.h) */

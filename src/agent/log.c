@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "fds.h"
+#include "task.h"
 
 /* ---- where lines may go (decided once, in the constructor) ---- */
 
@@ -133,12 +134,21 @@ void wp_log_channel_write(const char *line, size_t n)
 		write_all(chan_fd, line, n);
 }
 
+/* The program's fd 2, seen from the agent's own table (the sampler's task has a pid of its
+ * own: /proc/self would be its table). */
+static int stat_program_fd2(struct stat *st)
+{
+	char path[40];
+	wp_format(path, sizeof(path), "/proc/%d/fd/2", (int)wp_task_program_pid());
+	return stat(path, st);
+}
+
 /* Whether fd 2 (in the program's table) is still the stderr the process started with. From
  * the agent's own table, ask /proc: its fd 2 is a copy taken when it was made. */
 static int stderr_unchanged(void)
 {
 	struct stat st;
-	int r = wp_fds_on_private_table() ? stat("/proc/self/fd/2", &st) : fstat(2, &st);
+	int r = wp_fds_on_private_table() ? stat_program_fd2(&st) : fstat(2, &st);
 	return stderr_id.valid && r == 0 && st.st_dev == stderr_id.dev &&
 	       st.st_ino == stderr_id.ino;
 }

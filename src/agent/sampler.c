@@ -3,12 +3,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <linux/kcmp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -29,6 +31,7 @@
 #include "waits.h"
 #include "cpuwait.h"
 #include "stats.h"
+#include "task.h"
 #include "threadmask.h"
 #include "threads.h"
 #include "unwind.h"
@@ -36,6 +39,13 @@
 static struct wp_config cfg;
 static pthread_t thread;
 static int started;
+/* 1: the sampler runs on its own task, outside the program's thread group (task.h); 0: on a
+ * thread of the program's (the fallback, and WALLPROF_TEST=thread-sampler). */
+static int on_task;
+/* On the task: a pidfd of the program (readable once its thread group has ended), and what
+ * to run then, the program's exit hooks having had no chance to. */
+static int program_fd = -1;
+static void (*orphan_fn)(int exec);
 static _Atomic uint32_t stop_word;
 static _Atomic int sampler_tid;
 static uint64_t start_ns, start_unix_ns, interval_ns;
@@ -301,8 +311,29 @@ static void end_process(void)
 	 * otherwise the program's files are closed by now (its last thread took its table with
 	 * it), so its exit handlers find no descriptors: the price of a thread that could not be
 	 * created. wp_sampler_stop knows not to wait for this thread; tick_lock is free, so a
-	 * flush or fork from an exit handler goes ahead. */
-	exit(0);
+	 * flush or fork from an exit handler goes ahead. On the task, exit() would run the
+	 * program's exit handlers outside it: the thread group ends by itself as its last thread
+	 * leaves, and the task writes the profile then (program_gone). */
+	if (!on_task)
+		exit(0);
+}
+
+/* On the task: the program's thread group has ended without our exit hooks (exit_group as
+ * a system call, a kill), or its image was replaced by an execve the exec interposers did not
+ * see (a system call): the task outlives both. 1: ended, 2: exec'd, 0: neither. Two system
+ * calls a tick. */
+static int program_gone(void)
+{
+	if (!on_task)
+		return 0;
+	struct pollfd p = { program_fd, POLLIN, 0 };
+	if (program_fd >= 0 && poll(&p, 1, 0) > 0)
+		return 1;
+	/* Another memory behind the pid: an exec. (A leader that has ended while its threads go
+	 * on, by pthread_exit or returning from a fork child's start routine, has none at all:
+	 * not an exec. Asked of /proc only when kcmp says they differ.) */
+	long same = syscall(SYS_kcmp, getpid(), pid, KCMP_VM, 0, 0);
+	return same > 0 && same < 3 && !wp_threads_leader_left() ? 2 : 0;
 }
 
 /* Sleeps until the next tick at `next`, refreshing the thread list between ticks when
@@ -315,6 +346,9 @@ static int wait_tick(uint64_t next)
 		sleep_until(look < next ? look : next);
 		if (atomic_load(&stop_word) & STOP)
 			return -1;
+		int gone = program_gone();
+		if (gone)
+			return -1 - gone;
 		uint64_t now = wp_now_ns();
 		if (now >= next)
 			return 0;
@@ -339,6 +373,9 @@ static void *run(void *arg)
 	int keep[2] = { 2, wp_log_channel_fd() };
 	atomic_store(&private_word, wp_fds_go_private(keep, 2, own_table) ? 2 : 1);
 	wake_word(&private_word);
+	wp_cpuclock_outside(on_task);
+	if (on_task && program_fd < 0)
+		program_fd = (int)syscall(SYS_pidfd_open, pid, 0);
 	prctl(PR_SET_NAME, "wallprof", 0, 0, 0);
 	/* Ticks on time, not within the default 50 us of slack: with slack, the kernel fires our
 	 * timer together with a program timer expiring nearby, so ticks line up with the
@@ -374,12 +411,18 @@ static void *run(void *arg)
 	wp_threads_refresh(wp_now_ns(), start_ns);
 
 	uint64_t next = wp_now_ns();
+	int orphaned = 0;
 	while (!(atomic_load(&stop_word) & STOP)) {
 		/* Jitter of up to +-1/8 interval, mean zero: the rate asked is the rate delivered,
 		 * and ticks do not phase-lock with periodic work in the program. */
 		int64_t j = (int64_t)(wp_sample_rand() % (interval_ns / 4 + 1)) - (int64_t)(interval_ns / 8);
 		next += (uint64_t)((int64_t)interval_ns + j);
-		if (wait_tick(next) < 0)
+		int w = wait_tick(next);
+		if (w < -1) {
+			orphaned = -1 - w;
+			break;
+		}
+		if (w < 0)
 			break;
 		uint64_t now = wp_now_ns();
 		if (now > next + interval_ns) {
@@ -417,6 +460,10 @@ static void *run(void *arg)
 	struct timespec ts;
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
 		atomic_store(&cpu_ns_final, wp_ts_ns(&ts));
+	if (orphaned && orphan_fn)
+		orphan_fn(orphaned == 2);
+	if (on_task)
+		wp_modules_watch_stop(); /* a thread of the task's group: it would outlive the task */
 	void (*last)(void) = atomic_exchange(&last_fn, NULL);
 	if (last) {
 		atomic_store(&last_state, LAST_RUNNING);
@@ -526,6 +573,9 @@ void wp_sampler_forget(void)
 	atomic_store(&exit_tid, 0); /* a fork child has no exit thread: its leader starts one */
 	atomic_store(&exit_word, 0);
 	atomic_store(&exit_thread_asked, 0);
+	wp_task_forget(); /* the parent's task is not here */
+	wp_cpuclock_forget();
+	program_fd = -1; /* the parent task's number */
 	memset(&wp_stats, 0, sizeof(wp_stats));
 	wp_sample_forget();
 	wp_stacks_reset();
@@ -533,6 +583,53 @@ void wp_sampler_forget(void)
 	wp_cpuwait_reset();
 	wp_threads_reset();
 	wp_handshake_reset();
+}
+
+static void run_on_task(void *arg)
+{
+	run(arg);
+}
+
+/* The sampler on its own task (task.h); on a thread of the program's when the task cannot be
+ * made (an unknown glibc) or a test asks for the thread (its fallbacks are the thread's).
+ * Called with every signal blocked: the task and the thread inherit that. */
+static int start_task_or_thread(void)
+{
+	int want_task = !cfg.test_thread_sampler && !cfg.test_no_unshare &&
+			!cfg.test_exit_on_sampler;
+	on_task = want_task;
+	if (want_task && wp_task_start(run_on_task, NULL) == 0)
+		return 0;
+	on_task = 0;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 256 << 10);
+	int e = pthread_create(&thread, &attr, run, NULL);
+	pthread_attr_destroy(&attr);
+	return e;
+}
+
+int wp_sampler_on_task(void)
+{
+	return on_task;
+}
+
+void wp_sampler_set_orphan(void (*fn)(int exec))
+{
+	orphan_fn = fn;
+}
+
+/* Waits (until `deadline_ns`) for the sampler's task or thread to be gone; 1 when it is. */
+static int sampler_gone(uint64_t deadline_ns)
+{
+	if (on_task)
+		return wp_task_wait_gone(deadline_ns);
+	if (atomic_load(&done_word)) {
+		pthread_join(thread, NULL); /* its loop has ended: returns at once */
+		return 1;
+	}
+	struct timespec ts = wp_realtime_in_ms((deadline_ns - wp_now_ns()) / 1000000);
+	return pthread_timedjoin_np(thread, NULL, &ts) == 0;
 }
 
 void wp_sampler_set_checkpoint(void (*fn)(void), uint64_t every_ns)
@@ -548,6 +645,7 @@ int wp_sampler_start(const struct wp_config *c, void (*first)(void))
 	atomic_store(&stop_word, 0);
 	atomic_store(&done_word, 0);
 	pid = getpid();
+	wp_task_note_program(pid);
 	interval_ns = 1000000000ull / (uint64_t)cfg.hz;
 	start_ns = wp_now_ns();
 	wp_sample_begin(&cfg, start_ns, interval_ns);
@@ -565,11 +663,7 @@ int wp_sampler_start(const struct wp_config *c, void (*first)(void))
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	starter_mask = old;
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, 256 << 10);
-	int e = pthread_create(&thread, &attr, run, NULL);
-	pthread_attr_destroy(&attr);
+	int e = start_task_or_thread();
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (e)
 		return -e;
@@ -585,7 +679,7 @@ void wp_sampler_stop(void (*last)(void))
 {
 	if (!started || atomic_load(&done_word)) {
 		if (started)
-			pthread_join(thread, NULL); /* its loop has ended: returns at once */
+			sampler_gone(wp_now_ns() + 1000000000ull); /* its loop has ended */
 		wp_modules_watch_stop();
 		started = 0;
 		if (last)
@@ -606,8 +700,7 @@ void wp_sampler_stop(void (*last)(void))
 		return;
 	}
 	request_stop(last);
-	struct timespec ts = wp_realtime_in_ms(2000);
-	int joined = pthread_timedjoin_np(thread, NULL, &ts) == 0;
+	int joined = sampler_gone(wp_now_ns() + 2000 * 1000000ull);
 	int ran = last_done(30000 * 1000000ull);
 	if (!joined && !ran)
 		wp_log("the sampler did not stop within 2 s; writing what it has");
@@ -635,8 +728,11 @@ uint64_t wp_sampler_cpu_ns(void)
 	uint64_t v = atomic_load(&cpu_ns_final);
 	if (v)
 		return v;
+	if (on_sampler_thread())
+		return wp_self_cpu_ns();
 	int tid = atomic_load(&sampler_tid);
-	int64_t c = tid ? wp_thread_cpu_ns(tid) : -1;
+	/* the task is not in the program's thread group: its clock is refused from there */
+	int64_t c = tid && !on_task ? wp_thread_cpu_ns(tid) : -1;
 	return c > 0 ? (uint64_t)c : 0;
 }
 

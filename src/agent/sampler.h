@@ -50,6 +50,14 @@ void wp_sampler_forget(void);
 void wp_sampler_set_checkpoint(void (*fn)(void), uint64_t every_ns);
 /* The sampler's own CPU time so far, ns. */
 uint64_t wp_sampler_cpu_ns(void);
+
+/* `fn` runs on the sampler's task after its last tick when the program's thread group ended,
+ * or its image was replaced, without the agent's exit hooks (an exit_group or execve system
+ * call, SIGKILL): the task outlives it and writes the profile. */
+void wp_sampler_set_orphan(void (*fn)(int exec));
+
+/* 1 when the sampler runs on its own task (task.h), outside the program's thread group. */
+int wp_sampler_on_task(void);
 /* CLOCK_MONOTONIC / CLOCK_REALTIME at start, ns. */
 uint64_t wp_sampler_start_ns(void);
 uint64_t wp_sampler_start_unix_ns(void);

@@ -13,6 +13,7 @@
 
 #include "../common/format.h"
 #include "clock.h"
+#include "task.h"
 #include "fds.h"
 #include "log.h"
 #include "modules.h"
@@ -263,11 +264,13 @@ int wp_threads_open(void)
 	if (task_fd >= 0)
 		return 0; /* inherited across fork: /proc/self follows whoever reads it */
 	static int complained;
-	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	char dir[32];
+	wp_format(dir, sizeof(dir), "/proc/%d/task", (int)wp_task_program_pid());
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		int e = errno;
 		if (!complained++)
-			wp_log("cannot open /proc/self/task (%s): no threads can be listed",
+			wp_log("cannot open %s (%s): no threads can be listed", dir,
 			       strerror(e));
 		return -e;
 	}
@@ -282,7 +285,7 @@ int wp_threads_open(void)
  * same process keeps what is known of the leader, which does not come back. */
 static void meet_leader(void)
 {
-	pid_t pid = getpid();
+	pid_t pid = wp_task_program_pid();
 	if (leader == pid)
 		return;
 	leader = pid;
@@ -365,8 +368,10 @@ static int leader_look_due(uint64_t now, nlink_t nlink, unsigned ours)
  * leader included until the process ends (a zombie), ours included. */
 static void look_for_the_end(uint64_t now, nlink_t nlink)
 {
-	/* the sampler, the watcher, the exit thread */
-	unsigned ours = 1 + (wp_modules_watcher_tid() != 0) + (wp_sampler_exit_tid() != 0);
+	/* the exit thread; the sampler and the watcher when the sampler is a thread of the
+	 * program's (on its own task, neither is listed here) */
+	unsigned ours = (wp_sampler_exit_tid() != 0) +
+			(wp_sampler_on_task() ? 0 : 1 + (wp_modules_watcher_tid() != 0));
 	if (!leader_dead && leader_look_due(now, nlink, ours) && leader_is_zombie())
 		bury_leader();
 	nlink_at_look = nlink;
@@ -389,6 +394,11 @@ uint64_t wp_threads_next_look(void)
 	if (atomic_load(&leaving_pid) == leader && !leaving_gap)
 		at = 0; /* it just said so: schedule the looks */
 	return at;
+}
+
+int wp_threads_leader_left(void)
+{
+	return leader_dead || atomic_load(&leaving_pid) == leader || leader_is_zombie();
 }
 
 void wp_threads_leader_leaving(pid_t pid)

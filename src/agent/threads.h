@@ -109,6 +109,9 @@ uint64_t wp_threads_next_look(void);
 /* The leader of process `pid` is leaving (it called pthread_exit). Any thread;
  * async-signal-safe (one atomic store). */
 void wp_threads_leader_leaving(pid_t pid);
+
+/* Whether the leader has left (pthread_exit) or ended; a /proc read when nothing said so. */
+int wp_threads_leader_left(void);
 /* The live threads: an array valid until the next refresh. */
 struct wp_athread **wp_threads_live(size_t *n);
 /* All threads ever registered and kept (for the writer). */

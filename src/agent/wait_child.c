@@ -16,6 +16,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "task.h"
 
 #define CHILD_SLOTS 64
 #define CHILD_RECHECK_NS (1000 * 1000000ull)
@@ -69,7 +70,7 @@ static int children_of(pid_t tid, pid_t *out, struct wp_look *look)
 		look->partial = 1;
 	if (!fresh && look->may) {
 		char path[64], buf[256];
-		wp_format(path, sizeof(path), "/proc/self/task/%d/children", (int)tid);
+		wp_format(path, sizeof(path), "/proc/%d/task/%d/children", (int)wp_task_program_pid(), (int)tid);
 		long n = wp_wait_read_small(path, buf, sizeof(buf), look);
 		s->tid = tid;
 		s->checked_ns = now;
@@ -79,7 +80,9 @@ static int children_of(pid_t tid, pid_t *out, struct wp_look *look)
 			int digits = 0;
 			for (; *p >= '0' && *p <= '9'; p++, digits++)
 				v = v * 10 + (*p - '0');
-			if (digits && v > 0 && (*p == ' ' || *p == 0 || *p == '\n'))
+			/* the sampler's task is a child too, but not one the program waits for */
+			if (digits && v > 0 && (*p == ' ' || *p == 0 || *p == '\n') &&
+			    (pid_t)v != wp_task_tid())
 				s->pids[s->n++] = (pid_t)v;
 			else if (!digits)
 				p++;
@@ -125,8 +128,8 @@ uint32_t wp_wait_child_describe(pid_t tid, long nr, const uint64_t args[6],
 		return 0; /* a pidfd, or an idtype not known here */
 	pid_t kids_now[CHILDREN_LISTED];
 	int n = children_of(tid, kids_now, look);
-	if (!n && tid != getpid())
-		n = children_of(getpid(), kids_now, look);
+	if (!n && tid != wp_task_program_pid())
+		n = children_of(wp_task_program_pid(), kids_now, look);
 	wp_wait_puts(buf, cap, &len, n ? "any of " : "any");
 	for (int i = 0; i < n; i++) {
 		if (i)

@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "fds.h"
 #include "log.h"
+#include "task.h"
 #include "ino_slots.h"
 #include "peek.h"
 
@@ -176,7 +177,7 @@ static const struct fd_look *look_fd(pid_t tid, int fd, struct wp_look *look)
 	uint64_t c0 = wp_self_cpu_ns();
 	char path[64];
 	const struct fd_look *res = NULL;
-	wp_format(path, sizeof(path), "/proc/self/task/%d/fd/%d", (int)tid, fd);
+	wp_format(path, sizeof(path), "/proc/%d/task/%d/fd/%d", (int)wp_task_program_pid(), (int)tid, fd);
 	ssize_t n = readlink(path, c->target, sizeof(c->target));
 	if (n > 0) {
 		c->len = (uint32_t)n;
@@ -198,7 +199,7 @@ static void scan_pipes(pid_t tid, uint64_t now, struct wp_look *look)
 {
 	uint64_t c0 = wp_self_cpu_ns();
 	char dir[48], path[80], target[TARGET_MAX];
-	wp_format(dir, sizeof(dir), "/proc/self/task/%d/fd", (int)tid);
+	wp_format(dir, sizeof(dir), "/proc/%d/task/%d/fd", (int)wp_task_program_pid(), (int)tid);
 	int dfd = wp_wait_may_open() ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
 	int seen = 0, truncated = 0;
 	pipe_scans++;
@@ -465,7 +466,7 @@ static int epoll_fds(pid_t tid, int epfd, struct wp_look *look, int *fds, int *t
 		}
 		static char info[16384];
 		char path[64];
-		wp_format(path, sizeof(path), "/proc/self/task/%d/fdinfo/%d", (int)tid, epfd);
+		wp_format(path, sizeof(path), "/proc/%d/task/%d/fdinfo/%d", (int)wp_task_program_pid(), (int)tid, epfd);
 		long n = wp_wait_read_small(path, info, sizeof(info), look);
 		s->epfd = epfd;
 		s->checked_ns = now;

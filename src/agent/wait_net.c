@@ -23,6 +23,7 @@
 #include "clock.h"
 #include "ino_slots.h"
 #include "log.h"
+#include "task.h"
 
 #define NET_SLOTS 256 /* sockets named at once */
 #define NET_WAYS 4     /* a socket lives in one of 4 neighbouring slots */
@@ -197,7 +198,7 @@ static void read_table(const char *name, uint64_t now)
 {
 	static char buf[16384];
 	char path[64];
-	wp_format(path, sizeof(path), "/proc/self/net/%s", name);
+	wp_format(path, sizeof(path), "/proc/%d/net/%s", (int)wp_task_program_pid(), name);
 	int fd = wp_wait_may_open() ? open(path, O_RDONLY | O_CLOEXEC) : -1;
 	if (fd < 0)
 		return;
@@ -281,7 +282,7 @@ static void protocol(struct net_slot *s, pid_t tid, int fd, uint64_t now, struct
 		    { "UNIX", T_UNIX } };
 	char path[64], proto[32];
 	uint64_t c0 = wp_self_cpu_ns();
-	wp_format(path, sizeof(path), "/proc/self/task/%d/fd/%d", (int)tid, fd);
+	wp_format(path, sizeof(path), "/proc/%d/task/%d/fd/%d", (int)wp_task_program_pid(), (int)tid, fd);
 	ssize_t n = getxattr(path, "system.sockprotoname", proto, sizeof(proto) - 1);
 	look->cpu_ns += wp_self_cpu_ns() - c0;
 	s->tables = T_ALL;

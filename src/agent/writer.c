@@ -19,6 +19,7 @@
 #include "perfclock.h"
 #include "sampler.h"
 #include "stacks.h"
+#include "task.h"
 #include "wait_locks.h"
 #include "waits.h"
 #include "cpuwait.h"
@@ -79,12 +80,8 @@ static size_t build_meta(const char *extra)
 {
 	size_t n = 0;
 	uint64_t now = wp_now_ns(), start = wp_sampler_start_ns();
-	struct rusage ru;
 	uint64_t user = 0, sys = 0;
-	if (getrusage(RUSAGE_SELF, &ru) == 0) {
-		user = (uint64_t)ru.ru_utime.tv_sec * 1000000000ull + (uint64_t)ru.ru_utime.tv_usec * 1000;
-		sys = (uint64_t)ru.ru_stime.tv_sec * 1000000000ull + (uint64_t)ru.ru_stime.tv_usec * 1000;
-	}
+	wp_program_cpu(wp_task_program_pid(), &user, &sys);
 	n += wp_format(meta + n, sizeof(meta) - n, "%s", wp_agent_meta());
 	n += wp_format(meta + n, sizeof(meta) - n,
 		       "start_unix_ns=%llu\nduration_ns=%llu\ncpu_user_ns=%llu\ncpu_sys_ns=%llu\n"

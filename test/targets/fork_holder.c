@@ -73,6 +73,19 @@ static int read_small(const char *path, char *buf, size_t cap)
 }
 
 /* Whether the thread named "wallprof" is in poll (system call 7) right now. */
+/* Whether `pid` (a task of ours or a child) is the agent's sampler, waiting in poll. */
+static int in_poll(const char *pid)
+{
+	char path[300], buf[256];
+	snprintf(path, sizeof(path), "/proc/%s/comm", pid);
+	if (read_small(path, buf, sizeof(buf)) || strcmp(buf, "wallprof\n"))
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%s/syscall", pid);
+	return !read_small(path, buf, sizeof(buf)) && !strncmp(buf, "7 ", 2);
+}
+
+/* The sampler is a task of its own, a child of this process (docs/design.md, "Where the
+ * sampler lives"): looked for among each thread's children. */
 static int sampler_in_poll(void)
 {
 	DIR *d = opendir("/proc/self/task");
@@ -82,11 +95,11 @@ static int sampler_in_poll(void)
 		char path[300], buf[256];
 		if (e->d_name[0] < '0' || e->d_name[0] > '9')
 			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-		if (read_small(path, buf, sizeof(buf)) || strcmp(buf, "wallprof\n"))
+		snprintf(path, sizeof(path), "/proc/self/task/%s/children", e->d_name);
+		if (read_small(path, buf, sizeof(buf)))
 			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/syscall", e->d_name);
-		yes = !read_small(path, buf, sizeof(buf)) && !strncmp(buf, "7 ", 2);
+		for (char *kid = strtok(buf, " \n"); kid && !yes; kid = strtok(NULL, " \n"))
+			yes = in_poll(kid);
 	}
 	if (d)
 		closedir(d);

@@ -228,6 +228,30 @@ static void forget_unsampled(const char *profile_path)
 		unlink(list);
 }
 
+/* After the program's end: the agent's sampler is a task of its own (not one of the program's
+ * threads) and outlives it when it ended without exit handlers (an exit_group system call, as
+ * Go programs end, or a kill); it holds the channel until it has written the profile. At
+ * most 30 s: a sampler that never ends must not keep the command waiting for good. */
+static void drain_channel(struct pollfd *pf, int tty, int quiet)
+{
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (pf->fd >= 0) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec - t0.tv_sec >= 30)
+			break;
+		int r = poll(pf, 1, 100);
+		if (r < 0 && errno != EINTR)
+			break;
+		if (r <= 0)
+			continue;
+		if (pf->revents & POLLIN)
+			progress(pf->fd, tty, quiet);
+		else if (pf->revents & (POLLHUP | POLLERR))
+			pf->fd = -1;
+	}
+}
+
 int wp_record(struct wp_opts *o, char *profile_path, size_t cap)
 {
 	const char *agent = wp_find_agent();
@@ -283,6 +307,7 @@ int wp_record(struct wp_opts *o, char *profile_path, size_t cap)
 				pf.fd = -1; /* the program closed it; keep waiting on the child */
 		}
 	}
+	drain_channel(&pf, tty, o->quiet);
 	if (tty && !o->quiet)
 		fprintf(stderr, "\r\033[K");
 	close(pfd[0]);

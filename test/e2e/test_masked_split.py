@@ -22,10 +22,12 @@ against the CPU split at 250 Hz).
 WALLPROF_TEST=no-perf (as where the kernel refuses perf events: paranoid 3, seccomp), cpu and
 wall mode: each worker's section says in one line which share of its time went unseen and
 why: "unseen: 9x.x% of its CPU time (...): perf events turned off (WALLPROF_TEST=no-perf)".
-Under a seccomp filter (the target puts an allow-all one on every thread, the agent's too),
-cpu mode: the program runs to its end (the agent does not risk a call the filter could kill
-it for), and each worker's line says "perf_event_open not tried: a seccomp filter is in
-force ...".
+Under a seccomp filter (the target puts an allow-all one on every thread of its thread group
+with TSYNC), cpu mode: the program runs to its end, and either the sampler is under the
+filter too (a thread of the program) and does not risk a call the filter could kill the
+process for, each worker's line saying "perf_event_open not tried: a seccomp filter is in
+force ...", or it is not (a task of its own, outside the thread group: the filter is not
+its) and the workers are sampled as without it (90-110% of their CPU time seen).
 """
 import os
 import re
@@ -155,6 +157,14 @@ def no_perf(t, mode, seccomp=False):
         return
     tids = workers(truth)
     raw = wp.read_raw(prof)
+    if seccomp and not any(raw.threads.get(tid, {}).get("unseen_why") for tid in tids.values()):
+        cpu_ns = sum(truth["cpu." + n] for n in tids)
+        weight = sum(s["weight_ns"] for s in raw.stacks if s["tid"] in tids.values())
+        t.note("[%s] the sampler is not under the program's filter: its perf clocks ran" % label)
+        t.check(0.90 * cpu_ns <= weight <= 1.10 * cpu_ns,
+                "[%s] the workers' samples stand for 90-110%% of their CPU time: %.3f s of "
+                "%.3f s" % (label, weight / 1e9, cpu_ns / 1e9))
+        return
     for name, tid in tids.items():
         th = raw.threads.get(tid, {})
         t.check(th and th["unseen_ns"] > 0 and th["unseen_why"] == why,

@@ -34,7 +34,8 @@ struct wallprof_options {
 	int threads;       /* wall mode: threads per tick (default 16); -1 = all */
 	const char *out;   /* profile path written by wallprof_stop; "%p" = pid
 			      (default "wallprof.%p.prof") */
-	int quiet;         /* 1: no summary line on stderr */
+	int quiet;         /* 1: nothing on stderr: no summary line, no warning (the profile
+			      keeps them), as WALLPROF_QUIET=1 */
 };
 
 /* The library's version, e.g. "0.1.0". Never NULL. */

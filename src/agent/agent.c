@@ -42,6 +42,7 @@
 #include "stats.h"
 #include "threadmask.h"
 #include "threads.h"
+#include "title.h"
 #include "transfers.h"
 #include "writer.h"
 
@@ -280,22 +281,6 @@ static void write_final(void)
 	final_result = worth_writing() ? write_profile(final_extra) : note_unsampled(final_extra);
 }
 
-/* The exit status of the program's ended thread group, as waitpid would give it, while its
- * leader is a zombie (field 52 of /proc/PID/stat); -1 once reaped. */
-static int zombie_status(void)
-{
-	char buf[1024];
-	ssize_t n = wp_threads_read_proc(owner_pid, "stat", buf, sizeof(buf));
-	char *p = n > 0 ? strrchr(buf, ')') : NULL;
-	if (!p)
-		return -1;
-	int field = 2;
-	for (p++; *p && field < 52; p++)
-		if (*p == ' ')
-			field++;
-	return field == 52 && *p >= '0' && *p <= '9' ? atoi(p) : -1;
-}
-
 /* On the sampler's task, after its last tick: the program's thread group ended, or its image
  * was replaced, without our exit hooks (sampler.h). The task outlived it: write what the
  * exit hook would have. */
@@ -304,7 +289,7 @@ static void write_orphaned(int exec)
 	if (!atomic_exchange(&running, 0))
 		return;
 	static char extra[48];
-	int st = exec ? -1 : zombie_status();
+	int st = exec ? -1 : wp_sampler_program_status();
 	if (exec)
 		wp_format(extra, sizeof(extra), "exec=1\n");
 	else if (st >= 0 && (st & 0x7f))
@@ -504,6 +489,8 @@ int wp_agent_begin(const struct wp_config *c)
 		wp_eintr_disable_retry();
 	if (cfg.test_linger)
 		wp_handshake_set_linger(20000000ull);
+	if (cfg.test_tagless)
+		wp_handshake_set_tagless();
 	if (!initialized) {
 		int e, sig = wp_signals_choose(cfg.signal);
 		if ((e = wp_handshake_init(sig)) != 0) {
@@ -562,9 +549,12 @@ static int preloaded(void)
 typedef void (*pthread_exit_fn)(void *) __attribute__((noreturn));
 static pthread_exit_fn real_pthread_exit;
 
-__attribute__((constructor)) static void wallprof_agent_init(void)
+/* glibc passes argc, argv and the environment to ELF constructors. */
+__attribute__((constructor)) static void wallprof_agent_init(int argc, char **argv, char **envp)
 {
+	(void)envp;
 	wp_log_init(getenv);
+	wp_title_exec(argc, argv);
 	real_pthread_exit = (pthread_exit_fn)dlsym(RTLD_NEXT, "pthread_exit");
 	wp_eintr_init();
 	wp_transfers_init();
@@ -608,8 +598,10 @@ EXPORT void pthread_exit(void *retval)
 /* Called by the exec interposers (exec.c) just before the image is replaced. */
 void wp_agent_before_exec(void)
 {
-	if (!atomic_load(&running) || getpid() != owner_pid)
+	if (!atomic_load(&running) || getpid() != owner_pid) {
+		wp_signals_before_exec(); /* a vfork child: its own handler table */
 		return; /* e.g. a vfork child, which shares our memory but is not us */
+	}
 	finish("exec=1\n");
 	/* The sampler is stopped, so no new signal comes. One sent earlier to a thread that
 	 * blocks it would survive the exec and meet SIG_DFL there ("Profiling timer expired"):
@@ -628,17 +620,22 @@ void wp_agent_before_exec(void)
 		wp_real_sigaction(sig, &ign, NULL);
 		wp_real_sigaction(sig, &dfl, NULL);
 	}
+	wp_signals_before_exec();
 }
 
 /* The exec failed: this image lives on, and so does its profiling. */
 void wp_agent_after_failed_exec(void)
 {
-	if (atomic_load(&running) || getpid() != owner_pid || !owner_pid)
-		return;
 	int saved = errno;
+	if (atomic_load(&running) || getpid() != owner_pid || !owner_pid) {
+		wp_signals_after_failed_exec();
+		errno = saved;
+		return;
+	}
 	struct sigaction sa;
 	if (wp_real_sigaction(wp_handshake_signal(), NULL, &sa) == 0 && !wp_handshake_is_ours(&sa))
 		wp_handshake_init(wp_handshake_signal());
+	wp_signals_after_failed_exec();
 	start();
 	errno = saved;
 }

@@ -18,6 +18,8 @@ static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
 /* The environment's settings, overridden by the non-zero fields of `o`. */
 static int settings(const struct wallprof_options *o, struct wp_config *c)
 {
+	if (o && o->quiet)
+		wp_log_quiet(); /* before anything can be said: its complaints too */
 	if (wp_config_load(c, getenv) != 0)
 		return -EINVAL;
 	if (!o)

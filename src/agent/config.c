@@ -56,6 +56,7 @@ int wp_config_load(struct wp_config *cfg, char *(*getenv_fn)(const char *))
 		cfg->test_slow_holders = strstr(v, "slow-holders") != NULL;
 		cfg->test_no_waits = strstr(v, "no-waits") != NULL;
 		cfg->test_linger = strstr(v, "linger") != NULL;
+		cfg->test_tagless = strstr(v, "tagless") != NULL;
 		cfg->test_slow_tick = strstr(v, "slow-tick") != NULL;
 		cfg->test_no_perf = strstr(v, "no-perf") != NULL;
 	}
@@ -102,7 +103,7 @@ int wp_config_load(struct wp_config *cfg, char *(*getenv_fn)(const char *))
 		else if (!strcmp(v, "0") || !*v)
 			cfg->quiet = 0;
 		else
-			return bad("WALLPROF_QUIET", v, "use 1 to silence the summary line, or 0");
+			return bad("WALLPROF_QUIET", v, "use 1 to keep the agent off the program's stderr, or 0");
 	}
 	return 0;
 }

@@ -47,6 +47,7 @@ struct wp_config {
 	int test_slow_holders;
 	int test_no_waits;
 	int test_linger; /* the signal handler stays 20 ms after each sample (handshake.h) */
+	int test_tagless; /* requests go out with tgkill, as where rt_tgsigqueueinfo is refused */
 	int test_slow_tick; /* each tick holds its lock 800 ms longer; a profile written during a
 			     * tick by another thread says test_written_in_tick=1 (sampler.h) */
 	int test_no_perf;   /* no perf clock for threads that block the signal, as where the

@@ -44,6 +44,7 @@ static uint32_t next_gen = 1;
 static _Atomic int hs_signo;
 static _Atomic int in_handshake;
 static pid_t self_pid;
+static uid_t self_uid;
 static _Atomic uint64_t stray_signals;
 static uint64_t msg2_deadline_ns = 20 * 1000000ull;
 /* How long a handler waits for msg3 before resuming on its own (the sample is then dropped as
@@ -169,19 +170,21 @@ static void linger(void)
 		syscall(SYS_nanosleep, &ts, NULL);
 }
 
-/* The handler's work: the handshake with the sampler, if the signal was meant for us. */
-static void on_duty(void *ucv)
+/* The handler's work: the handshake with the sampler for the request of generation `gen`
+ * (any request addressed to this thread when `any`). */
+static void on_duty(void *ucv, uint32_t gen_sent, int any)
 {
 	pid_t me = (pid_t)syscall(SYS_gettid);
 	uint32_t w;
 	struct wp_hs_ticket *t = find_request(me, &w);
-	if (!t || !atomic_compare_exchange_strong(&t->word, &w, WORD(GEN(w), P_CLAIMED))) {
+	if (!t || (!any && GEN(w) != gen_sent) ||
+	    !atomic_compare_exchange_strong(&t->word, &w, WORD(GEN(w), P_CLAIMED))) {
 		/* Not ours (late, or another thread's): leave without touching anything. */
 		atomic_fetch_add(&stray_signals, 1);
 		return;
 	}
 	uint32_t gen = GEN(w);
-	ucontext_t *uc = ucv;
+	const ucontext_t *uc = wp_signals_outer_context(ucv);
 	t->cap.t_enter_ns = wp_now_ns();
 	t->cap.cpu = sched_getcpu(); /* vDSO */
 	memcpy(t->cap.gregs, uc->uc_mcontext.gregs, sizeof(t->cap.gregs));
@@ -214,41 +217,106 @@ static void on_duty(void *ucv)
 	linger();
 }
 
+/* Whether a delivery is one of the sampler's requests, and of which generation. The sampler
+ * sends each with rt_tgsigqueueinfo: SI_QUEUE and WP_HS_TAG << 32 | generation as its value,
+ * so a request is told from the program's own use of the signal (its timer, a kill, Go's
+ * profiler) by what it carries, whoever sends it (si_pid is not looked at: a sampler in
+ * another process would show its own). A tagged delivery that matches no request in flight is a late one of ours: never
+ * the program's. Where the kernel refused to queue a value (tagless: a seccomp policy), or
+ * lost it (a standard signal past RLIMIT_SIGPENDING arrives as SI_USER from pid 0), a
+ * delivery is ours when it says it came from tgkill or nowhere and a request for this thread
+ * is in flight (a program's own tgkill at that moment is then taken for ours: one of its
+ * signals lost); with none in flight, a tgkill from this process is the program's when it
+ * has a handler, else a late one of ours (a raise() of SIGPROF to die of it is lost).
+ * Async-signal-safe. */
+#define WP_HS_TAG 0x77707266u /* "wprf" */
+static _Atomic int tagless;
+
+static int from_sampler(int sig, const siginfo_t *info, uint32_t *gen, int *any)
+{
+	*any = 0;
+	if (!info)
+		return 0;
+	if (info->si_code == SI_QUEUE) {
+		uint64_t v = (uint64_t)(uintptr_t)info->si_value.sival_ptr;
+		*gen = (uint32_t)v;
+		return (uint32_t)(v >> 32) == WP_HS_TAG;
+	}
+	int lost = info->si_code == SI_USER && info->si_pid == 0;
+	int plain = atomic_load(&tagless) && info->si_code == SI_TKILL;
+	if (lost || plain) {
+		uint32_t w;
+		*any = 1;
+		if (find_request((pid_t)syscall(SYS_gettid), &w))
+			return 1;
+		/* Tagless, a late one of ours looks like the program's own raise(): never let it
+		 * kill the program through SIG_DFL (dropped, unless the program has a handler). */
+		return plain && info->si_pid == self_pid && !wp_signals_program_handles(sig);
+	}
+	return 0;
+}
+
 /* The handler. Async-signal-safe: atomics, gettid, clock_gettime, futex, memcpy of a
- * fixed-size register block into a preallocated slot; errno saved and restored. */
+ * fixed-size register block into a preallocated slot; errno saved and restored. The
+ * program's deliveries go to its own disposition (wp_signals_forward). */
 static void handler(int sig, siginfo_t *info, void *ucv)
 {
-	(void)sig;
-	(void)info;
 	int saved_errno = errno;
-	/* Any run of this handler may have interrupted a call of this thread: let the
-	 * interposers know it was us (eintr.h). */
+	uint32_t gen = 0;
+	int any;
+	if (!from_sampler(sig, info, &gen, &any)) {
+		wp_signals_forward(sig, info, ucv);
+		errno = saved_errno;
+		return;
+	}
+	/* This run may have interrupted a call of this thread: let the interposers know it was
+	 * us (eintr.h). */
 	wp_our_signals++;
-	void *outer = wp_signals_enter_ours(ucv);
-	on_duty(ucv);
-	wp_signals_leave_ours(outer);
+	if (sig == atomic_load(&hs_signo)) {
+		void *outer = wp_signals_enter_ours(ucv);
+		on_duty(ucv, gen, any);
+		wp_signals_leave_ours(outer);
+	} else {
+		atomic_fetch_add(&stray_signals, 1); /* late, on a signal we have left */
+	}
 	errno = saved_errno;
+}
+
+/* Sends the request of generation `gen` to `tid`. Returns 0 or -1 with errno. */
+static int send_request(pid_t tid, int sig, uint32_t gen)
+{
+	if (!atomic_load(&tagless)) {
+		siginfo_t si;
+		memset(&si, 0, sizeof(si));
+		si.si_signo = sig;
+		si.si_code = SI_QUEUE;
+		si.si_pid = self_pid;
+		si.si_uid = self_uid;
+		si.si_value.sival_ptr = (void *)(uintptr_t)((uint64_t)WP_HS_TAG << 32 | gen);
+		if (syscall(SYS_rt_tgsigqueueinfo, self_pid, tid, sig, &si) == 0)
+			return 0;
+		if (errno != ENOSYS && errno != EPERM)
+			return -1;
+		atomic_store(&tagless, 1);
+	}
+	return (int)syscall(SYS_tgkill, self_pid, tid, sig);
 }
 
 int wp_handshake_init(int signo)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = handler;
-	/* SA_RESTART: restartable system calls resume after our handler instead of failing with
-	 * EINTR. It does not cover everything (see docs/design.md); the sampler avoids
-	 * signalling threads blocked in the calls it does not cover. */
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
 	hs_signo = signo;
 	self_pid = getpid();
-	if (wp_real_sigaction(signo, &sa, NULL) != 0)
-		return -errno;
-	return 0;
+	self_uid = getuid();
+	/* Installed with SA_RESTART (signals.c): restartable system calls resume after our
+	 * handler instead of failing with EINTR. It does not cover everything (see
+	 * docs/design.md); the sampler avoids signalling threads blocked in the calls it does not
+	 * cover. */
+	return wp_signals_take(signo, handler);
 }
 
 void wp_handshake_reset(void)
 {
+	wp_signals_fork_child();
 	/* (a count of sleepers inherited from a parent thread that was waiting would only cost
 	 * needless wake-ups, but the child starts clean) */
 	for (int i = 0; i < NSLOTS; i++) {
@@ -258,6 +326,7 @@ void wp_handshake_reset(void)
 	atomic_store(&bell_sleepers, 0);
 	atomic_store(&in_handshake, 0);
 	self_pid = getpid();
+	self_uid = getuid();
 }
 
 int wp_handshake_is_ours(const struct sigaction *sa)
@@ -268,13 +337,9 @@ int wp_handshake_is_ours(const struct sigaction *sa)
 int wp_handshake_migrate(int to)
 {
 	if (to > 0) {
-		struct sigaction sa;
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_sigaction = handler;
-		sa.sa_flags = SA_SIGINFO | SA_RESTART;
-		sigemptyset(&sa.sa_mask);
-		if (wp_real_sigaction(to, &sa, NULL) != 0)
-			return -errno;
+		int e = wp_signals_take(to, handler);
+		if (e)
+			return e;
 	}
 	/* The new signal first, then let a batch that may have read the old one finish on it
 	 * (bounded: its own deadlines). A batch says it is in flight before it reads the
@@ -284,6 +349,11 @@ int wp_handshake_migrate(int to)
 	while (atomic_load(&in_handshake) && wp_now_ns() < deadline)
 		sched_yield();
 	return 0;
+}
+
+void wp_handshake_set_tagless(void)
+{
+	atomic_store(&tagless, 1);
 }
 
 void wp_handshake_set_linger(uint64_t ns)
@@ -355,7 +425,7 @@ static void ask(struct wp_hs_request *r, struct pending *p, int sig)
 		r->result = WP_HS_BLOCKED;
 		return;
 	}
-	if (syscall(SYS_tgkill, self_pid, r->tid, sig) != 0) {
+	if (send_request(r->tid, sig, p->gen) != 0) {
 		int e = errno;
 		atomic_store(&t->word, WORD(p->gen, P_ABANDONED));
 		r->result = e == ESRCH ? WP_HS_EXITED : WP_HS_ERROR;
@@ -487,6 +557,10 @@ void wp_handshake_batch(struct wp_hs_request *reqs, size_t n, wp_hs_read_fn read
 		return;
 	}
 	release_orphans();
+	/* A program that put its own disposition on the signal with the system call itself (not
+	 * sigaction) gets ours back on top first, chaining to its own: never signal a thread
+	 * into a handler that is not ours (or into SIG_DFL). */
+	wp_signals_keep_ours(sig);
 	atomic_store(&sampler_cpu, sched_getcpu());
 	for (size_t i = 0; i < n; i++)
 		ask(&reqs[i], &ps[i], sig);

@@ -1,8 +1,12 @@
-/* Suspending threads: tgkill(SIGPROF) and the msg2/msg3/msg4 handshake.
+/* Suspending threads: a SIGPROF carrying the request (rt_tgsigqueueinfo, SI_QUEUE, value
+ * "wprf" << 32 | generation) and the msg2/msg3/msg4 handshake. The signal may be shared with
+ * the program (signals.h): the handler serves only deliveries that carry a request in flight
+ * for its thread, drops late ones of ours, and passes every other to the program's
+ * disposition.
  *
  *   sampler                          sampled thread (in wp's signal handler)
  *   -------                          ---------------------------------------
- *   request(gen, tid); tgkill  --->  claim the request (CAS), copy ucontext registers
+ *   request(gen, tid); signal  --->  claim the request (CAS), copy ucontext registers
  *   wait msg2 (deadline)       <---  msg2: "captured" (and ring the sampler's bell)
  *   read what it needs (stack)       wait msg3 (deadline)
  *   msg3: "released"           --->
@@ -39,7 +43,7 @@ enum wp_hs_result {
 	WP_HS_EXITED,      /* the thread was gone (ESRCH) before or while we waited */
 	WP_HS_TIMEOUT,     /* no answer within the deadline (signal blocked, or never scheduled) */
 	WP_HS_LATE,        /* the handler gave up waiting for msg3; the copy is not consistent */
-	WP_HS_ERROR,       /* tgkill failed for another reason */
+	WP_HS_ERROR,       /* the signal could not be sent for another reason */
 	WP_HS_NOSLOT,      /* every slot is held by a handler that has not finished */
 	WP_HS_BLOCKED,     /* the thread blocks the signal (or is blocking it): not sent */
 };
@@ -95,6 +99,9 @@ void wp_handshake_set_deadlines(uint64_t msg2_ns, uint64_t msg3_ns);
  * program's own signals land inside it (test_transfers.py). */
 void wp_handshake_set_linger(uint64_t ns);
 
+/* Tests only (WALLPROF_TEST=tagless): requests go out with tgkill, as where a seccomp policy
+ * refuses rt_tgsigqueueinfo (test_sig_share.py). */
+void wp_handshake_set_tagless(void);
 /* The signal handler's own statistics (stray signals it ignored). */
 uint64_t wp_handshake_stray(void);
 /* The signal in use. */

@@ -14,6 +14,7 @@
 /* ---- where lines may go (decided once, in the constructor) ---- */
 
 static int under_command;   /* started by `wallprof` (WALLPROF_ROOT_PID is set) */
+static int quiet;           /* WALLPROF_QUIET=1: nothing on the program's stderr */
 static int user_process;    /* the process the user started, not one it ran or forked */
 static struct wp_fd_id stderr_id; /* fd 2 as the process started */
 static int chan_fd = -1;    /* the command's channel, in the root process only */
@@ -65,6 +66,10 @@ void wp_log_init(char *(*getenv_fn)(const char *))
 	wp_fds_identify(2, &stderr_id);
 	long root = small_number(getenv_fn("WALLPROF_ROOT_PID"));
 	under_command = root > 0;
+	/* Read here, not with the other settings: a complaint about one of those is a line
+	 * too, and QUIET silences it as well. */
+	const char *q = getenv_fn("WALLPROF_QUIET");
+	quiet = q && !strcmp(q, "1");
 	user_process = !under_command && !parent_is_profiled();
 	long fd = small_number(getenv_fn("WALLPROF_PROGRESS_FD"));
 	struct stat st;
@@ -81,11 +86,19 @@ void wp_log_init(char *(*getenv_fn)(const char *))
 	}
 }
 
+static void forget_kept(void);
+
+void wp_log_quiet(void)
+{
+	quiet = 1;
+}
+
 void wp_log_forked(void)
 {
 	user_process = 0;
 	chan_fd = -1;
 	atomic_store(&chan_private, 0);
+	forget_kept(); /* the parent's warnings are in the parent's profile */
 }
 
 int wp_log_channel_fd(void)
@@ -155,7 +168,7 @@ static int stderr_unchanged(void)
 
 static void to_stderr(const char *line, size_t n)
 {
-	if (!under_command && user_process && stderr_unchanged())
+	if (!quiet && !under_command && user_process && stderr_unchanged())
 		write_all(2, line, n);
 }
 
@@ -261,11 +274,21 @@ static struct {
 } msgs[NMSG];
 static _Atomic unsigned nmsgs;
 
+/* In a fork child, before its sampler starts: no other thread of ours runs. */
+static void forget_kept(void)
+{
+	for (unsigned i = 0; i < NMSG; i++) {
+		atomic_store(&msgs[i].ready, 0);
+		atomic_store(&msgs[i].sent, 0);
+	}
+	atomic_store(&nmsgs, 0);
+}
+
 static void keep(const char *line, size_t n)
 {
 	unsigned i = atomic_fetch_add(&nmsgs, 1);
 	if (i >= NMSG)
-		return;
+		return; /* counted: META messages_dropped */
 	if (n >= MSG_LEN)
 		n = MSG_LEN - 1;
 	memcpy(msgs[i].text, line, n);
@@ -294,6 +317,8 @@ size_t wp_log_meta(char *buf, size_t cap)
 	for (unsigned i = 0; i < n && i < NMSG && cap; i++)
 		if (atomic_load(&msgs[i].ready))
 			len += wp_format(buf + len, cap - len, "message_%u=%s\n", i + 1, msgs[i].text);
+	if (n > NMSG && cap > len)
+		len += wp_format(buf + len, cap - len, "messages_dropped=%u\n", n - NMSG);
 	return len;
 }
 

@@ -1,12 +1,14 @@
 /* The agent's only way to speak: one line at a time, prefixed "wallprof: ".
  *
  * The program's stderr is the program's output (tests compare it), so a line reaches it only
- * when all of these hold: the agent was not started by the `wallprof` command, this is the
- * process the user started (not a fork child, not a program it ran), and fd 2 is still the
- * stderr the process started with. Every warning is also kept for the profile (META
- * message_N), and under the command it goes through the command's channel (a pipe the command
- * passes in WALLPROF_PROGRESS_FD, which the sampler keeps in its own descriptor table), so the
- * command shows it in the report.
+ * when all of these hold: WALLPROF_QUIET is not 1, the agent was not started by the
+ * `wallprof` command, this is the process the user started (not a fork child, not a program
+ * it ran), and fd 2 is still the stderr the process started with. Every warning is kept for
+ * the profile (META message_N, at most 16 a process, then messages_dropped counts): that is
+ * how each one reaches the report, whichever process said it. Under the command it also goes
+ * through the command's channel (a pipe the command passes in WALLPROF_PROGRESS_FD, which the
+ * sampler keeps in its own descriptor table), which the command shows only when the run left
+ * no profile.
  *
  * Async-signal-safe: formats into a stack buffer, never allocates, never touches stdio (the
  * host's stdio buffers and locks are the host's). */
@@ -21,7 +23,11 @@
  * the command's channel when this process is the one the command ran. */
 void wp_log_init(char *(*getenv_fn)(const char *));
 
-/* In a fork child: a process the user did not start; the channel is the parent's. */
+/* From now on nothing on stderr, as WALLPROF_QUIET=1 (wallprof_start's quiet option). */
+void wp_log_quiet(void);
+
+/* In a fork child: a process the user did not start; the channel is the parent's, and so
+ * are the warnings kept so far (in the parent's profile). */
 void wp_log_forked(void);
 
 /* A warning: printf-like with a small, async-signal-safe subset: %s %d %u %ld %lu %lld %llu

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -34,6 +35,7 @@
 #include "task.h"
 #include "threadmask.h"
 #include "threads.h"
+#include "title.h"
 #include "unwind.h"
 
 static struct wp_config cfg;
@@ -322,18 +324,31 @@ static void end_process(void)
  * a system call, a kill), or its image was replaced by an execve the exec interposers did not
  * see (a system call): the task outlives both. 1: ended, 2: exec'd, 0: neither. Two system
  * calls a tick. */
+static int program_ended(void)
+{
+	struct pollfd p = { program_fd, POLLIN, 0 };
+	return program_fd >= 0 && poll(&p, 1, 0) > 0;
+}
+
 static int program_gone(void)
 {
 	if (!on_task)
 		return 0;
-	struct pollfd p = { program_fd, POLLIN, 0 };
-	if (program_fd >= 0 && poll(&p, 1, 0) > 0)
+	if (program_ended())
 		return 1;
-	/* Another memory behind the pid: an exec. (A leader that has ended while its threads go
-	 * on, by pthread_exit or returning from a fork child's start routine, has none at all:
-	 * not an exec. Asked of /proc only when kcmp says they differ.) */
 	long same = syscall(SYS_kcmp, getpid(), pid, KCMP_VM, 0, 0);
-	return same > 0 && same < 3 && !wp_threads_leader_left() ? 2 : 0;
+	if (same == 0)
+		return 0;
+	if (same < 0)
+		return errno == ESRCH; /* reaped already; EPERM, ENOSYS: cannot tell */
+	/* Another memory behind the pid, or none: an exec, or the leader has ended (the whole
+	 * process, or the leader alone, by pthread_exit or returning from a fork child's start
+	 * routine, its threads going on). Asked of /proc only now; the pidfd last, as a
+	 * process ends before it is reaped (and /proc forgets it). */
+	int leader_left = wp_threads_leader_left();
+	if (program_ended())
+		return 1;
+	return leader_left ? 0 : 2;
 }
 
 /* Sleeps until the next tick at `next`, refreshing the thread list between ticks when
@@ -448,6 +463,8 @@ static void *run(void *arg)
 			checkpoint_fn();
 		}
 		unlock_tick();
+		/* after the tick: no thread is held (and out of the lock a fork waits for) */
+		wp_title_tick(now, wp_stats.samples);
 		if (!left && !ending)
 			end_process();
 	}
@@ -609,6 +626,51 @@ static int start_task_or_thread(void)
 	return e;
 }
 
+/* PIDFD_GET_INFO (Linux 6.15): a pidfd tells its process's exit status once it has been
+ * reaped, to whoever holds it. Declared here for older headers: the first 64 bytes of
+ * struct pidfd_info, all the kernel needs. */
+struct pidfd_info_v0 {
+	uint64_t mask, cgroupid;
+	uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+	int32_t exit_code;
+	uint32_t coredump_mask, spare;
+};
+#define WP_PIDFD_GET_INFO _IOWR(0xFF, 11, struct pidfd_info_v0)
+#define WP_PIDFD_INFO_EXIT (1ull << 3)
+
+/* Field 52 of /proc/PID/stat, the exit status while the leader is a zombie; -1 else. */
+static int zombie_status(void)
+{
+	char buf[1024];
+	ssize_t n = wp_threads_read_proc(pid, "stat", buf, sizeof(buf));
+	char *p = n > 0 ? strrchr(buf, ')') : NULL;
+	if (!p)
+		return -1;
+	int field = 2;
+	for (p++; *p && field < 52; p++)
+		if (*p == ' ')
+			field++;
+	return field == 52 && *p >= '0' && *p <= '9' ? atoi(p) : -1;
+}
+
+int wp_sampler_program_status(void)
+{
+	uint64_t give_up = wp_now_ns() + 200 * 1000000ull;
+	for (;;) {
+		int st = zombie_status();
+		if (st >= 0)
+			return st;
+		struct pidfd_info_v0 info = { .mask = WP_PIDFD_INFO_EXIT };
+		if (program_fd >= 0 && ioctl(program_fd, WP_PIDFD_GET_INFO, &info) == 0 &&
+		    (info.mask & WP_PIDFD_INFO_EXIT))
+			return info.exit_code;
+		if (wp_now_ns() >= give_up)
+			return -1; /* an older kernel, and reaped already */
+		struct timespec ts = { 0, 5 * 1000000L };
+		nanosleep(&ts, NULL); /* between its zombie's end and its reaping */
+	}
+}
+
 int wp_sampler_on_task(void)
 {
 	return on_task;
@@ -646,6 +708,7 @@ int wp_sampler_start(const struct wp_config *c, void (*first)(void))
 	atomic_store(&done_word, 0);
 	pid = getpid();
 	wp_task_note_program(pid);
+	wp_title_reset(pid);
 	interval_ns = 1000000000ull / (uint64_t)cfg.hz;
 	start_ns = wp_now_ns();
 	wp_sample_begin(&cfg, start_ns, interval_ns);

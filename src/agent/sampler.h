@@ -56,6 +56,10 @@ uint64_t wp_sampler_cpu_ns(void);
  * call, SIGKILL): the task outlives it and writes the profile. */
 void wp_sampler_set_orphan(void (*fn)(int exec));
 
+/* On the task, once the program's thread group has ended: its exit status as waitpid gives
+ * it, or -1 when it cannot be known (reaped already, on a kernel before 6.15). */
+int wp_sampler_program_status(void);
+
 /* 1 when the sampler runs on its own task (task.h), outside the program's thread group. */
 int wp_sampler_on_task(void);
 /* CLOCK_MONOTONIC / CLOCK_REALTIME at start, ns. */

@@ -126,7 +126,13 @@ static void *lender_main(void *unused)
 		set_state(FAILED);
 		return NULL; /* an unknown glibc: the caller falls back to a thread */
 	}
-	int flags = CLONE_VM | CLONE_SETTLS | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID;
+	/* CLONE_SIGHAND: the program's handler table is the task's, so the sampler sees (and
+	 * keeps its own on top of, signals.c) what the program installs with a system call. It
+	 * blocks every signal: none is ever run on it. Not CLONE_FS nor CLONE_FILES: a task
+	 * that shared them would stop the program entering a user namespace (setns), and its
+	 * files would be the program's. */
+	int flags = CLONE_VM | CLONE_SIGHAND | CLONE_SETTLS | CLONE_PARENT_SETTID |
+		    CLONE_CHILD_CLEARTID;
 	if (clone(task_entry, lend.stack + TASK_STACK, flags, NULL, &task_word, tp, &task_word) < 0) {
 		set_state(FAILED);
 		return NULL;
@@ -190,7 +196,8 @@ pid_t wp_task_tid(void)
 
 pid_t wp_task_program_pid(void)
 {
-	return program_pid;
+	/* before any start (the unit tests), on one of the program's threads */
+	return program_pid ? program_pid : getpid();
 }
 
 int wp_task_wait_gone(uint64_t deadline)

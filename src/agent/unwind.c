@@ -159,6 +159,45 @@ int wp_unwind_init(void)
 	return 0;
 }
 
+/* A word of the copied stack, or 0 when it is not in the copy. */
+static uint64_t stack_word(const struct wp_unwind_input *in, uint64_t addr)
+{
+	uint64_t v = 0;
+	if (addr >= in->stack_lo && in->stack_len >= sizeof(v) &&
+	    addr - in->stack_lo <= in->stack_len - sizeof(v))
+		memcpy(&v, in->stack + (addr - in->stack_lo), sizeof(v));
+	return v;
+}
+
+/* Code without unwind tables (Go's: no .eh_frame for Go functions) is unwound by libunwind
+ * from the frame pointer, which holds the caller's frame only once the function has set up
+ * its own. A function that sets up none (Go's small leaves), or is stopped in its prologue
+ * or epilogue, still has its return address on top of the stack while the frame pointer
+ * names its caller's frame: unwinding from it would skip the caller (main.main missing under
+ * every leaf). So, for the innermost frame only, when it has no unwind information and the
+ * word at the stack pointer is an address in a module's code other than the one the frame
+ * pointer gives, that word is taken as the return address: the caller's frame comes next, as
+ * if the leaf had returned (rip from the stack, rsp past it, rbp unchanged). A framed
+ * function whose lowest stack word happens to hold a code address gains one wrong frame. */
+static int frameless_leaf(const struct wp_unwind_input *in, greg_t *regs)
+{
+	unw_proc_info_t pi;
+	uint64_t ip = (uint64_t)in->gregs[REG_RIP], sp = (uint64_t)in->gregs[REG_RSP];
+	uint64_t bp = (uint64_t)in->gregs[REG_RBP];
+	/* (libunwind's own unw_get_proc_info succeeds without tables: it fakes a one-byte
+	 * procedure) */
+	memset(&pi, 0, sizeof(pi));
+	if (!wp_modules_find(ip) || find_proc_info(as, ip, &pi, 0, (void *)in) >= 0)
+		return 0;
+	uint64_t ret = stack_word(in, sp);
+	if (!ret || ret == ip || !wp_modules_find(ret) || (bp > sp && stack_word(in, bp + 8) == ret))
+		return 0;
+	memcpy(regs, in->gregs, sizeof(greg_t) * NGREG);
+	regs[REG_RIP] = (greg_t)ret;
+	regs[REG_RSP] = (greg_t)(sp + 8);
+	return 1;
+}
+
 void wp_unwind(const struct wp_unwind_input *in, uint64_t *pcs, uint32_t max,
 	       struct wp_unwind_result *res)
 {
@@ -174,6 +213,18 @@ void wp_unwind(const struct wp_unwind_input *in, uint64_t *pcs, uint32_t max,
 		res->n = 1;
 		res->truncated = 1;
 		return;
+	}
+	greg_t caller_regs[NGREG];
+	struct wp_unwind_input caller = *in;
+	if (max > 1 && frameless_leaf(in, caller_regs)) {
+		caller.gregs = caller_regs;
+		pcs[res->n++] = (uint64_t)in->gregs[REG_RIP];
+		prev_sp = (unw_word_t)in->gregs[REG_RSP];
+		res->max_sp = prev_sp;
+		if (lu.init_remote(&c, as, (void *)&caller) < 0) {
+			res->truncated = 1;
+			return;
+		}
 	}
 	for (;;) {
 		if (lu.get_reg(&c, UNW_REG_IP, &ip) < 0 || lu.get_reg(&c, UNW_REG_SP, &sp) < 0)

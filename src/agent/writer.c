@@ -25,6 +25,7 @@
 #include "cpuwait.h"
 #include "stats.h"
 #include "threads.h"
+#include "title.h"
 
 
 static char buf[1 << 16];
@@ -74,7 +75,8 @@ static void record(uint32_t type, const void *fixed, size_t size, uint64_t more)
 	put(fixed, size);
 }
 
-static char meta[16384];
+/* Room for the agent's META (8 KiB), the titles (title.h), 16 warnings and the rest. */
+static char meta[32768];
 
 static size_t build_meta(const char *extra)
 {
@@ -128,6 +130,7 @@ static size_t build_meta(const char *extra)
 		       (unsigned long long)wp_stats.window_max_ns,
 		       (unsigned long long)wp_stats.window_n,
 		       (unsigned long long)wp_stats.window_sum_ns);
+	n += wp_title_meta(meta + n, sizeof(meta) - n, wp_stats.samples);
 	n += wp_log_meta(meta + n, sizeof(meta) - n);
 	if (extra)
 		n += wp_format(meta + n, sizeof(meta) - n, "%s", extra);

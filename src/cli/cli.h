@@ -11,6 +11,7 @@
 
 #include "common/profile.h"
 #include "resolve.h"
+#include "rwaits.h"
 #include "summary.h"
 
 enum wp_format {

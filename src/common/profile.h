@@ -65,9 +65,29 @@ struct wp_meta {
 	char *value;
 };
 
+/* What META says that the command reads, parsed once when the profile is read
+ * (docs/profile-format.md has the keys): each figure as wp_profile_meta_ll reads it, the
+ * last line of a key winning. Strings point into the profile, NULL when the key is missing;
+ * counts and times are 0 when missing (or not a positive number); a key read by name only
+ * where it is one of a family (missed_<cause>, message_<n>). */
+struct wp_profile_info {
+	const char *command, *mode, *run;
+	const char *version;        /* wallprof_version */
+	long long pid, ppid;        /* -1 when missing */
+	long long threads_per_tick; /* -1 when missing */
+	long long threads_seen;     /* -1 when missing */
+	uint64_t hz, ncpus, samples, ticks, ticks_late;
+	uint64_t start_unix_ns, duration_ns, cpu_user_ns, cpu_sys_ns, sampler_cpu_ns;
+	uint64_t window_n, window_sum_ns, window_p50_ns, window_p99_ns, window_max_ns;
+	int has_sampler_cpu;        /* sampler_cpu_ns is there (an older agent's file has not) */
+	int checkpoint;             /* checkpoint is there: not the process's final write */
+	int timeline_truncated;
+};
+
 struct wp_profile {
 	struct wp_meta *meta;
 	size_t nmeta;
+	struct wp_profile_info info; /* META, parsed */
 	struct wp_module *modules;
 	size_t nmodules;
 	struct wp_thread *threads;
@@ -83,6 +103,13 @@ struct wp_profile {
 /* Reads and validates `path`. On failure returns -1 and writes a one-line reason (without the
  * path) into err. */
 int wp_profile_read(const char *path, struct wp_profile **out, char *err, size_t errlen);
+/* What a reader may leave out, for a caller that does not use it. WP_READ_NO_TIMELINE: the
+ * TIMELINE records (only the speedscope export's time axis reads them; a long profile's
+ * largest part): p->timeline is empty, and those records are neither decoded nor checked. */
+enum { WP_READ_ALL = 0, WP_READ_NO_TIMELINE = 1 };
+/* wp_profile_read, leaving out what `what` says (WP_READ_* or'ed). */
+int wp_profile_read_some(const char *path, unsigned what, struct wp_profile **out, char *err,
+			 size_t errlen);
 /* The same over a buffer in memory (used by the fuzzer). */
 int wp_profile_parse(const uint8_t *data, size_t len, struct wp_profile **out, char *err,
 		     size_t errlen);

@@ -26,17 +26,10 @@
 #include <unistd.h>
 
 #include "profile.h"
+#include "profile_impl.h"
 
 #define WP_MAX_FILE_SIZE (UINT64_C(4) << 30)
 
-/* The profile handed out is the first member of this, so wp_profile_free can find the rest. */
-struct profile_impl {
-	struct wp_profile pub;
-	char *strings;             /* every string of the profile, NUL-terminated, back to back */
-	uint64_t *pcs;             /* every stack's frames, back to back */
-	size_t *thread_by_tid;     /* indices into pub.threads, sorted by tid then file order */
-	uint64_t *module_max_end;  /* max(end) over pub.modules[0..i] (sorted by start) */
-};
 
 /* One TIMELINE record, found by the scan. */
 struct tl_rec {
@@ -54,6 +47,7 @@ struct parser {
 	char *err;
 	size_t errlen;
 	struct profile_impl *impl;
+	unsigned what;             /* WP_READ_*: what to leave out */
 
 	/* sizes found by the scan */
 	size_t nmeta_max, nmodules, nthreads, nstacks, nwaits;
@@ -229,8 +223,8 @@ static int scan(struct parser *ps)
 			ps->nwaits++;
 			ps->str_bytes += n + 1;
 			break;
-		case WP_REC_TIMELINE:
-			if (scan_timeline(ps, off, pl, plen) < 0)
+		case WP_REC_TIMELINE: /* left out: neither decoded nor checked */
+			if (!(ps->what & WP_READ_NO_TIMELINE) && scan_timeline(ps, off, pl, plen) < 0)
 				return -1;
 			break;
 		default:
@@ -790,11 +784,12 @@ void wp_profile_free(struct wp_profile *p)
 	free(im);
 }
 
-int wp_profile_parse(const uint8_t *data, size_t len, struct wp_profile **out, char *err,
-		     size_t errlen)
+static int parse(const uint8_t *data, size_t len, unsigned what, struct wp_profile **out,
+		 char *err, size_t errlen)
 {
 	struct parser ps;
 	memset(&ps, 0, sizeof ps);
+	ps.what = what;
 	ps.d = data;
 	ps.len = data ? len : 0;
 	ps.err = err;
@@ -815,6 +810,7 @@ int wp_profile_parse(const uint8_t *data, size_t len, struct wp_profile **out, c
 	if (scan(&ps) < 0 || allocate(&ps) < 0 || parse_records(&ps) < 0 ||
 	    index_profile(&ps) < 0 || decode_timeline(&ps) < 0)
 		goto done;
+	wp_profile_fill_info(&ps.impl->pub);
 	*out = &ps.impl->pub;
 	ps.impl = NULL;
 	rc = 0;
@@ -825,7 +821,19 @@ done:
 	return rc;
 }
 
+int wp_profile_parse(const uint8_t *data, size_t len, struct wp_profile **out, char *err,
+		     size_t errlen)
+{
+	return parse(data, len, WP_READ_ALL, out, err, errlen);
+}
+
 int wp_profile_read(const char *path, struct wp_profile **out, char *err, size_t errlen)
+{
+	return wp_profile_read_some(path, WP_READ_ALL, out, err, errlen);
+}
+
+int wp_profile_read_some(const char *path, unsigned what, struct wp_profile **out, char *err,
+			 size_t errlen)
 {
 	if (out)
 		*out = NULL;
@@ -860,7 +868,7 @@ int wp_profile_read(const char *path, struct wp_profile **out, char *err, size_t
 	size_t len = (size_t)st.st_size;
 	if (len == 0) {
 		close(fd);
-		return wp_profile_parse(NULL, 0, out, err, errlen);
+		return parse(NULL, 0, what, out, err, errlen);
 	}
 	/* MAP_POPULATE: one bulk read-ahead instead of a page fault per 4 KiB. (If another
 	 * process truncates the file while we read it, the kernel raises SIGBUS: profiles are
@@ -873,138 +881,7 @@ int wp_profile_read(const char *path, struct wp_profile **out, char *err, size_t
 		set_err(err, errlen, "cannot map the file: %s", strerror(saved));
 		return -1;
 	}
-	int rc = wp_profile_parse(map, len, out, err, errlen);
+	int rc = parse(map, len, what, out, err, errlen);
 	munmap(map, len);
 	return rc;
-}
-
-const char *wp_profile_meta(const struct wp_profile *p, const char *key)
-{
-	if (!p || !key)
-		return NULL;
-	for (size_t i = p->nmeta; i-- > 0;) /* the last one wins */
-		if (strcmp(p->meta[i].key, key) == 0)
-			return p->meta[i].value;
-	return NULL;
-}
-
-long long wp_profile_meta_ll(const struct wp_profile *p, const char *key, long long dflt)
-{
-	const char *v = wp_profile_meta(p, key);
-	if (!v || !*v)
-		return dflt;
-	char *end;
-	errno = 0;
-	long long x = strtoll(v, &end, 10);
-	if (errno || end == v || *end != '\0')
-		return dflt;
-	return x;
-}
-
-enum wp_end wp_profile_end(const struct wp_profile *p, int *code)
-{
-	long long sig = wp_profile_meta_ll(p, "died_of_signal", 0);
-	long long st = wp_profile_meta_ll(p, "exit_status", -1);
-	*code = 0;
-	if (wp_profile_meta(p, "exec"))
-		return WP_END_EXEC;
-	if (sig > 0 && sig < 65) {
-		*code = (int)sig;
-		return WP_END_SIGNAL;
-	}
-	if (st >= 0 && st <= 255) {
-		*code = (int)st;
-		return WP_END_EXIT;
-	}
-	if (wp_profile_meta(p, "checkpoint") || wp_profile_meta(p, "flush"))
-		return WP_END_NO_WORD;
-	return WP_END_ENDED;
-}
-
-/* How many of the n elements, sorted by key(p, i), have a key at or below k. */
-static size_t count_at_or_below(const struct wp_profile *p, size_t n,
-				uint64_t (*key)(const struct wp_profile *p, size_t i), uint64_t k)
-{
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (key(p, mid) <= k)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-static uint64_t stack_id(const struct wp_profile *p, size_t i)
-{
-	return p->stacks[i].id;
-}
-
-static uint64_t module_start(const struct wp_profile *p, size_t i)
-{
-	return p->modules[i].start;
-}
-
-/* The i-th thread in tid order (file order among equal tids). */
-static uint64_t thread_tid(const struct wp_profile *p, size_t i)
-{
-	return p->threads[((const struct profile_impl *)p)->thread_by_tid[i]].tid;
-}
-
-const struct wp_stack *wp_profile_stack(const struct wp_profile *p, uint32_t id)
-{
-	if (!p)
-		return NULL;
-	size_t n = count_at_or_below(p, p->nstacks, stack_id, id); /* ids are unique */
-	return n && p->stacks[n - 1].id == id ? &p->stacks[n - 1] : NULL;
-}
-
-const struct wp_module *wp_profile_module_at(const struct wp_profile *p, uint64_t pc)
-{
-	if (!p || p->nmodules == 0)
-		return NULL;
-	const struct profile_impl *im = (const struct profile_impl *)p;
-	/* the nearest start at or below pc first; further back only while some module there
-	 * still reaches past pc (overlaps happen with unloaded modules) */
-	for (size_t i = count_at_or_below(p, p->nmodules, module_start, pc); i-- > 0;) {
-		if (im->module_max_end[i] <= pc)
-			break;
-		if (pc < p->modules[i].end)
-			return &p->modules[i];
-	}
-	return NULL;
-}
-
-const struct wp_thread *wp_profile_thread(const struct wp_profile *p, uint32_t tid)
-{
-	if (!p || p->nthreads == 0)
-		return NULL;
-	/* the last record of that tid in file order */
-	size_t n = count_at_or_below(p, p->nthreads, thread_tid, tid);
-	if (n == 0 || thread_tid(p, n - 1) != tid)
-		return NULL;
-	return &p->threads[((const struct profile_impl *)p)->thread_by_tid[n - 1]];
-}
-
-/* a + b, or UINT64_MAX when that overflows */
-static uint64_t sat_add(uint64_t a, uint64_t b)
-{
-	return b > UINT64_MAX - a ? UINT64_MAX : a + b;
-}
-
-uint64_t wp_profile_total_samples(const struct wp_profile *p)
-{
-	uint64_t total = 0;
-	for (size_t i = 0; p && i < p->nstacks; i++)
-		total = sat_add(total, p->stacks[i].count);
-	return total;
-}
-
-uint64_t wp_profile_total_weight_ns(const struct wp_profile *p)
-{
-	uint64_t total = 0;
-	for (size_t i = 0; p && i < p->nstacks; i++)
-		total = sat_add(total, p->stacks[i].weight_ns);
-	return total;
 }

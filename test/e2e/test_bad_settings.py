@@ -51,6 +51,7 @@ def main(t):
     plain = run_in(plain_dir, {})
     t.eq(plain.returncode, 7, "unprofiled exit7 exits 7")
     t.check("threads 1\n" in plain.stdout, "unprofiled exit7 has one thread", plain.stdout)
+    t.check("samplers 0\n" in plain.stdout, "unprofiled exit7 has no sampler", plain.stdout)
 
     for i, (var, value, accepts) in enumerate(BAD):
         label = "%s=%r" % (var, value)
@@ -86,10 +87,11 @@ def main(t):
                    "WALLPROF_HZ": "1000", "WALLPROF_QUIET": "1"}, args=("--busy",))
     t.eq(r.returncode, 7, "[control] exit status 7 with good settings")
     t.eq(r.stderr, "", "[control] WALLPROF_QUIET=1: nothing on stderr")
-    # main + the sampler ("wallprof") + the module watcher ("wallprof-mods"); the thread that
-    # ends the process for the program ("wallprof-exit") is started only when main leaves by
-    # pthread_exit
-    t.check("threads 3\n" in r.stdout, "[control] the agent's threads are there", r.stdout)
+    # the program sees only its own thread (issue 18); the agent's sampler is a task of its
+    # own, a child named "wallprof" (the thread that ends the process for the program,
+    # "wallprof-exit", is started only when main leaves by pthread_exit)
+    t.check("threads 1\n" in r.stdout, "[control] the program sees only its own thread", r.stdout)
+    t.check("samplers 1\n" in r.stdout, "[control] the agent's sampler is there", r.stdout)
     written = files_in(d)
     t.check(len(written) == 1 and re.match(r"p\.\d+\.prof$", written[0]),
             "[control] one profile written, %%p expanded: %r" % written)

@@ -126,25 +126,31 @@ def main(t):
             "the image before's %.1f ms)" % (want / 1e6, cpu(raw_after) / 1e6,
                                              cpu(raw_before) / 1e6), str(rows))
 
-    # the program's own SIGPROF timer keeps working, and wallprof says it moved
+    # the program's own SIGPROF timer keeps working, and wallprof shares the signal with it
+    # (chaining: it used to move to a real-time signal, which a runtime taking every signal,
+    # Go's, took too)
     base = wp.run([wp.target("lifecycle"), "sigprof"], timeout=60)
     r, out = lc("sigprof")
     t.eq(r.returncode, 0, "sigprof: the program's handler stays and its timer keeps ticking",
          r.stderr[-300:])
-    t.check("now samples with signal" in r.stderr, "sigprof: wallprof says it moved",
+    t.check("keeps sampling with it" in r.stderr, "sigprof: wallprof says it shares the signal",
             r.stderr[-300:])
+    t.eq(wp.read_raw(out).meta.get("signal"), str(int(signal.SIGPROF)),
+         "sigprof: wallprof still samples with SIGPROF")
     def said(s, key):
         return float(s.split(key)[1].split()[0]) if key in s else 0.0
     # ITIMER_PROF ticks once per 10 ms of the process's CPU: held to the CPU the run got (an
     # unprofiled run's count differs with the machine's load: 107 against 55 once, while
     # another test ran beside it), the unprofiled run's ratio shown for comparison
     got, cpu_ms = said(r.stderr, "own_ticks"), said(r.stderr, "own_cpu_ms")
-    t.check(cpu_ms > 0 and got >= 0.7 * cpu_ms / 10.0,
+    # (0.5: with the signal shared, some runs at load 9 got 0.51-0.84 ticks per 10 ms of CPU;
+    # docs/design.md, "A shared signal")
+    t.check(cpu_ms > 0 and got >= 0.5 * cpu_ms / 10.0,
             "sigprof: the program's own ticks (%d) match its CPU time (%.0f ms; unprofiled: "
             "%d ticks in %.0f ms)" % (got, cpu_ms, said(base.stdout, "own_ticks"),
                                       said(base.stdout, "own_cpu_ms")))
     t.check(funcs(out).through("burn_with_own_timer").total() > 300,
-            "sigprof: wallprof kept sampling on its new signal")
+            "sigprof: wallprof kept sampling")
 
     # a thread blocking the signal for its whole life costs no wait and no harm
     r, out = lc("blocked")

@@ -7,7 +7,7 @@
 - A program that closes fd 2 and reuses it for a data file finds only its own bytes there.
 - Agent warnings never reach the program's stderr under the `wallprof` command (the report
   shows them) nor in a process the user's program started (its profile keeps them); the
-  user's own process still prints them.
+  user's own process still prints them, unless WALLPROF_QUIET=1 (test_quiet.py).
 - An unwritable WALLPROF_OUT is said at once, before the program's own output ends, and the
   samples go to the temporary directory named in that line; `wallprof -o` with an
   unwritable path refuses before running anything.
@@ -103,8 +103,10 @@ def check_warnings(t):
          "(no agent line)", r.stderr)
     t.check("[AGENT]" in r.stdout and "own handler for signal" in r.stdout,
             "the report shows the agent's warning", r.stdout[:1500])
-    # Bare LD_PRELOAD, the user's own process: the warning once, on its stderr.
-    r = wp.run(hyg("takeprof"), env=env(wp.tmp_path("takeprof-own.prof")), timeout=60)
+    # Bare LD_PRELOAD, the user's own process, not quiet: the warning once, on its stderr
+    # (test_quiet.py: nothing with WALLPROF_QUIET=1).
+    r = wp.run(hyg("takeprof"), env=env(wp.tmp_path("takeprof-own.prof"), WALLPROF_QUIET="0"),
+               timeout=60)
     t.eq(r.stderr.count("own handler for signal"), 1,
          "bare LD_PRELOAD: the user's process says it once", r.stderr)
     # A process the user's process started (sh forks it): nothing on its stderr; the
@@ -125,10 +127,11 @@ def check_warnings(t):
 def check_out_path(t):
     tmp = wp.tmp_path("tmpdir")
     os.makedirs(tmp, exist_ok=True)
-    e = env("/nonexistent-wallprof-dir/sub/x.prof", TMPDIR=tmp)
+    e = env("/nonexistent-wallprof-dir/sub/x.prof", TMPDIR=tmp, WALLPROF_QUIET="0")
     r = wp.run(hyg("late", 400), env=e, timeout=60)
     t.eq(r.returncode, 0, "an unwritable WALLPROF_OUT leaves the program unharmed", r.stderr)
-    lines = r.stderr.splitlines()
+    # (not quiet: the summary line at exit follows the program's last line)
+    lines = [l for l in r.stderr.splitlines() if " written to " not in l]
     said = [i for i, l in enumerate(lines) if "/nonexistent-wallprof-dir/sub/x.prof" in l]
     t.check(len(said) == 1 and lines[-1] == "done" and said[0] < len(lines) - 1,
             "said once, at start (before the program's last line)", r.stderr)

@@ -6,9 +6,13 @@ gets measured in scripts/bench, never here; this guards the structure that keeps
     (two calls per frame unwound, ~28 per sample here), which the agent answers on the sampler
     thread without the system call (sigmask.c; the sampler has every signal blocked anyway);
   * no /proc read per sample: a thread whose CPU clock moves is signalled straight away;
-  * one tgkill and one process_vm_readv per sample (a copy of the stack while it is held),
-    plus, after the thread runs again, a read of the code bytes at its pc when its rax could
-    mean it was in a system call (a fraction of the samples).
+  * one rt_tgsigqueueinfo (the request's signal, carrying its generation: signals.c tells
+    it from the program's own uses of the signal by that) and one process_vm_readv per sample
+    (a copy of the stack while it is held), plus, after the thread runs again, a read of the
+    code bytes at its pc when its rax could mean it was in a system call (a fraction of the
+    samples);
+  * at most one rt_sigaction per batch of threads signalled: the look that puts the agent's
+    handler back on top of one the program installed with the system call itself.
 
 The program runs as it would without strace: exit 0, its own output.
 """
@@ -18,7 +22,8 @@ import shutil
 
 import wplib as wp
 
-CALLS = ("prctl", "rt_sigprocmask", "tgkill", "process_vm_readv", "openat")
+CALLS = ("prctl", "rt_sigprocmask", "tgkill", "rt_tgsigqueueinfo", "rt_sigaction",
+         "process_vm_readv", "openat")
 
 
 def sampler_calls(trace):
@@ -67,8 +72,13 @@ def main(t):
         t.note("openat (/proc): %d calls for %d samples, not checked: load average %.1f on %d "
                "CPUs (the busy thread waits for a CPU)" % (n["openat"], samples, load,
                                                           os.cpu_count()))
-    t.check(0.9 <= per["tgkill"] <= 1.2, "tgkill: %d calls for %d samples (one each)"
+    t.check(0.9 <= per["rt_tgsigqueueinfo"] <= 1.2,
+            "rt_tgsigqueueinfo: %d calls for %d samples (one each)"
+            % (n["rt_tgsigqueueinfo"], samples))
+    t.check(per["tgkill"] <= 0.2, "tgkill (a thread's liveness): %d calls for %d samples"
             % (n["tgkill"], samples))
+    t.check(per["rt_sigaction"] <= 1.2, "rt_sigaction: %d calls for %d samples (one a batch)"
+            % (n["rt_sigaction"], samples))
     t.check(0.9 <= per["process_vm_readv"] <= 1.6,
             "process_vm_readv: %d calls for %d samples (one each, some code bytes besides)"
             % (n["process_vm_readv"], samples))

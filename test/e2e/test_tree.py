@@ -299,14 +299,16 @@ def spawn_tree(name, preloaded):
 def truth_end(end):
     """The truth's end as wpformat's Profile.end() says it."""
     if end == "kill":
-        return ("no word", None)  # SIGKILL: its last write was a checkpoint
+        # SIGKILL: the agent's sampler, a task of its own, outlives the process and writes
+        # its end (issue 18)
+        return ("signal", 9)
     word, n = end.split()
     return (word, int(n))
 
 
 def header_end(end):
     """... and as the header's 'ended' column says it."""
-    return {"kill": "no word", "signal 15": "SIGTERM"}.get(end, end)
+    return {"kill": "SIGKILL", "signal 15": "SIGTERM"}.get(end, end)
 
 
 def run_rows_ended(text):
@@ -583,13 +585,30 @@ def main(t):
     t.eq(stats_samples(r.stdout), sum(p.samples() for p in profs.values()),
          "root _exit: the report covers the whole tree")
 
-    # The root is killed by SIGKILL and leaves no file: the command still reports the rest
-    # of the tree, found by the run id it gave it.
-    d = wp.tmp_path("tree-orphans")
+    # The root is killed by SIGKILL: the sampler, a task of its own, outlives it and writes
+    # its file with its end (issue 18).
+    d = wp.tmp_path("tree-kill-task")
     os.makedirs(d, exist_ok=True)
     truth_path = os.path.join(d, "truth.txt")
     r = wp.record([wp.target("tree_burn")], os.path.join(d, "tree.prof"), mode="cpu",
                   env={"WP_TRUTH": truth_path, "TREE_BURN_ROOT_KILL": "1"}, fmt="text")
+    profs = profiles_in(d)
+    root = profs.get(os.path.join(d, "tree.prof"))
+    t.check(root is not None and root.end() == ("signal", 9),
+            "root killed: its sampler writes its file, ended by SIGKILL",
+            str(root.meta if root else sorted(profs)))
+    t.eq(stats_samples(r.stdout), sum(p.samples() for p in profs.values()),
+         "root killed: the report covers the whole tree")
+
+    # With the sampler on a thread of the program (the fallback), a root killed by SIGKILL
+    # leaves no file: the command still reports the rest of the tree, found by the run id it
+    # gave it.
+    d = wp.tmp_path("tree-orphans")
+    os.makedirs(d, exist_ok=True)
+    truth_path = os.path.join(d, "truth.txt")
+    r = wp.record([wp.target("tree_burn")], os.path.join(d, "tree.prof"), mode="cpu",
+                  env={"WP_TRUTH": truth_path, "TREE_BURN_ROOT_KILL": "1",
+                       "WALLPROF_TEST": "thread-sampler"}, fmt="text")
     profs = profiles_in(d)
     t.eq(len(profs), 3, "orphans: the root left no file, the three others did", str(profs))
     t.check("other 3 profiles of the run follow" in r.stderr, "orphans: the command says so",
@@ -597,14 +616,16 @@ def main(t):
     t.eq(stats_samples(r.stdout), sum(p.samples() for p in profs.values()),
          "orphans: the report covers the rest of the tree")
 
-    # The root is killed by SIGKILL after a checkpoint: its file has no final word, and the
-    # header says what the command's waitpid saw
+    # The root is killed by SIGKILL after a checkpoint, its sampler a thread of its own (the
+    # fallback): its file has no final word, and the header says what the command's waitpid
+    # saw
     d = wp.tmp_path("tree-root-kill")
     os.makedirs(d, exist_ok=True)
     truth_path = os.path.join(d, "truth.txt")
     r = wp.record([wp.target("tree_burn"), "3"], os.path.join(d, "tree.prof"), mode="cpu",
                   env={"WP_TRUTH": truth_path, "TREE_BURN_ROOT_KILL": "1",
-                       "WALLPROF_CHECKPOINT": "1"}, fmt="text")
+                       "WALLPROF_CHECKPOINT": "1", "WALLPROF_TEST": "thread-sampler"},
+                  fmt="text")
     root = [pid for pid, v in read_tree_truth(truth_path).items() if v[2] == "root"]
     raw = wp.read_raw(os.path.join(d, "tree.prof")) if os.path.exists(
         os.path.join(d, "tree.prof")) else None

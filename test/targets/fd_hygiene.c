@@ -8,6 +8,9 @@
  *                              300 ms, exit: FILE must hold only what the program wrote
  *   fd_hygiene takeprof        install a SIGPROF handler (the agent moves to another signal and
  *                              says so), run 300 ms, print "done" on stderr
+ *   fd_hygiene forkprof        fork a child that does what takeprof does (its agent moves and
+ *                              says so, in the child only); the parent runs 200 ms, waits for
+ *                              it, prints "parent done" on stderr
  *   fd_hygiene late MS         run MS milliseconds, then print "done" on stderr
  */
 #include <dirent.h>
@@ -18,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -98,6 +102,22 @@ static int takeprof(void)
 	return 0;
 }
 
+static int forkprof(void)
+{
+	fflush(stderr);
+	pid_t pid = fork();
+	if (pid < 0)
+		return 1;
+	if (pid == 0)
+		_exit(takeprof());
+	burn_ms(200);
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		;
+	fprintf(stderr, "parent done\n");
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -109,11 +129,13 @@ int main(int argc, char **argv)
 		return reuse2(argv[2]);
 	if (!strcmp(mode, "takeprof"))
 		return takeprof();
+	if (!strcmp(mode, "forkprof"))
+		return forkprof();
 	if (!strcmp(mode, "late") && argc > 2) {
 		burn_ms((unsigned)atoi(argv[2]));
 		fprintf(stderr, "done\n");
 		return 0;
 	}
-	fprintf(stderr, "usage: fd_hygiene list|closefrom MS|reuse2 FILE|takeprof|late MS\n");
+	fprintf(stderr, "usage: fd_hygiene list|closefrom MS|reuse2 FILE|takeprof|forkprof|late MS\n");
 	return 2;
 }

@@ -5,7 +5,10 @@
  * - a thread that blocks the signal times out, without keeping the others from being served;
  * - a thread that has exited is reported as such;
  * - hundreds of batches in a row never run out of slots;
- * - a stray signal (nobody asked) leaves the thread alone.
+ * - a late request of ours (its generation no longer in flight) leaves the thread alone;
+ * - a signal the program sends (tgkill, its own sigqueue value) goes to the handler the program
+ *   installed with sigaction(), with its siginfo, never to the handshake; and sigaction()
+ *   shows the program that handler, while ours stays installed (chaining, signals.c).
  * No timing is asserted beyond "the deadline bounds every wait" (a generous upper bound). */
 #include <pthread.h>
 #include <signal.h>
@@ -20,6 +23,7 @@
 
 #include "agent/clock.h"
 #include "agent/handshake.h"
+#include "agent/threadmask.h"
 
 #include "check.h"
 
@@ -189,19 +193,88 @@ static void test_many_batches(void)
 
 static void test_stray(void)
 {
+	/* what a withdrawn request's signal looks like when it lands late: our tag, a
+	 * generation no request carries */
 	uint64_t before = wp_handshake_stray();
 	uint64_t c0 = atomic_load(&workers[0].counter);
-	syscall(SYS_tgkill, getpid(), atomic_load(&workers[0].tid), SIGPROF);
+	siginfo_t si;
+	memset(&si, 0, sizeof(si));
+	si.si_signo = SIGPROF;
+	si.si_code = SI_QUEUE;
+	si.si_pid = getpid();
+	si.si_uid = getuid();
+	si.si_value.sival_ptr = (void *)(uintptr_t)(0x77707266ull << 32 | 0x1ffffffeu);
+	syscall(SYS_rt_tgsigqueueinfo, getpid(), atomic_load(&workers[0].tid), SIGPROF, &si);
 	uint64_t until = wp_now_ns() + 500000000ull;
 	while (wp_handshake_stray() == before && wp_now_ns() < until)
 		usleep(1000);
-	CHECK(wp_handshake_stray() == before + 1, "a signal nobody asked for was not ignored");
+	CHECK(wp_handshake_stray() == before + 1, "a late request of ours was not ignored");
 	usleep(10000);
 	CHECK(atomic_load(&workers[0].counter) > c0, "the thread stopped after a stray signal");
 }
 
+static _Atomic int prog_runs, prog_codes[2];
+static _Atomic long prog_value;
+
+static void prog_handler(int sig, siginfo_t *info, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	int n = atomic_fetch_add(&prog_runs, 1);
+	if (n < 2)
+		atomic_store(&prog_codes[n], info->si_code);
+	if (info->si_code == SI_QUEUE)
+		atomic_store(&prog_value, (long)(intptr_t)info->si_value.sival_ptr);
+}
+
+static void test_program_signals(void)
+{
+	struct sigaction sa, seen;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = prog_handler;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	CHECK(sigaction(SIGPROF, &sa, NULL) == 0, "the program's sigaction(SIGPROF) failed");
+	CHECK(sigaction(SIGPROF, NULL, &seen) == 0 && seen.sa_sigaction == prog_handler,
+	      "sigaction() does not show the program its own handler");
+	CHECK(wp_handshake_signal() == SIGPROF, "the agent moved to signal %d",
+	      wp_handshake_signal());
+	/* the kernel's view, under the interposer */
+	struct {
+		void *handler;
+		unsigned long flags;
+		void *restorer;
+		uint64_t mask;
+	} k;
+	memset(&k, 0, sizeof(k));
+	long r = syscall(SYS_rt_sigaction, SIGPROF, NULL, &k, sizeof(k.mask));
+	CHECK(r == 0 && k.handler != (void *)prog_handler && (k.flags & SA_SIGINFO),
+	      "the agent's handler is no longer installed (%ld: %p flags %#lx, program's %p)", r,
+	      k.handler, k.flags, (void *)prog_handler);
+
+	uint64_t stray0 = wp_handshake_stray();
+	syscall(SYS_tgkill, getpid(), atomic_load(&workers[0].tid), SIGPROF);
+	union sigval v = { .sival_ptr = (void *)(intptr_t)1234 };
+	sigqueue(getpid(), SIGPROF, v);
+	uint64_t until = wp_now_ns() + 500000000ull;
+	while (atomic_load(&prog_runs) < 2 && wp_now_ns() < until)
+		usleep(1000);
+	CHECK(atomic_load(&prog_runs) == 2, "the program's handler ran %d times for its 2 signals",
+	      atomic_load(&prog_runs));
+	int a = atomic_load(&prog_codes[0]), b = atomic_load(&prog_codes[1]);
+	CHECK((a == SI_TKILL && b == SI_QUEUE) || (a == SI_QUEUE && b == SI_TKILL),
+	      "the program's handler got si_code %d and %d", a, b);
+	CHECK(atomic_load(&prog_value) == 1234, "its own sigqueue value arrived as %ld",
+	      atomic_load(&prog_value));
+	CHECK(wp_handshake_stray() == stray0, "the program's signals were taken for late ones of "
+	      "ours");
+	/* and sampling still works with the signal shared */
+	test_batch();
+}
+
 int main(void)
 {
+	wp_tmask_init(); /* this process is the agent's own, as after its constructor */
 	normal_deadlines();
 	if (wp_handshake_init(SIGPROF) != 0) {
 		printf("FAIL: cannot install the handler\n");
@@ -219,6 +292,7 @@ int main(void)
 	test_exited();
 	test_many_batches();
 	test_stray();
+	test_program_signals();
 
 	atomic_store(&stop, 1);
 	for (int i = 0; i <= NBUSY; i++)

@@ -372,6 +372,33 @@ static void test_meta_values(void)
 		wp_profile_free(p);
 	}
 	buf_free(&b);
+
+	/* the keys the command reads, parsed once (p->info): the last line of a key wins,
+	 * missing and negative figures are 0, missing ids -1 */
+	header(&b, WP_FORMAT_VERSION);
+	rec_meta(&b, "mode=cpu\nhz=100\npid=12\ncommand=./a b\nrun=12-34\nduration_ns=-5\n"
+		     "checkpoint=1\nwallprof_version=0.9\nthreads_per_tick=16\nstart_unix_ns=77\n");
+	rec_meta(&b, "hz=250\ncpu_user_ns=10\ncpu_sys_ns=20\nsampler_cpu_ns=0\nncpus=4\n");
+	rec_end_marker(&b);
+	p = parse_ok(&b);
+	if (p) {
+		const struct wp_profile_info *in = &p->info;
+		CHECK_STR(in->mode, "cpu");
+		CHECK_STR(in->command, "./a b");
+		CHECK_STR(in->run, "12-34");
+		CHECK_STR(in->version, "0.9");
+		CHECK_EQ_U(in->hz, 250);
+		CHECK(in->pid == 12 && in->ppid == -1 && in->threads_seen == -1);
+		CHECK(in->threads_per_tick == 16);
+		CHECK_EQ_U(in->duration_ns, 0);
+		CHECK_EQ_U(in->start_unix_ns, 77);
+		CHECK_EQ_U(in->cpu_user_ns + in->cpu_sys_ns, 30);
+		CHECK_EQ_U(in->ncpus, 4);
+		CHECK(in->checkpoint && in->has_sampler_cpu && !in->timeline_truncated);
+		CHECK_EQ_U(in->sampler_cpu_ns, 0);
+		wp_profile_free(p);
+	}
+	buf_free(&b);
 }
 
 /* How a process ended, from its META: newer agents' exit_status, a fatal signal, exec, a
@@ -1142,6 +1169,15 @@ static void test_read_file(void)
 	if (p) {
 		CHECK_EQ_U(p->nstacks, 4);
 		CHECK_EQ_U(p->ntimeline, 8);
+		CHECK_STR(wp_profile_meta(p, "mode"), "wall");
+		wp_profile_free(p);
+	}
+	/* without the timelines: everything else the same */
+	CHECK(wp_profile_read_some(path, WP_READ_NO_TIMELINE, &p, err, sizeof err) == 0);
+	if (p) {
+		CHECK_EQ_U(p->nstacks, 4);
+		CHECK_EQ_U(p->nthreads, 3);
+		CHECK_EQ_U(p->ntimeline, 0);
 		CHECK_STR(wp_profile_meta(p, "mode"), "wall");
 		wp_profile_free(p);
 	}

@@ -12,6 +12,7 @@
 
 #include "check.h"
 #include "cli/model/resolve.h"
+#include "cli/model/rwaits.h" /* the model's waits */
 #include "model_fixture.h"
 
 static const char *fname(const struct wp_resolved *r, uint32_t id)

@@ -196,9 +196,26 @@ static void test_described_targets(void)
 	CHECK(strlen(small) < sizeof(small), "bounded: %s", small);
 }
 
+/* The C runtime, one list: glibc's files old and new, the loader, the C++ runtime, the vDSO;
+ * a program's own libraries are not. */
+static void test_runtime_module(void)
+{
+	static const char *const yes[] = { "libc.so.6", "libc-2.31.so", "libpthread.so.0",
+					   "ld-linux-x86-64.so.2", "libstdc++.so.6",
+					   "libgcc_s.so.1", "[vdso]" };
+	static const char *const no[] = { "liblzma.so.5", "libglib-2.0.so.0", "libcrypto.so.3",
+					  "myprogram", "" };
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+		CHECK(wp_runtime_module(yes[i]), "%s", yes[i]);
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		CHECK(!wp_runtime_module(no[i]), "%s", no[i]);
+	CHECK(!wp_runtime_module(NULL));
+}
+
 int main(void)
 {
 	test_classify();
+	test_runtime_module();
 	test_describe();
 	test_described_targets();
 	printf("%d passed, %d failed\n", passed, failed);

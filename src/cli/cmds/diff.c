@@ -23,6 +23,7 @@
 #include <uthash.h>
 
 #include "cli.h"
+#include "procinfo.h"
 #include "flame.h"
 #include "textfmt.h"
 
@@ -240,13 +241,13 @@ static void section(FILE *out, const struct side sides[2], const char *title, st
 
 static void describe(FILE *out, const char *label, const struct side *s)
 {
-	const char *mode = wp_profile_meta(s->p, "mode");
+	const char *mode = s->p->info.mode;
 	char what[160], b[512];
 	char procs[48] = "";
 	if (s->run.n > 1)
 		snprintf(procs, sizeof(procs), " (%zu profiles of one run)", s->run.n);
 	snprintf(what, sizeof(what), "%s samples%s, %s mode at %s Hz, %s", wp_num(s->total), procs,
-		 mode ? mode : "wall", wp_num((uint64_t)wp_profile_meta_ll(s->p, "hz", 0)),
+		 mode ? mode : "wall", wp_num(s->p->info.hz),
 		 secs(s->s.duration_ns));
 	if (strlen(label) + strlen(s->path) + strlen(what) + 3 <= 100)
 		fprintf(out, "%s %s: %s\n", label, s->path, what);
@@ -335,11 +336,13 @@ static double pct(uint64_t k, uint64_t n)
 
 #define ROOT_KEY "\002" /* the key of a run's root: before any command line */
 
-/* A profile's command line with the program's directory left out. */
+/* A profile's command line as its process showed it (its title, when it retitled itself:
+ * procinfo.h) with the program's directory left out. */
 static void short_command(const struct wp_profile *p, char *buf, size_t cap)
 {
-	const char *cmd = wp_profile_meta(p, "command");
-	cmd = cmd && *cmd ? cmd : "(command unknown)";
+	char title[512];
+	const char *cmd = wp_proc_command(p, title, sizeof(title));
+	cmd = *cmd ? cmd : "(command unknown)";
 	const char *sp = strchr(cmd, ' '), *w = cmd;
 	for (const char *c = cmd; *c && (!sp || c < sp); c++)
 		if (*c == '/')
@@ -655,7 +658,7 @@ static int text_diff(const struct wp_opts *o, struct side sides[2], FILE *out)
 	describe(out, "After: ", &sides[1]);
 	if (sides[0].r->filter.thread)
 		fprintf(out, "Thread: %s only\n", sides[0].r->filter.thread);
-	const char *m1 = wp_profile_meta(sides[0].p, "mode"), *m2 = wp_profile_meta(sides[1].p, "mode");
+	const char *m1 = sides[0].p->info.mode, *m2 = sides[1].p->info.mode;
 	if (m1 && m2 && strcmp(m1, m2))
 		fprintf(out, "[WARNING] the profiles were taken in different modes (%s, %s): their "
 			     "shares measure different things\n", m1, m2);

@@ -169,9 +169,8 @@ static int run_once(const struct wp_opts *o, char *const argv[], const char *age
 			double rate = sum.cpu_mode ? sum.samples_per_cpu_s : sum.samples_per_thread_s;
 			if (rate > 0)
 				res->delivered = rate;
-			if (wp_profile_meta_ll(p, "window_n", 0) > 0)
-				res->window_p50 =
-					(double)wp_profile_meta_ll(p, "window_p50_ns", 0) / 1e3;
+			if (p->info.window_n > 0)
+				res->window_p50 = (double)p->info.window_p50_ns / 1e3;
 			wp_profile_free(p);
 		}
 		unlink(prof);

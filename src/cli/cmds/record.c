@@ -146,8 +146,8 @@ static void forward(int sig)
 }
 
 /* The agent's warnings, received through the channel (it never writes to the program's
- * stderr under the command). The profile keeps them too (META message_N), and the text report
- * shows them from there; these are for when no profile was written. */
+ * stderr under the command). The profile keeps them too (META message_N), and every report
+ * shows them from there (procinfo.h); these are for when no profile was written. */
 #define MAX_MESSAGES 16
 static char *messages[MAX_MESSAGES];
 static size_t nmessages;

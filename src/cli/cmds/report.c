@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "procinfo.h"
 
 struct wp_filter wp_opts_filter(const struct wp_opts *o)
 {
@@ -34,6 +35,25 @@ static report_fn *const reports[] = {
 	[WP_FMT_SPEEDSCOPE] = wp_report_speedscope,
 };
 
+/* The agent's warnings, for a format that has no place for them (the text report shows them
+ * as [AGENT] lines): on standard error, from the profiles, as the text report has them. */
+static void agent_said(const struct wp_resolved *r)
+{
+	struct wp_agent_msg *m;
+	uint64_t dropped;
+	size_t n = wp_agent_messages(r->procs, r->nprocs, &m, &dropped);
+	for (size_t i = 0; i < n; i++)
+		if (r->nprocs > 1)
+			fprintf(stderr, "wallprof: the agent said (pid %ld): %s\n",
+				wp_resolved_pid(r, (uint32_t)m[i].proc), m[i].text);
+		else
+			fprintf(stderr, "wallprof: the agent said: %s\n", m[i].text);
+	if (dropped)
+		fprintf(stderr, "wallprof: and %llu more warnings of the agent (it keeps 16 a "
+				"process)\n", (unsigned long long)dropped);
+	free(m);
+}
+
 int wp_report(const struct wp_opts *o, const struct wp_resolved *r, const struct wp_run *run,
 	      FILE *out)
 {
@@ -51,6 +71,8 @@ int wp_report(const struct wp_opts *o, const struct wp_resolved *r, const struct
 	wp_summarize(r->p, r, &s);
 	s.run = run && (run->n > 1 || run->skipped || run->nunsampled) ? run : NULL;
 	int rc = -1;
+	if (o->format != WP_FMT_TEXT)
+		agent_said(r);
 	if ((size_t)o->format < sizeof(reports) / sizeof(reports[0]) && reports[o->format])
 		rc = reports[o->format](o, r, &s, out);
 	if (fflush(out) != 0 || rc != 0) {
@@ -70,43 +92,57 @@ static void root_exit(const struct wp_opts *o, struct wp_run *run)
 		wp_run_set_exit(run, pid, o->exit_status);
 }
 
-int wp_report_file(const struct wp_opts *o, const char *path, FILE *out)
+/* The report of profile p, read from `path`, alone. */
+static int report_one(const struct wp_opts *o, const char *path, const struct wp_profile *p,
+		      FILE *out)
 {
-	char err[256];
-	struct wp_profile *p;
-	if (wp_profile_read(path, &p, err, sizeof(err)) != 0) {
-		fprintf(stderr, "wallprof: %s: %s\n", path, err);
-		return 1;
-	}
 	/* the other processes of its run, for the header (their samples are in their files) */
 	struct wp_run run;
-	if (wp_run_find(path, p, stderr, &run) != 0) {
-		wp_profile_free(p);
+	if (wp_run_find(path, p, stderr, &run) != 0)
 		return 1;
-	}
 	root_exit(o, &run);
 	struct wp_filter f = wp_opts_filter(o);
 	struct wp_resolved *r = wp_resolve(p, &f);
 	if (!r) {
 		wp_run_free(&run);
-		wp_profile_free(p);
 		return 1;
 	}
 	int rc = wp_report(o, r, &run, out);
 	wp_resolved_free(r);
 	wp_run_free(&run);
+	return rc;
+}
+
+/* What a report reads of a profile: the timelines only for speedscope's time axis. */
+static unsigned reads(const struct wp_opts *o)
+{
+	return o->format == WP_FMT_SPEEDSCOPE ? WP_READ_ALL : WP_READ_NO_TIMELINE;
+}
+
+int wp_report_file(const struct wp_opts *o, const char *path, FILE *out)
+{
+	char err[256];
+	struct wp_profile *p;
+	if (wp_profile_read_some(path, reads(o), &p, err, sizeof(err)) != 0) {
+		fprintf(stderr, "wallprof: %s: %s\n", path, err);
+		return 1;
+	}
+	int rc = report_one(o, path, p, out);
 	wp_profile_free(p);
 	return rc;
 }
 
 /* ---- several files: one model over their processes ---- */
 
+/* The files to read; a file read already (finding its run) comes with its profile, so that
+ * each file is read once. */
 struct files {
 	char **paths;
+	struct wp_profile **read; /* per path: its profile when read already (owned), or NULL */
 	size_t n, cap;
 };
 
-static int add_path(struct files *f, const char *path)
+static int add_read(struct files *f, const char *path, struct wp_profile *p)
 {
 	if (f->n == f->cap) {
 		size_t c = f->cap ? f->cap * 2 : 16;
@@ -114,9 +150,30 @@ static int add_path(struct files *f, const char *path)
 		if (!np)
 			return -1;
 		f->paths = np;
+		struct wp_profile **nr = realloc(f->read, c * sizeof(*nr));
+		if (!nr)
+			return -1;
+		f->read = nr;
 		f->cap = c;
 	}
+	f->read[f->n] = p;
 	return (f->paths[f->n] = strdup(path)) ? (int)(f->n++, 0) : -1;
+}
+
+static int add_path(struct files *f, const char *path)
+{
+	return add_read(f, path, NULL);
+}
+
+static void files_free(struct files *f)
+{
+	for (size_t i = 0; i < f->n; i++) {
+		free(f->paths[i]);
+		if (f->read[i])
+			wp_profile_free(f->read[i]);
+	}
+	free(f->paths);
+	free(f->read);
 }
 
 static int by_name(const void *a, const void *b)
@@ -160,49 +217,62 @@ struct loaded {
 static int by_start(const void *a, const void *b)
 {
 	const struct loaded *x = a, *y = b;
-	long long sx = wp_profile_meta_ll(x->p, "start_unix_ns", 0);
-	long long sy = wp_profile_meta_ll(y->p, "start_unix_ns", 0);
+	uint64_t sx = x->p->info.start_unix_ns, sy = y->p->info.start_unix_ns;
 	if (sx != sy)
 		return sx < sy ? -1 : 1;
-	long long px = wp_profile_meta_ll(x->p, "pid", 0), py = wp_profile_meta_ll(y->p, "pid", 0);
+	long long px = x->p->info.pid, py = y->p->info.pid;
 	if (px != py)
 		return px < py ? -1 : 1;
 	return strcmp(x->path, y->path);
 }
 
-/* Whether the options name one file alone (not a directory), whose run is then reported. */
-static int one_file(const struct wp_opts *o)
+/* What a report is of: files and directories as named (--report A B..., a run's orphans), or
+ * one file and the other files of its run (single_file: that file alone). */
+struct inputs {
+	const char *const *paths;
+	size_t n;
+	int single_file;
+};
+
+/* Whether the inputs are one file alone (not a directory), whose run is then reported. */
+static int one_file(const struct inputs *in)
 {
 	struct stat st;
-	return !o->nreport_more && !(stat(o->report_file, &st) == 0 && S_ISDIR(st.st_mode));
+	return in->n == 1 && !(stat(in->paths[0], &st) == 0 && S_ISDIR(st.st_mode));
 }
 
-/* The files the options name: each FILE, each DIR's *.prof, or for one file its run (the
- * files of the same run beside it, model/run.h). Returns 0 or -1 (said). */
-static int gather(const struct wp_opts *o, struct files *f, size_t *skipped)
+/* The files the inputs name: each FILE, each DIR's *.prof, or for one file its run (the
+ * files of the same run beside it, model/run.h), each read as `what` says. Returns 0 or -1
+ * (said). */
+static int gather(const struct inputs *in, unsigned what, struct files *f, size_t *skipped)
 {
-	const char *one = o->report_file;
+	const char *one = in->paths[0];
 	struct stat st;
-	if (one_file(o)) {
+	if (one_file(in)) {
 		char err[256];
 		struct wp_profile *p;
-		if (wp_profile_read(one, &p, err, sizeof(err)) != 0) {
+		if (wp_profile_read_some(one, what, &p, err, sizeof(err)) != 0) {
 			fprintf(stderr, "wallprof: %s: %s\n", one, err);
 			return -1;
 		}
-		struct wp_run run;
-		int rc = wp_run_find(one, p, stderr, &run);
-		wp_profile_free(p);
-		if (rc)
+		struct wp_run run; /* the profiles of the run, each read once: kept for load_all */
+		if (wp_run_siblings(one, p, what, stderr, &run)) {
+			wp_profile_free(p);
 			return -1;
+		}
 		*skipped += run.skipped;
-		for (size_t i = 0; !rc && i < run.n; i++)
-			rc = add_path(f, run.procs[i].path);
+		int rc = 0;
+		for (size_t i = 0; i < run.n; i++) {
+			struct wp_profile *rp = run.procs[i].is_main ? p : run.procs[i].prof;
+			if (!rc && !(rc = add_read(f, run.procs[i].path, rp)))
+				continue;
+			wp_profile_free(rp); /* not handed over */
+		}
 		wp_run_free(&run);
 		return rc;
 	}
-	for (int i = -1; i < o->nreport_more; i++) {
-		const char *path = i < 0 ? one : o->report_more[i];
+	for (size_t i = 0; i < in->n; i++) {
+		const char *path = in->paths[i];
 		int rc = stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? add_dir(f, path)
 								     : add_path(f, path);
 		if (rc)
@@ -213,7 +283,7 @@ static int gather(const struct wp_opts *o, struct files *f, size_t *skipped)
 
 /* Reads every file; one that cannot be read gets a line and is left out, as is a file given
  * twice (its samples would count twice). Returns the number loaded. */
-static size_t load_all(const struct files *f, struct loaded *l, size_t *skipped)
+static size_t load_all(const struct files *f, unsigned what, struct loaded *l, size_t *skipped)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < f->n; i++) {
@@ -229,7 +299,10 @@ static size_t load_all(const struct files *f, struct loaded *l, size_t *skipped)
 			j++;
 		if (j < n)
 			continue; /* the same file again */
-		if (wp_profile_read(f->paths[i], &l[n].p, err, sizeof(err)) != 0) {
+		if (f->read[i]) { /* read when its run was found */
+			l[n].p = f->read[i];
+			f->read[i] = NULL;
+		} else if (wp_profile_read_some(f->paths[i], what, &l[n].p, err, sizeof(err)) != 0) {
 			fprintf(stderr, "wallprof: %s: %s; left out\n", f->paths[i], err);
 			++*skipped;
 			continue;
@@ -276,43 +349,58 @@ out:
 	return rc;
 }
 
-int wp_report_files(const struct wp_opts *o, FILE *out)
+/* The report of the inputs with the options' format and filter. */
+static int report_inputs(const struct wp_opts *o, const struct inputs *in, FILE *out)
 {
-	int one = one_file(o);
-	if (one && o->single_file)
-		return wp_report_file(o, o->report_file, out); /* that file alone */
+	int one = one_file(in);
+	if (one && in->single_file)
+		return wp_report_file(o, in->paths[0], out); /* that file alone */
 	struct files f = { 0 };
 	size_t skipped = 0, n = 0;
 	struct loaded *l = NULL;
 	int rc = 1;
-	if (gather(o, &f, &skipped) == 0) {
+	if (gather(in, reads(o), &f, &skipped) == 0) {
 		l = calloc(f.n ? f.n : 1, sizeof(*l));
 		if (!l)
 			fprintf(stderr, "wallprof: out of memory\n");
-		else if (!(n = load_all(&f, l, &skipped)))
+		else if (!(n = load_all(&f, reads(o), l, &skipped)))
 			fprintf(stderr, "wallprof: no profile could be read\n");
 		else if (n == 1 && !skipped && one)
-			rc = wp_report_file(o, l[0].path, out); /* a run of one: the usual report */
+			rc = report_one(o, l[0].path, l[0].p, out); /* a run of one: the usual report */
 		else
 			rc = report_loaded(o, l, n, skipped, out);
 	}
 	for (size_t i = 0; i < n; i++)
 		wp_profile_free(l[i].p);
 	free(l);
-	for (size_t i = 0; i < f.n; i++)
-		free(f.paths[i]);
-	free(f.paths);
+	files_free(&f);
+	return rc;
+}
+
+int wp_report_files(const struct wp_opts *o, FILE *out)
+{
+	const char **paths = malloc(((size_t)o->nreport_more + 1) * sizeof(*paths));
+	if (!paths) {
+		fprintf(stderr, "wallprof: out of memory\n");
+		return 1;
+	}
+	paths[0] = o->report_file;
+	for (int i = 0; i < o->nreport_more; i++)
+		paths[i + 1] = o->report_more[i];
+	struct inputs in = { paths, (size_t)o->nreport_more + 1, o->single_file };
+	int rc = report_inputs(o, &in, out);
+	free(paths);
 	return rc;
 }
 
 int wp_run_load(const char *path, int single_file, struct wp_run_files *rf)
 {
 	memset(rf, 0, sizeof(*rf));
-	struct wp_opts o = { .report_file = path, .single_file = single_file };
+	struct inputs in = { &path, 1, single_file };
 	struct files f = { 0 };
 	struct loaded *l = NULL;
 	int rc = -1;
-	if (single_file ? add_path(&f, path) : gather(&o, &f, &rf->skipped))
+	if (single_file ? add_path(&f, path) : gather(&in, WP_READ_NO_TIMELINE, &f, &rf->skipped))
 		goto out;
 	l = calloc(f.n ? f.n : 1, sizeof(*l));
 	rf->ps = calloc(f.n ? f.n : 1, sizeof(*rf->ps));
@@ -321,7 +409,7 @@ int wp_run_load(const char *path, int single_file, struct wp_run_files *rf)
 		fprintf(stderr, "wallprof: out of memory\n");
 		goto out;
 	}
-	size_t n = load_all(&f, l, &rf->skipped);
+	size_t n = load_all(&f, WP_READ_NO_TIMELINE, l, &rf->skipped);
 	if (!n) {
 		fprintf(stderr, "wallprof: %s: no profile could be read\n", path);
 		goto out;
@@ -343,9 +431,7 @@ out:
 		if (l[i].p)
 			wp_profile_free(l[i].p);
 	free(l);
-	for (size_t i = 0; i < f.n; i++)
-		free(f.paths[i]);
-	free(f.paths);
+	files_free(&f);
 	if (rc)
 		wp_run_files_free(rf);
 	return rc;
@@ -403,23 +489,23 @@ static void report_orphans(const struct wp_opts *o, const char *path)
 	struct wp_run run;
 	if (!o->root_pid || wp_run_find_orphans(path, o->root_pid, stderr, &run) != 0)
 		return;
-	const char **more = run.n > 1 ? calloc(run.n - 1, sizeof(*more)) : NULL;
-	if (run.n && (run.n == 1 || more)) {
+	const char **paths = run.n ? calloc(run.n, sizeof(*paths)) : NULL;
+	if (paths) {
 		FILE *out = wp_open_report(o);
 		if (out) {
 			fprintf(stderr, "wallprof: the other %zu profile%s of the run follow%s\n",
 				run.n, run.n == 1 ? "" : "s", run.n == 1 ? "s" : "");
+			for (size_t i = 0; i < run.n; i++)
+				paths[i] = run.procs[i].path;
+			/* the exit status the command saw is the root's, and the root is not in
+			 * it: these options, without it */
 			struct wp_opts some = *o;
-			some.report_file = run.procs[0].path;
-			for (size_t i = 1; i < run.n; i++)
-				more[i - 1] = run.procs[i].path;
-			some.report_more = more;
-			some.nreport_more = (int)run.n - 1;
-			some.have_exit_status = 0; /* the root's, and the root is not in it */
-			wp_close_report(o, out, wp_report_files(&some, out));
+			some.have_exit_status = 0;
+			struct inputs in = { paths, run.n, o->single_file };
+			wp_close_report(o, out, report_inputs(&some, &in, out));
 		}
 	}
-	free(more);
+	free(paths);
 	wp_run_free(&run);
 }
 
@@ -432,17 +518,11 @@ int wp_report_after_run(const struct wp_opts *o, const char *path)
 	} else {
 		FILE *out = wp_open_report(o);
 		if (out) {
-			if (o->format != WP_FMT_TEXT)
-				wp_record_print_messages(stderr); /* the text report shows them */
 			/* The whole tree the command started (every file of its run). A report
 			 * that could not be written is said; the exit status stays the program's,
 			 * as the shell would see it without wallprof. */
-			struct wp_opts all = *o;
-			all.report_file = path;
-			all.report_more = NULL;
-			all.nreport_more = 0;
-			all.single_file = 0;
-			wp_close_report(o, out, wp_report_files(&all, out));
+			struct inputs in = { &path, 1, 0 };
+			wp_close_report(o, out, report_inputs(o, &in, out));
 			if (!o->quiet)
 				fprintf(stderr, "wallprof: profile saved to %s (wallprof --report %s)\n",
 					path, path);

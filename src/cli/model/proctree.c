@@ -1,18 +1,12 @@
 #include "proctree.h"
 
-static uint64_t meta_u(const struct wp_profile *p, const char *k)
-{
-	long long v = wp_profile_meta_ll(p, k, 0);
-	return v > 0 ? (uint64_t)v : 0;
-}
-
 struct wp_proc_id wp_proc_id_of(const struct wp_profile *p)
 {
 	return (struct wp_proc_id){
-		.pid = (long)wp_profile_meta_ll(p, "pid", -1),
-		.ppid = (long)wp_profile_meta_ll(p, "ppid", -1),
-		.start_ns = meta_u(p, "start_unix_ns"),
-		.cpu_ns = meta_u(p, "cpu_user_ns") + meta_u(p, "cpu_sys_ns"),
+		.pid = (long)p->info.pid,
+		.ppid = (long)p->info.ppid,
+		.start_ns = p->info.start_unix_ns,
+		.cpu_ns = p->info.cpu_user_ns + p->info.cpu_sys_ns,
 	};
 }
 

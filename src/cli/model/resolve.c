@@ -1,18 +1,19 @@
 #include "resolve.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <uthash.h>
 
-#define NO_LOC UINT32_MAX /* an address of the agent's own code: in no stack */
+#include "alloc.h"
+#include "build.h"
+#include "funcids.h"
+#include "procinfo.h"
+#include "rwaits.h"
+#include "tally.h"
 
-struct func_key {
-	UT_hash_handle hh;
-	uint32_t id;
-	char key[]; /* name '\0' module */
-};
 
 /* Per function: how often each (file, line) was where it executed, to name its hottest line. */
 struct line_count {
@@ -34,7 +35,7 @@ struct loc_key {
 		uint64_t leaf; /* 1: looked up as a leaf, 0: as a return address */
 		uint64_t proc; /* whose address space */
 	} k;
-	uint32_t idx; /* in r->locs, or NO_LOC */
+	uint32_t idx; /* in r->locs, or WP_NO_LOC */
 };
 
 /* Per location, during a build: how often it occurs in the stacks (once per occurrence) and
@@ -45,7 +46,7 @@ struct loc_use {
 };
 
 struct priv {
-	struct func_key *by_key;
+	struct wp_func_ids funcs; /* (name, module) -> id */
 	size_t capfuncs;
 	struct loc_key *memo;
 	struct loc_use *use; /* parallel to r->locs */
@@ -63,7 +64,7 @@ struct priv {
 	struct wp_symcache *ext_cache; /* wp_resolve_cached: the caller's (not freed) */
 };
 
-static void oom(void)
+void wp_model_oom(void)
 {
 	fprintf(stderr, "wallprof: out of memory\n");
 	exit(1);
@@ -82,32 +83,14 @@ static int thread_matches(const struct wp_profile *p, uint32_t tid, const char *
 	return t && t->name && !strcmp(t->name, sel);
 }
 
-/* The program's name in a command line: its first word without the directory. */
-static const char *program_name(const char *cmd, char *buf, size_t cap)
-{
-	if (!cmd || !*cmd)
-		return "?";
-	size_t n = strcspn(cmd, " ");
-	const char *w = cmd;
-	for (size_t i = 0; i < n; i++)
-		if (cmd[i] == '/')
-			w = cmd + i + 1;
-	size_t l = (size_t)(cmd + n - w);
-	if (l >= cap)
-		l = cap - 1;
-	memcpy(buf, w, l);
-	buf[l] = 0;
-	return buf;
-}
-
-/* A pid ("4242") or a program's name, against p's META. */
+/* A pid ("4242"), or a program's or process's name (procinfo.h), against p's META. */
 static int process_matches(const struct wp_profile *p, const char *sel)
 {
-	char *end, buf[256];
+	char *end;
 	unsigned long v = strtoul(sel, &end, 10);
 	if (*sel && !*end)
-		return wp_profile_meta_ll(p, "pid", -1) == (long long)v;
-	return !strcmp(program_name(wp_profile_meta(p, "command"), buf, sizeof(buf)), sel);
+		return p->info.pid == (long long)v;
+	return wp_proc_named(p, sel);
 }
 
 int wp_filter_keeps_thread(const struct wp_profile *p, const struct wp_filter *f, uint32_t tid)
@@ -142,37 +125,23 @@ static uint32_t intern(struct wp_resolved *r, const char *name, const char *modu
 		       enum wp_frame_kind kind)
 {
 	struct priv *pv = r->priv;
-	size_t ln = strlen(name), lm = strlen(module);
-	char buf[1024];
-	char *key = ln + lm + 2 <= sizeof(buf) ? buf : malloc(ln + lm + 2);
-	if (!key)
-		oom();
-	memcpy(key, name, ln + 1);
-	memcpy(key + ln + 1, module, lm + 1);
-	struct func_key *fk;
-	HASH_FIND(hh, pv->by_key, key, ln + lm + 2, fk);
-	if (!fk) {
-		fk = malloc(sizeof(*fk) + ln + lm + 2);
-		if (!fk)
-			oom();
-		memcpy(fk->key, key, ln + lm + 2);
-		if (r->nfuncs == pv->capfuncs) {
-			pv->capfuncs = pv->capfuncs ? pv->capfuncs * 2 : 1024;
-			r->funcs = realloc(r->funcs, pv->capfuncs * sizeof(*r->funcs));
-			if (!r->funcs)
-				oom();
-		}
-		fk->id = (uint32_t)r->nfuncs++;
-		struct wp_func *fn = &r->funcs[fk->id];
+	const char *kname, *kmodule;
+	int added;
+	int64_t id = wp_func_ids_get(&pv->funcs, name, module, &kname, &kmodule, &added);
+	if (id < 0)
+		wp_model_oom();
+	if (added) {
+		/* the model's function ids are the interner's: funcs[id] */
+		assert((size_t)id == r->nfuncs);
+		if (wp_grow(&r->funcs, &pv->capfuncs, r->nfuncs + 1, sizeof(*r->funcs)))
+			wp_model_oom();
+		struct wp_func *fn = &r->funcs[r->nfuncs++];
 		memset(fn, 0, sizeof(*fn));
-		fn->name = fk->key;
-		fn->module = fk->key + ln + 1;
+		fn->name = kname;
+		fn->module = kmodule;
 		fn->kind = kind;
-		HASH_ADD(hh, pv->by_key, key, ln + lm + 2, fk);
 	}
-	if (key != buf)
-		free(key);
-	return fk->id;
+	return (uint32_t)id;
 }
 
 uint32_t wp_resolved_func(struct wp_resolved *r, const char *name, const char *module)
@@ -180,9 +149,9 @@ uint32_t wp_resolved_func(struct wp_resolved *r, const char *name, const char *m
 	return intern(r, name, module, WP_KIND_UNKNOWN);
 }
 
-/* The location of `pc` in its role, symbolized on first use; NO_LOC for the agent's own code
+/* The location of `pc` in its role, symbolized on first use; WP_NO_LOC for the agent's own code
  * (the one place where it is left out). */
-static uint32_t location(struct wp_resolved *r, uint32_t proc, uint64_t pc, int leaf)
+uint32_t wp_model_location(struct wp_resolved *r, uint32_t proc, uint64_t pc, int leaf)
 {
 	struct priv *pv = r->priv;
 	const struct wp_profile *p = r->procs[proc];
@@ -196,22 +165,22 @@ static uint32_t location(struct wp_resolved *r, uint32_t proc, uint64_t pc, int 
 		return lk->idx;
 	lk = calloc(1, sizeof(*lk));
 	if (!lk)
-		oom();
+		wp_model_oom();
 	lk->k = probe.k;
 	HASH_ADD(hh, pv->memo, k, sizeof(lk->k), lk);
 
 	struct wp_frame fr[WP_MAX_INLINE];
 	int n = wp_symbolize(pv->syms[proc], pc, !leaf, fr, WP_MAX_INLINE);
 	if (n < 1 || wp_frame_is_agent(&fr[0])) {
-		lk->idx = NO_LOC;
-		return NO_LOC;
+		lk->idx = WP_NO_LOC;
+		return WP_NO_LOC;
 	}
 	if (r->nlocs == pv->caplocs) {
 		pv->caplocs = pv->caplocs ? pv->caplocs * 2 : 1024;
 		r->locs = realloc(r->locs, pv->caplocs * sizeof(*r->locs));
 		pv->use = realloc(pv->use, pv->caplocs * sizeof(*pv->use));
 		if (!r->locs || !pv->use)
-			oom();
+			wp_model_oom();
 	}
 	memset(&pv->use[r->nlocs], 0, sizeof(pv->use[0]));
 	struct wp_loc *l = &r->locs[r->nlocs];
@@ -232,6 +201,12 @@ static uint32_t location(struct wp_resolved *r, uint32_t proc, uint64_t pc, int 
 	return lk->idx;
 }
 
+struct wp_symbolizer *wp_model_symbolizer(const struct wp_resolved *r, uint32_t proc)
+{
+	const struct priv *pv = r->priv;
+	return pv->syms[proc];
+}
+
 /* ---- counting ---- */
 
 static struct line_count *line_entry(struct priv *pv, const struct wp_rframe *f)
@@ -245,7 +220,7 @@ static struct line_count *line_entry(struct priv *pv, const struct wp_rframe *f)
 	if (!lc) {
 		lc = calloc(1, sizeof(*lc));
 		if (!lc)
-			oom();
+			wp_model_oom();
 		lc->k = probe.k;
 		HASH_ADD(hh, pv->lines, k, sizeof(lc->k), lc);
 	}
@@ -298,7 +273,7 @@ static void pick_lines(struct wp_resolved *r)
 	uint64_t *best_self = calloc(r->nfuncs + 1, sizeof(uint64_t));
 	uint64_t *best_total = calloc(r->nfuncs + 1, sizeof(uint64_t));
 	if (!best_self || !best_total)
-		oom();
+		wp_model_oom();
 	for (size_t i = 0; i < r->nfuncs; i++) {
 		r->funcs[i].file = NULL; /* an earlier build's, when updating */
 		r->funcs[i].line = 0;
@@ -322,115 +297,18 @@ static void pick_lines(struct wp_resolved *r)
 	free(best_total);
 }
 
-int wp_tally(const struct wp_resolved *r, int (*keep)(const struct wp_rstack *, void *),
-	     void *arg, struct wp_tally *t)
-{
-	/* A recursive function appears several times in one stack but must be counted once per
-	 * sample in `total`: remember the last stack that counted it. */
-	size_t *seen = calloc(r->nfuncs + 1, sizeof(size_t));
-	t->self = calloc(r->nfuncs + 1, sizeof(uint64_t));
-	t->total = calloc(r->nfuncs + 1, sizeof(uint64_t));
-	t->samples = 0;
-	if (!seen || !t->self || !t->total) {
-		free(seen);
-		wp_tally_free(t);
-		return -1;
-	}
-	for (size_t i = 0; i < r->nstacks; i++) {
-		const struct wp_rstack *s = &r->stacks[i];
-		if (keep && !keep(s, arg))
-			continue;
-		t->samples += s->count;
-		for (uint32_t j = 0; j < s->n; j++) {
-			uint32_t f = s->frames[j].func;
-			if (seen[f] != i + 1) {
-				seen[f] = i + 1;
-				t->total[f] += s->count;
-			}
-		}
-		if (s->n)
-			t->self[s->frames[s->n - 1].func] += s->count;
-	}
-	free(seen);
-	return 0;
-}
-
-void wp_tally_free(struct wp_tally *t)
-{
-	free(t->self);
-	free(t->total);
-	t->self = t->total = NULL;
-}
-
 /* The model's own counts: every kept stack. */
 static void count_funcs(struct wp_resolved *r)
 {
 	struct wp_tally t;
 	if (wp_tally(r, NULL, NULL, &t) != 0)
-		oom();
+		wp_model_oom();
 	for (size_t i = 0; i < r->nfuncs; i++) {
 		r->funcs[i].self = t.self[i];
 		r->funcs[i].total = t.total[i];
 	}
 	r->total = t.samples;
 	wp_tally_free(&t);
-}
-
-struct rank_arg {
-	const struct wp_func *funcs;
-	const uint64_t *self, *total;
-};
-
-static int by_self(const void *a, const void *b, void *arg)
-{
-	const struct rank_arg *k = arg;
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	if (k->self[x] != k->self[y])
-		return k->self[x] > k->self[y] ? -1 : 1;
-	if (k->total[x] != k->total[y])
-		return k->total[x] > k->total[y] ? -1 : 1;
-	return strcmp(k->funcs[x].name, k->funcs[y].name);
-}
-
-static int by_total(const void *a, const void *b, void *arg)
-{
-	const struct rank_arg *k = arg;
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	if (k->total[x] != k->total[y])
-		return k->total[x] > k->total[y] ? -1 : 1;
-	return by_self(a, b, arg);
-}
-
-uint32_t *wp_funcs_ranked(const struct wp_resolved *r, const struct wp_tally *t,
-			  enum wp_rank order, size_t *n)
-{
-	uint32_t *ids = malloc((r->nfuncs + 1) * sizeof(*ids));
-	uint64_t *self = NULL, *total = NULL;
-	*n = 0;
-	if (!ids)
-		return NULL;
-	if (!t) {
-		self = malloc((r->nfuncs + 1) * sizeof(*self));
-		total = malloc((r->nfuncs + 1) * sizeof(*total));
-		if (!self || !total) {
-			free(self);
-			free(total);
-			free(ids);
-			return NULL;
-		}
-		for (size_t i = 0; i < r->nfuncs; i++) {
-			self[i] = r->funcs[i].self;
-			total[i] = r->funcs[i].total;
-		}
-	}
-	struct rank_arg k = { r->funcs, t ? t->self : self, t ? t->total : total };
-	for (size_t i = 0; i < r->nfuncs; i++)
-		if (order == WP_RANK_SELF ? k.self[i] : k.total[i])
-			ids[(*n)++] = (uint32_t)i;
-	qsort_r(ids, *n, sizeof(*ids), order == WP_RANK_TOTAL ? by_total : by_self, &k);
-	free(self);
-	free(total);
-	return ids;
 }
 
 /* ---- building ---- */
@@ -506,7 +384,7 @@ static void keep_stack(const struct wp_resolved *r, struct wp_rstack *rs, uint32
 	rs->frames = malloc((n ? n : 1) * sizeof(*rs->frames) +
 			    (nlocs ? nlocs : 1) * sizeof(uint32_t));
 	if (!rs->frames)
-		oom();
+		wp_model_oom();
 	/* root first: the last location's outermost frame first */
 	uint32_t at = 0;
 	for (uint32_t j = nlocs; j-- > 0;) {
@@ -574,8 +452,8 @@ static void build_proc(struct wp_resolved *r, uint32_t proc, struct last *last)
 			nl = rs->nlocs;
 		} else {
 			for (uint32_t j = 0; j < s->nframes && j < WP_MAX_FRAMES; j++) {
-				uint32_t li = location(r, proc, s->pcs[j], j == 0);
-				if (li != NO_LOC)
+				uint32_t li = wp_model_location(r, proc, s->pcs[j], j == 0);
+				if (li != WP_NO_LOC)
 					locs[nl++] = li;
 			}
 		}
@@ -597,426 +475,12 @@ static void keep_tree(struct wp_resolved *r)
 		return;
 	char *match = calloc(r->nprocs, 1);
 	if (!match || !(pv->tree_keep = calloc(r->nprocs, 1)))
-		oom();
+		wp_model_oom();
 	for (size_t k = 0; k < r->nprocs; k++)
 		match[k] = (char)process_matches(r->procs[k], r->filter.process);
 	for (size_t k = 0; k < r->nprocs; k++)
 		pv->tree_keep[k] = match[k] || wp_procs_descends(r->ids, r->nprocs, k, match);
 	free(match);
-}
-
-static void drop_waits(struct wp_resolved *r)
-{
-	for (size_t i = 0; i < r->nwaits; i++) {
-		free((char *)r->waits[i].object);
-		free((void *)r->waits[i].holder_frames);
-	}
-	free(r->waits);
-	r->waits = NULL;
-	r->nwaits = 0;
-}
-
-/* The symbol naming data address `a`, looked up once per address (a linear scan of symbol
- * tables each time would cost a profile with many waits). */
-struct data_name {
-	UT_hash_handle hh;
-	uint64_t addr;
-	const char *name;
-};
-
-static const char *data_name(struct wp_symbolizer *sym, struct data_name **memo, uint64_t a)
-{
-	struct data_name *d;
-	HASH_FIND(hh, *memo, &a, sizeof(a), d);
-	if (d)
-		return d->name;
-	const char *name = wp_symbolize_data(sym, a);
-	if ((d = malloc(sizeof(*d)))) {
-		d->addr = a;
-		d->name = name;
-		HASH_ADD(hh, *memo, addr, sizeof(d->addr), d);
-	}
-	return name;
-}
-
-/* The frames of wait `w`'s holder stack (its STACK record, kept by the filter or not), root
- * first, as keep_stack lays a kept stack's out; none when the record names none or another
- * thread's stack than the holder's. */
-static void holder_frames(struct wp_resolved *r, uint32_t proc, const struct wp_wait *w,
-			  struct wp_rwait *out)
-{
-	const struct wp_stack *hs = w->holder_stack == WP_WAIT_NO_HOLDER_STACK ? NULL :
-		wp_profile_stack(r->procs[proc], w->holder_stack);
-	if (!hs || hs->tid != out->holder || !hs->nframes)
-		return;
-	uint32_t locs[WP_MAX_FRAMES], nl = 0, n = 0;
-	for (uint32_t j = 0; j < hs->nframes && j < WP_MAX_FRAMES; j++) {
-		uint32_t li = location(r, proc, hs->pcs[j], j == 0);
-		if (li != NO_LOC) {
-			locs[nl++] = li;
-			n += r->locs[li].n;
-		}
-	}
-	struct wp_rframe *f = malloc((n ? n : 1) * sizeof(*f));
-	if (!f)
-		oom();
-	uint32_t at = 0;
-	for (uint32_t j = nl; j-- > 0;) {
-		const struct wp_loc *l = &r->locs[locs[j]];
-		for (uint32_t k = l->n; k-- > 0;)
-			f[at++] = l->frames[k];
-	}
-	out->holder_frames = f;
-	out->holder_n = n;
-}
-
-/* The pipe ends the WAIT records of one process wait on, sorted by inode: the other end's
- * threads of a pipe end are looked up in it (a scan of every record for each would be
- * quadratic in a long profile of a program that churns pipes). Built by attach_waits for the
- * process it is attaching, and passed down to pipe_peers: a local of that build, not global
- * state (two models built one after the other, or interleaved, keep their own). */
-struct pipe_end {
-	uint64_t ino;
-	int end; /* 1 read, 2 write */
-	uint32_t tid;
-};
-struct pipe_index {
-	struct pipe_end *v;
-	size_t n;
-};
-
-static int pipe_end_cmp(const void *a, const void *b)
-{
-	const struct pipe_end *x = a, *y = b;
-	return x->ino < y->ino ? -1 : x->ino > y->ino ? 1 : x->end - y->end;
-}
-
-static void index_pipe_ends(const struct wp_profile *p, struct pipe_index *x)
-{
-	free(x->v);
-	x->v = NULL;
-	x->n = 0;
-	for (size_t i = 0; i < p->nwaits; i++) {
-		uint64_t ino;
-		int end = wp_wait_pipe_end(&p->waits[i], &ino);
-		const struct wp_stack *s = end ? wp_profile_stack(p, p->waits[i].stack_id) : NULL;
-		if (!s)
-			continue;
-		if (!x->v && !(x->v = malloc(p->nwaits * sizeof(*x->v))))
-			oom();
-		x->v[x->n++] = (struct pipe_end){ ino, end, s->tid };
-	}
-	if (x->n)
-		qsort(x->v, x->n, sizeof(*x->v), pipe_end_cmp);
-}
-
-/* A pipe end's other end: the threads of this process seen blocked on it at any time of the
- * run (a pipe's reader blocks only when it is empty, its writer only when it is full, so
- * both are never blocked at the same moment), at most 3 named. */
-static void pipe_peers(const struct wp_profile *p, const struct pipe_index *x,
-		       const struct wp_wait *w, char *buf, size_t cap)
-{
-	const struct pipe_end *pipe_ends = x->v;
-	size_t npipe_ends = x->n;
-	uint64_t ino;
-	int end = wp_wait_pipe_end(w, &ino);
-	const struct wp_stack *me = end ? wp_profile_stack(p, w->stack_id) : NULL;
-	if (!me || !npipe_ends)
-		return;
-	struct pipe_end key = { ino, 3 - end, 0 };
-	size_t lo = 0, hi = npipe_ends; /* the first >= key */
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (pipe_end_cmp(&pipe_ends[mid], &key) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	char who[256] = "";
-	uint32_t named[3];
-	int n = 0;
-	for (size_t i = lo; i < npipe_ends && n < 3 && pipe_ends[i].ino == ino &&
-			    pipe_ends[i].end == 3 - end; i++) {
-		uint32_t tid = pipe_ends[i].tid;
-		int dup = tid == me->tid;
-		for (int j = 0; j < n; j++)
-			dup |= named[j] == tid;
-		if (dup)
-			continue;
-		const struct wp_thread *t = wp_profile_thread(p, tid);
-		size_t at = strlen(who);
-		snprintf(who + at, sizeof(who) - at, "%s%s tid=%u", n ? ", " : "",
-			 t && t->name && *t->name ? t->name : "?", (unsigned)tid);
-		named[n++] = tid;
-	}
-	if (n)
-		wp_wait_pipe_used_by(buf, cap, who);
-}
-
-/* Whether `file` is a system header: a frame inlined from it (std::mutex::lock's
- * __gthread_mutex_lock, condition_variable::wait's template) is the library's code compiled
- * into the program, not the program's function that waits. */
-static int system_header(const char *file)
-{
-	return file && !strncmp(file, "/usr/include/", 13);
-}
-
-/* Whether module `m` is the C runtime whose waiting code every wait goes through (the C
- * library, the loader, libstdc++'s condition_variable and thread). */
-static int runtime_module(const char *m)
-{
-	static const char *const pre[] = { "libc.so", "libc-", "libpthread", "ld-linux",
-					   "libstdc++", "libgcc_s" };
-	for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++)
-		if (m && !strncmp(m, pre[i], strlen(pre[i])))
-			return 1;
-	return 0;
-}
-
-/* The waiter of a stack without a program function nearer its leaf than _start: a thread a
- * library started (liblzma's workers, GLib's pools), a program whose code lives in its
- * libraries (a shared libpython's interpreter): the named library function nearest the leaf
- * outside the C runtime, or NULL. */
-static const char *library_waiter(struct wp_resolved *r, const struct wp_rstack *rs)
-{
-	for (uint32_t j = rs->n; j-- > 0;) {
-		const struct wp_func *f = &r->funcs[rs->frames[j].func];
-		if (f->kind == WP_KIND_LIBRARY && !runtime_module(f->module))
-			return f->name;
-	}
-	return NULL;
-}
-
-/* Kind, object and holder of one WAIT record of kept stack `rs` of process `proc`, into
- * `out`. */
-static void describe_wait(struct wp_resolved *r, uint32_t proc, struct data_name **memo,
-			  const struct pipe_index *pipes, const struct wp_wait *w, const struct wp_rstack *rs, struct wp_rwait *out)
-{
-	struct priv *pv = r->priv;
-	const struct wp_profile *p = r->procs[proc];
-	const char *funcs[64], *waiter = NULL;
-	size_t nf = 0;
-	for (uint32_t j = rs->n; j-- > 0;) {
-		const struct wp_func *f = &r->funcs[rs->frames[j].func];
-		if (nf < 64)
-			funcs[nf++] = f->name;
-		if (!waiter && f->kind == WP_KIND_PROGRAM && strcmp(f->name, "_start") != 0 &&
-		    !system_header(rs->frames[j].file))
-			waiter = f->name;
-	}
-	if (!waiter)
-		waiter = library_waiter(r, rs);
-	enum wp_wait_kind k = wp_wait_classify(w->nr, funcs, nf);
-	const char *dn = NULL, *joined = NULL;
-	if (k == WP_WAIT_LOCK || k == WP_WAIT_RWLOCK || k == WP_WAIT_CONDITION ||
-	    k == WP_WAIT_SEMAPHORE || k == WP_WAIT_FUTEX)
-		dn = data_name(pv->syms[proc], memo, w->a0);
-	if (k == WP_WAIT_JOIN) {
-		const struct wp_thread *t = w->a2 <= UINT32_MAX ?
-			wp_profile_thread(p, (uint32_t)w->a2) : NULL;
-		joined = t ? t->name : NULL;
-	}
-	char buf[WP_WAIT_OBJECT_MAX];
-	wp_wait_describe(w, k, dn, waiter, joined, buf, sizeof(buf));
-	if (k == WP_WAIT_CONDITION && w->cond_mutex)
-		wp_wait_add_mutex(buf, sizeof(buf), data_name(pv->syms[proc], memo, w->cond_mutex),
-				  w->cond_mutex);
-	if (k == WP_WAIT_IO)
-		pipe_peers(p, pipes, w, buf, sizeof(buf));
-	out->kind = k;
-	out->waiter = waiter;
-	out->object = strdup(buf);
-	if (!out->object)
-		oom();
-	out->holder = 0;
-	out->holder_frames = NULL;
-	out->holder_n = 0;
-	if ((k == WP_WAIT_LOCK || k == WP_WAIT_RWLOCK) && w->aux && w->aux <= UINT32_MAX &&
-	    wp_profile_thread(p, (uint32_t)w->aux)) {
-		out->holder = (uint32_t)w->aux;
-		holder_frames(r, proc, w, out);
-	}
-	out->count = w->count;
-	out->weight_ns = w->weight_ns;
-}
-
-/* Whether WAIT record `w` describes samples of kept stack `rs`: a waiting stack's, or the
- * share of a runnable thread's samples that waited for a CPU, which any stack may have. */
-static int waits_on(const struct wp_rstack *rs, const struct wp_wait *w)
-{
-	return (rs->flags & WP_STACK_WAITING) || w->nr == WP_WAIT_NR_CPU;
-}
-
-/* A stack's waits take no more than its samples: the agent counts a WAIT record's samples
- * apart from its stack's (a record cut short by a checkpoint can say more), so the waits
- * after those that fill the stack are capped, here, once for every report. */
-static void cap_waits(struct wp_resolved *r)
-{
-	for (size_t i = 0; i < r->nstacks; i++) {
-		struct wp_rstack *s = &r->stacks[i];
-		struct wp_rwait *ws = (struct wp_rwait *)s->waits;
-		uint64_t rest = s->count;
-		for (uint32_t k = 0; k < s->nwaits; k++) {
-			ws[k].count = ws[k].count < rest ? ws[k].count : rest;
-			rest -= ws[k].count;
-		}
-	}
-}
-
-/* Attaches the WAIT records of every process to the kept stacks they describe. */
-static void attach_waits(struct wp_resolved *r)
-{
-	drop_waits(r);
-	for (size_t i = 0; i < r->nstacks; i++) {
-		r->stacks[i].waits = NULL;
-		r->stacks[i].nwaits = 0;
-	}
-	/* per kept stack, how many: then each stack's range of r->waits */
-	uint32_t *at = calloc(r->nstacks + 1, sizeof(*at));
-	if (!at)
-		oom();
-	size_t n = 0;
-	for (uint32_t k = 0; k < r->nprocs; k++)
-		for (size_t i = 0; i < r->procs[k]->nwaits; i++) {
-			const struct wp_rstack *rs =
-				wp_resolved_stack_of(r, k, r->procs[k]->waits[i].stack_id);
-			if (rs && waits_on(rs, &r->procs[k]->waits[i])) {
-				at[rs - r->stacks + 1]++;
-				n++;
-			}
-		}
-	if (!n) {
-		free(at);
-		return;
-	}
-	for (size_t i = 0; i < r->nstacks; i++)
-		at[i + 1] += at[i];
-	r->waits = calloc(n, sizeof(*r->waits));
-	if (!r->waits)
-		oom();
-	struct pipe_index pipes = { NULL, 0 };
-	for (uint32_t k = 0; k < r->nprocs; k++) {
-		/* addresses are per process: a memo per process */
-		struct data_name *memo = NULL, *d, *tmp;
-		const struct wp_profile *p = r->procs[k];
-		index_pipe_ends(p, &pipes);
-		for (size_t i = 0; i < p->nwaits; i++) {
-			const struct wp_rstack *rs = wp_resolved_stack_of(r, k, p->waits[i].stack_id);
-			if (!rs || !waits_on(rs, &p->waits[i]))
-				continue;
-			size_t si = (size_t)(rs - r->stacks);
-			struct wp_rstack *ms = &r->stacks[si];
-			describe_wait(r, k, &memo, &pipes, &p->waits[i], rs,
-				      &r->waits[at[si] + ms->nwaits]);
-			ms->waits = &r->waits[at[si]];
-			ms->nwaits++;
-		}
-		HASH_ITER(hh, memo, d, tmp) {
-			HASH_DEL(memo, d);
-			free(d);
-		}
-	}
-	free(pipes.v);
-	r->nwaits = n;
-	free(at);
-	cap_waits(r);
-}
-
-/* Whether function `f` is the C library's waiting code (libc, libpthread, the loader, the
- * vDSO, libstdc++'s condition variables and threads): what a wait leaf replaces. */
-static int wait_plumbing(const struct wp_func *f)
-{
-	static const char *const libs[] = { "libc.so", "libc-", "libpthread", "ld-linux", "[vdso]",
-					    "libstdc++" };
-	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++)
-		if (!strncmp(f->module, libs[i], strlen(libs[i])))
-			return 1;
-	return 0;
-}
-
-/* Whether wait `w` gets a leaf of its own: a wait in a call or in state D; not a wait for a
- * CPU, whose stack is where the thread runs and stays its own. */
-static int leaf_wait(const struct wp_rwait *w)
-{
-	return w->kind != WP_WAIT_CPU && w->count;
-}
-
-/* One stack for the samples of wait `w` of stack `s`: s's frames from the root to the
- * program's function that waited (the C library's waiting code left out), then the frame
- * "[wait KIND OBJECT]" (module "[wait]"). Its locations are those of the frames kept. */
-static void wait_leaf(struct wp_resolved *r, const struct wp_rstack *s, const struct wp_rwait *w,
-		      struct wp_rstack *out)
-{
-	uint32_t keep = s->n;
-	while (keep > 0 && wait_plumbing(&r->funcs[s->frames[keep - 1].func]))
-		keep--;
-	uint32_t nlocs = 0, covered = 0; /* the root-side locations whose frames are all kept */
-	for (uint32_t j = s->nlocs; j-- > 0;) {
-		covered += r->locs[s->locs[j]].n;
-		if (covered > keep)
-			break;
-		nlocs++;
-	}
-	char name[WP_WAIT_LEAF_MAX];
-	wp_wait_frame_name(w, name, sizeof(name));
-	uint32_t fid = wp_resolved_func(r, name, "[wait]");
-	*out = *s;
-	out->frames = malloc((keep + 1) * sizeof(*out->frames) + (nlocs ? nlocs : 1) * sizeof(uint32_t));
-	if (!out->frames)
-		oom();
-	memcpy(out->frames, s->frames, keep * sizeof(*out->frames));
-	out->frames[keep] = (struct wp_rframe){ .func = fid, .line = 0, .file = NULL };
-	out->n = keep + 1;
-	out->locs = (uint32_t *)(out->frames + keep + 1);
-	memcpy(out->locs, s->locs + (s->nlocs - nlocs), nlocs * sizeof(*out->locs));
-	out->nlocs = nlocs;
-	out->count = w->count < s->count ? w->count : s->count;
-	out->weight_ns = w->weight_ns < s->weight_ns ? w->weight_ns : s->weight_ns;
-	out->waits = w;
-	out->nwaits = 1;
-	out->leaf0 = out->nleaves = 0;
-}
-
-/* The filter's wait_leaves: every wait that gets a leaf (leaf_wait) of a wall-mode profile
- * becomes a stack of its own, appended after the profile's (wp_resolved_stack still finds the stack it came from,
- * which keeps the samples no such wait names: the rest, and its waits for a CPU). */
-static void split_waits(struct wp_resolved *r)
-{
-	size_t extra = 0, n = r->nstacks;
-	for (size_t i = 0; i < r->nwaits; i++)
-		extra += leaf_wait(&r->waits[i]);
-	if (!extra)
-		return;
-	struct wp_rstack *st = realloc(r->stacks, (n + extra) * sizeof(*st));
-	if (!st)
-		oom();
-	r->stacks = st;
-	for (size_t i = 0; i < n; i++) {
-		struct wp_rstack *s = &r->stacks[i];
-		struct wp_rwait *ws = (struct wp_rwait *)s->waits;
-		uint32_t stay = 0;
-		const char *mode = wp_profile_meta(r->procs[s->proc], "mode");
-		if (mode && !strcmp(mode, "cpu"))
-			continue; /* a cpu profile's samples are CPU time, whatever call they were in */
-		/* the waits that stay with s first, those that leave after */
-		for (uint32_t k = 0; k < s->nwaits; k++)
-			if (!leaf_wait(&ws[k])) {
-				struct wp_rwait tmp = ws[stay];
-				ws[stay++] = ws[k];
-				ws[k] = tmp;
-			}
-		s->leaf0 = (uint32_t)r->nstacks;
-		s->nleaves = s->nwaits - stay;
-		for (uint32_t k = stay; k < s->nwaits; k++) {
-			struct wp_rstack *o = &r->stacks[r->nstacks++];
-			wait_leaf(r, s, &ws[k], o);
-			s->count -= o->count;
-			s->weight_ns -= o->weight_ns;
-		}
-		s->nwaits = stay;
-		if (!stay)
-			s->waits = NULL;
-	}
 }
 
 /* The model over r->procs: their threads and stacks (none at entry: the last build's are
@@ -1044,7 +508,7 @@ static void build(struct wp_resolved *r, struct last *last)
 	free(pv->stack_base);
 	pv->stack_base = calloc(r->nprocs, sizeof(*pv->stack_base));
 	if (!r->threads || !r->thread_procs || !r->stacks || !pv->stack_at || !pv->stack_base)
-		oom();
+		wp_model_oom();
 	pv->nstack_at = nstacks;
 	for (size_t k = 1; k < r->nprocs; k++)
 		pv->stack_base[k] = pv->stack_base[k - 1] + r->procs[k - 1]->nstacks;
@@ -1054,9 +518,9 @@ static void build(struct wp_resolved *r, struct last *last)
 	count_lines(r);
 	count_funcs(r);
 	pick_lines(r);
-	attach_waits(r);
+	wp_waits_attach(r);
 	if (r->filter.wait_leaves) {
-		split_waits(r);
+		wp_waits_split(r);
 		count_funcs(r);
 	}
 }
@@ -1070,13 +534,14 @@ static size_t shares_symbolizer(const struct wp_profile *const *ps, const uint64
 				size_t k)
 {
 	char jit[64];
-	snprintf(jit, sizeof(jit), "/tmp/perf-%lld.map", wp_profile_meta_ll(ps[k], "pid", 0));
+	snprintf(jit, sizeof(jit), "/tmp/perf-%lld.map", ps[k]->info.pid > 0 ? ps[k]->info.pid : 0);
 	if (access(jit, F_OK) == 0)
 		return k;
 	for (size_t j = 0; j < k; j++) {
 		if (sigs[j] != sigs[k])
 			continue;
-		snprintf(jit, sizeof(jit), "/tmp/perf-%lld.map", wp_profile_meta_ll(ps[j], "pid", 0));
+		snprintf(jit, sizeof(jit), "/tmp/perf-%lld.map",
+			 ps[j]->info.pid > 0 ? ps[j]->info.pid : 0);
 		if (access(jit, F_OK) != 0)
 			return j;
 	}
@@ -1209,7 +674,7 @@ void wp_resolved_free(struct wp_resolved *r)
 		drop_lines(r);
 		drop_locations(r);
 		free_stacks(r->stacks, r->nstacks);
-		drop_waits(r);
+		wp_waits_drop(r);
 		free(r->threads);
 		free(r->thread_procs);
 		free(pv->stack_at);
@@ -1223,11 +688,7 @@ void wp_resolved_free(struct wp_resolved *r)
 		free(pv->sym_shared);
 		wp_symcache_free(pv->symcache); /* after the symbolizers that used it */
 		r->sym = NULL; /* syms[0] */
-		struct func_key *fk, *t1;
-		HASH_ITER(hh, pv->by_key, fk, t1) {
-			HASH_DEL(pv->by_key, fk);
-			free(fk);
-		}
+		wp_func_ids_free(&pv->funcs);
 		free(pv);
 	}
 	free(r->funcs);
@@ -1268,23 +729,11 @@ const struct wp_thread *wp_resolved_thread_of(const struct wp_resolved *r, uint3
 
 long wp_resolved_pid(const struct wp_resolved *r, uint32_t proc)
 {
-	return proc < r->nprocs ? (long)wp_profile_meta_ll(r->procs[proc], "pid", -1) : -1;
+	return proc < r->nprocs ? r->ids[proc].pid : -1;
 }
 
 const char *wp_resolved_program(const struct wp_resolved *r, uint32_t proc, char *buf,
 				size_t cap)
 {
-	return proc < r->nprocs ? program_name(wp_profile_meta(r->procs[proc], "command"), buf, cap)
-				: "?";
-}
-
-int wp_rstack_wait_leaf(const struct wp_resolved *r, const struct wp_rstack *s)
-{
-	const char *m = s->n ? r->funcs[s->frames[s->n - 1].func].module : NULL;
-	return m && !strcmp(m, "[wait]");
-}
-
-int wp_rwait_adds_frame(const struct wp_resolved *r, const struct wp_rstack *s)
-{
-	return !wp_rstack_wait_leaf(r, s);
+	return proc < r->nprocs ? wp_proc_name(r->procs[proc], buf, cap) : "?";
 }

@@ -30,7 +30,9 @@
 #include "frame_kind.h"
 #include "proctree.h"
 #include "symbolize.h"
-#include "waits.h"
+#include "tally.h" /* the counts over the model: wp_tally, wp_funcs_ranked */
+
+struct wp_rwait; /* rwaits.h: a kept stack's waits */
 
 #define WP_MAX_INLINE 16 /* frames of one inline chain kept (innermost first) */
 
@@ -38,7 +40,8 @@
 struct wp_filter {
 	const char *thread; /* --thread=NAME|TID: a tid or a thread name; NULL: every thread */
 	const char *process; /* --process=PID|NAME: a pid (every image it ran), or a program's
-			      * name (the command's first word without its directory) */
+			      * name (the command's first word without its directory) or a
+			      * process's (its title: procinfo.h) */
 	int descendants;     /* --process-tree: and every process they started, at any depth
 			      * (by META ppid among the model's processes) */
 	/* Not a selector: the one switch of how waits look. Each waiting sample's C-library
@@ -122,7 +125,8 @@ struct wp_resolved {
 };
 
 /* Symbolizes every stack of `p` and keeps what `f` keeps (NULL: everything). Returns NULL
- * when out of memory (message printed). */
+ * when out of memory setting up (message printed); out of memory later in the build, it says
+ * so and exits (build.h's wp_model_oom), as the symbolizer's caches cannot be unwound. */
 struct wp_resolved *wp_resolve(const struct wp_profile *p, const struct wp_filter *f);
 
 /* The same over the profiles of several processes (a run's tree; ps[0] first, as r->p).
@@ -146,7 +150,7 @@ struct wp_resolved *wp_resolve_cached(const struct wp_profile *p, const struct w
  * reused, and so is every kept stack that `p` repeats (same id, thread and addresses): a
  * checkpoint costs a walk over its stacks. The profile the model was built from must still be
  * alive (its stacks are compared with p's); free it after. Returns 0, or -1 when out of
- * memory (message printed; free the model). */
+ * memory setting up (message printed; free the model); later, as wp_resolve, it exits. */
 int wp_resolve_update(struct wp_resolved *r, const struct wp_profile *p);
 
 void wp_resolved_free(struct wp_resolved *r);
@@ -162,25 +166,11 @@ const struct wp_rstack *wp_resolved_stack_of(const struct wp_resolved *r, uint32
 const struct wp_thread *wp_resolved_thread(const struct wp_resolved *r, uint32_t tid);
 const struct wp_thread *wp_resolved_thread_of(const struct wp_resolved *r, uint32_t proc,
 					      uint32_t tid);
-/* The pid of process `proc` (META pid), -1 when unknown; its program's name (the command's
- * first word without its directory), "?" when unknown. */
+/* The pid of process `proc` (META pid), -1 when unknown; its name (procinfo.h's
+ * wp_proc_name: its title when it retitled itself, else its program), "?" when unknown. */
 long wp_resolved_pid(const struct wp_resolved *r, uint32_t proc);
 const char *wp_resolved_program(const struct wp_resolved *r, uint32_t proc, char *buf,
 				size_t cap);
-
-/* Whether stack `s` already ends in its wait's leaf frame "[wait KIND OBJECT]" (module
- * "[wait]": --wait-leaves=on split it off): a report adds no second one. */
-int wp_rstack_wait_leaf(const struct wp_resolved *r, const struct wp_rstack *s);
-
-/* How every export shows a stack's waits (docs/profile-format.md, "Waits in reports"): its
- * samples are split into one part per wait (wp_rwait_samples) and the rest
- * (wp_rstack_unwaited); a wait's part ends with the frame "[wait KIND OBJECT]"
- * (wp_wait_frame_name), once: the stack's own leaf when --wait-leaves=on made one, else a
- * frame added after the stack. Every kind has its frame, a wait for a CPU too: the share of
- * a running stack that waited for a CPU ends in "[wait cpu runqueue]" (it never gets a leaf
- * of its own, the thread runs there). pprof gives waits as labels, and its frames are the
- * stacks' own (leaves included). Returns whether the part of s's wait adds that frame. */
-int wp_rwait_adds_frame(const struct wp_resolved *r, const struct wp_rstack *s);
 
 /* The id of the function (name, module), added when new: for a view's own pseudo-functions
  * ("(no stack)"), which no stack of the model refers to. */
@@ -192,30 +182,5 @@ int wp_filter_keeps_thread(const struct wp_profile *p, const struct wp_filter *f
 /* Whether `f` keeps stack `s` of `p`: its thread, then any selector of samples. */
 int wp_filter_keeps_stack(const struct wp_profile *p, const struct wp_filter *f,
 			  const struct wp_stack *s);
-
-/* Self and total samples per function over some of the model's stacks: a thread's section,
- * a view's selection. Indexed by function id. */
-struct wp_tally {
-	uint64_t *self, *total;
-	uint64_t samples;
-};
-
-/* Counts the stacks for which keep(stack, arg) is nonzero. Returns 0, -1 when out of memory. */
-int wp_tally(const struct wp_resolved *r, int (*keep)(const struct wp_rstack *, void *),
-	     void *arg, struct wp_tally *t);
-void wp_tally_free(struct wp_tally *t);
-
-/* Orders of wp_funcs_ranked, so that every report ranks functions the same way. */
-enum wp_rank {
-	WP_RANK_SELF,     /* functions that were a leaf: most self samples first, then most
-			   * total, then by name */
-	WP_RANK_ANY_SELF, /* every function with samples, in the same order */
-	WP_RANK_TOTAL,    /* every function with samples: most total first, then as above */
-};
-
-/* The ids of the functions with samples in `t` (NULL: the model's own counts), ranked.
- * Returns a malloc'ed array of *n ids, NULL when out of memory. */
-uint32_t *wp_funcs_ranked(const struct wp_resolved *r, const struct wp_tally *t,
-			  enum wp_rank order, size_t *n);
 
 #endif

@@ -1,5 +1,7 @@
 #include "run.h"
 
+#include "procinfo.h"
+
 #include <dirent.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -48,12 +50,6 @@ static int sibling_name(const char *name, const char *stem, const char *ext)
 	       exec_tag(dot + 1, lm - (size_t)(dot - mid) - 1);
 }
 
-static uint64_t meta_u(const struct wp_profile *p, const char *key)
-{
-	long long v = wp_profile_meta_ll(p, key, 0);
-	return v > 0 ? (uint64_t)v : 0;
-}
-
 /* The header's word for how a process ended: a known status ("exit N", "SIGSEGV"), else what
  * its file says. */
 static void end_text(struct wp_run_proc *rp)
@@ -81,22 +77,23 @@ static int describe(const struct wp_profile *p, const char *path, int is_main,
 		    struct wp_run_proc *rp)
 {
 	memset(rp, 0, sizeof(*rp));
-	const char *cmd = wp_profile_meta(p, "command");
+	char buf[512];
+	const char *cmd = wp_proc_command(p, buf, sizeof(buf));
 	const char *slash = strrchr(path, '/');
 	rp->file = strdup(slash ? slash + 1 : path);
 	rp->path = strdup(path);
-	rp->command = strdup(cmd ? cmd : "");
+	rp->command = strdup(cmd);
 	if (!rp->file || !rp->path || !rp->command) {
 		free(rp->file);
 		free(rp->path);
 		free(rp->command);
 		return -1;
 	}
-	rp->pid = wp_profile_meta_ll(p, "pid", -1);
-	rp->ppid = wp_profile_meta_ll(p, "ppid", -1);
-	rp->start_unix_ns = meta_u(p, "start_unix_ns");
-	rp->wall_ns = meta_u(p, "duration_ns");
-	rp->cpu_ns = meta_u(p, "cpu_user_ns") + meta_u(p, "cpu_sys_ns");
+	rp->pid = p->info.pid;
+	rp->ppid = p->info.ppid;
+	rp->start_unix_ns = p->info.start_unix_ns;
+	rp->wall_ns = p->info.duration_ns;
+	rp->cpu_ns = p->info.cpu_user_ns + p->info.cpu_sys_ns;
 	for (size_t i = 0; i < p->nstacks; i++)
 		rp->samples += p->stacks[i].count;
 	rp->is_main = is_main;
@@ -134,9 +131,9 @@ static int by_start(const void *a, const void *b)
 }
 
 /* The siblings in `dir` of the main file STEM.EXT, of run `id` (or, `prefix` set, of any run
- * whose id starts with it). */
+ * whose id starts with it); with `keep`, each with its profile (read as `what` says). */
 static int scan(const char *dir, const char *stem, const char *ext, const char *id, int prefix,
-		FILE *warn, struct wp_run *run, size_t *cap)
+		int keep, unsigned what, FILE *warn, struct wp_run *run, size_t *cap)
 {
 	DIR *d = opendir(dir);
 	if (!d)
@@ -150,17 +147,22 @@ static int scan(const char *dir, const char *stem, const char *ext, const char *
 		if (snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path))
 			continue;
 		struct wp_profile *p;
-		if (wp_profile_read(path, &p, err, sizeof(err)) != 0) {
+		/* described: no timeline; kept: what the caller reads */
+		if (wp_profile_read_some(path, keep ? what : WP_READ_NO_TIMELINE, &p, err,
+					 sizeof(err)) != 0) {
 			fprintf(warn, "wallprof: %s: %s; left out of the run's processes\n", path, err);
 			run->skipped++;
 			continue;
 		}
-		const char *rid = wp_profile_meta(p, "run");
+		const char *rid = p->info.run;
 		if (rid && (prefix ? !strncmp(rid, id, strlen(id)) : !strcmp(rid, id))) {
-			if (add(run, cap) || describe(p, path, 0, &run->procs[run->n]))
+			if (add(run, cap) || describe(p, path, 0, &run->procs[run->n])) {
 				rc = -1;
-			else
-				run->n++;
+			} else {
+				run->procs[run->n++].prof = keep ? p : NULL;
+				if (keep)
+					continue;
+			}
 		}
 		wp_profile_free(p);
 	}
@@ -169,8 +171,8 @@ static int scan(const char *dir, const char *stem, const char *ext, const char *
 }
 
 /* The files beside main_path of run `id` (a prefix of it with `prefix`) into run. */
-static int siblings(const char *main_path, const char *id, int prefix, FILE *warn,
-		    struct wp_run *run, size_t *cap)
+static int siblings(const char *main_path, const char *id, int prefix, int keep,
+		    unsigned what, FILE *warn, struct wp_run *run, size_t *cap)
 {
 	const char *slash = strrchr(main_path, '/');
 	const char *base = slash ? slash + 1 : main_path;
@@ -180,7 +182,7 @@ static int siblings(const char *main_path, const char *id, int prefix, FILE *war
 	const char *dot = strrchr(base, '.');
 	char *stem = dot && dot != base ? strndup(base, (size_t)(dot - base)) : strdup(base);
 	const char *ext = dot && dot != base ? dot : "";
-	int rc = dir && stem ? scan(dir, stem, ext, id, prefix, warn, run, cap) : -1;
+	int rc = dir && stem ? scan(dir, stem, ext, id, prefix, keep, what, warn, run, cap) : -1;
 	free(dir);
 	free(stem);
 	if (!rc)
@@ -448,7 +450,7 @@ static int unsampled_of_files(const struct wp_profile *const *ps, const char *co
 				continue;
 			int mine = 0;
 			for (size_t k = 0; k < n && !mine; k++) {
-				const char *rid = wp_profile_meta(ps[k], "run");
+				const char *rid = ps[k]->info.run;
 				mine = rid && !strcmp(rid, l->run);
 			}
 			if (!mine && (first == UINT64_MAX || l->start < first ||
@@ -491,13 +493,33 @@ int wp_run_find(const char *main_path, const struct wp_profile *main, FILE *warn
 	if (add(run, &cap) || describe(main, main_path, 1, &run->procs[0]))
 		goto oom;
 	run->n = 1;
-	if (siblings(main_path, wp_profile_meta(main, "run"), 0, warn, run, &cap) ||
-	    unsampled_of_run(main_path, wp_profile_meta(main, "run"), 0, run) ||
+	if (siblings(main_path, main->info.run, 0, 0, 0, warn, run, &cap) ||
+	    unsampled_of_run(main_path, main->info.run, 0, run) ||
 	    index_procs(run))
 		goto oom;
 	return 0;
 oom:
 	fprintf(stderr, "wallprof: out of memory\n");
+	wp_run_free(run);
+	return -1;
+}
+
+int wp_run_siblings(const char *main_path, const struct wp_profile *main, unsigned what,
+		    FILE *warn, struct wp_run *run)
+{
+	memset(run, 0, sizeof(*run));
+	size_t cap = 0;
+	if (add(run, &cap) || describe(main, main_path, 1, &run->procs[0]))
+		goto oom;
+	run->n = 1;
+	if (siblings(main_path, main->info.run, 0, 1, what, warn, run, &cap))
+		goto oom;
+	return 0;
+oom:
+	fprintf(stderr, "wallprof: out of memory\n");
+	for (size_t i = 0; i < run->n; i++)
+		if (run->procs[i].prof)
+			wp_profile_free(run->procs[i].prof);
 	wp_run_free(run);
 	return -1;
 }
@@ -508,7 +530,7 @@ int wp_run_find_orphans(const char *main_path, long root_pid, FILE *warn, struct
 	size_t cap = 0;
 	char id[32];
 	snprintf(id, sizeof(id), "%ld-", root_pid);
-	if (siblings(main_path, id, 1, warn, run, &cap) || unsampled_of_run(main_path, id, 1, run) ||
+	if (siblings(main_path, id, 1, 0, 0, warn, run, &cap) || unsampled_of_run(main_path, id, 1, run) ||
 	    index_procs(run)) {
 		fprintf(stderr, "wallprof: out of memory\n");
 		wp_run_free(run);

@@ -21,7 +21,8 @@ struct wp_run_proc {
 	char *file;          /* the file's name, without its directory */
 	char *path;          /* the file as found (directory and name) */
 	long pid, ppid;      /* -1 when unknown */
-	char *command;       /* "" when unknown */
+	char *command;       /* as the process showed it (procinfo.h's wp_proc_command: its
+			      * title, when it retitled itself); "" when unknown */
 	/* How it ended, when known: a wait status as waitpid gives it (WIFEXITED, WIFSIGNALED),
 	 * from META exit_status or died_of_signal (profile.h's wp_profile_end) or, for the run's
 	 * root, the command's own waitpid (wp_run_set_exit). exit_known is 0 until one says. */
@@ -35,6 +36,8 @@ struct wp_run_proc {
 	uint64_t cpu_ns;     /* this image's own: its pid's earlier images' taken off (the
 			      * kernel counts a process's CPU time across exec) */
 	int is_main;         /* the file the report is of */
+	struct wp_profile *prof; /* wp_run_siblings: the profile as read (the caller's to free;
+				  * NULL for the main file, which the caller read), else NULL */
 };
 
 /* A process of the run that took no sample: it left no profile, only a line in the run's
@@ -66,6 +69,12 @@ struct wp_run {
  * 0 (run->n is 1 when the file has no siblings), or -1 when out of memory. */
 int wp_run_find(const char *main_path, const struct wp_profile *main, FILE *warn,
 		struct wp_run *run);
+/* The same processes, without the unsampled list, for a caller that reads every file of the
+ * run anyway: each sibling's profile, read once here, is kept in its row (prof), so that
+ * the caller takes it instead of reading the file again; `what` is what to leave out of them
+ * (profile.h's WP_READ_*). Returns 0 or -1 (out of memory: nothing kept). */
+int wp_run_siblings(const char *main_path, const struct wp_profile *main, unsigned what,
+		    FILE *warn, struct wp_run *run);
 /* The other files of a run whose main file is missing (its root process ended by _exit, or
  * was killed before its first checkpoint): those beside main_path whose run id is the one the
  * command gave the tree of root_pid ("<root_pid>-..."). Returns 0 (run->n may be 0) or -1. */

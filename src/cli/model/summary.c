@@ -1,13 +1,17 @@
 #include "summary.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 #include <unistd.h>
 
-static uint64_t meta_u(const struct wp_profile *p, const char *key)
+/* A count or time of p's META (profile.h's struct wp_profile_info), by its field: INFO(hz). */
+#define INFO(field) offsetof(struct wp_profile_info, field)
+static uint64_t info_u(const struct wp_profile *p, size_t at)
 {
-	long long v = wp_profile_meta_ll(p, key, 0);
-	return v > 0 ? (uint64_t)v : 0;
+	uint64_t v;
+	memcpy(&v, (const char *)&p->info + at, sizeof(v));
+	return v;
 }
 
 /* Every thread's lifetime added up, in ns: the time during which it could be sampled. A
@@ -72,27 +76,27 @@ static void kept(const struct wp_resolved *r, struct wp_summary *s)
 }
 
 /* A META figure over the model's processes (added up), or p's alone. */
-static uint64_t sum_u(const struct wp_profile *p, const struct wp_resolved *r, const char *key)
+static uint64_t sum_u(const struct wp_profile *p, const struct wp_resolved *r, size_t at)
 {
 	if (!r || r->nprocs < 2)
-		return meta_u(p, key);
+		return info_u(p, at);
 	uint64_t v = 0;
 	for (size_t k = 0; k < r->nprocs; k++)
-		v += meta_u(r->procs[k], key);
+		v += info_u(r->procs[k], at);
 	return v;
 }
 
 /* CPU time (META key, user or system) over the model's processes: a process's figure
  * counts every image of its pid up to then (the kernel keeps it across exec), so each pid
  * counts once, by its last image. */
-static uint64_t sum_cpu(const struct wp_profile *p, const struct wp_resolved *r, const char *key)
+static uint64_t sum_cpu(const struct wp_profile *p, const struct wp_resolved *r, size_t at)
 {
 	if (!r || r->nprocs < 2)
-		return meta_u(p, key);
+		return info_u(p, at);
 	uint64_t v = 0;
 	for (size_t k = 0; k < r->nprocs; k++)
 		if (wp_procs_last_image(r->ids, r->nprocs, k))
-			v += meta_u(r->procs[k], key);
+			v += info_u(r->procs[k], at);
 	return v;
 }
 
@@ -101,31 +105,31 @@ static uint64_t span(const struct wp_resolved *r)
 {
 	uint64_t first = UINT64_MAX, last = 0;
 	for (size_t k = 0; k < r->nprocs; k++) {
-		uint64_t st = meta_u(r->procs[k], "start_unix_ns");
-		uint64_t end = st + meta_u(r->procs[k], "duration_ns");
+		uint64_t st = r->procs[k]->info.start_unix_ns;
+		uint64_t end = st + r->procs[k]->info.duration_ns;
 		if (st && st < first)
 			first = st;
 		if (end > last)
 			last = end;
 	}
-	return first != UINT64_MAX && last > first ? last - first : meta_u(r->procs[0], "duration_ns");
+	return first != UINT64_MAX && last > first ? last - first : r->procs[0]->info.duration_ns;
 }
 
 void wp_summarize(const struct wp_profile *p, const struct wp_resolved *r, struct wp_summary *s)
 {
 	memset(s, 0, sizeof(*s));
-	const char *mode = wp_profile_meta(p, "mode");
+	const char *mode = p->info.mode;
 	s->cpu_mode = mode && !strcmp(mode, "cpu");
-	s->duration_ns = r && r->nprocs > 1 ? span(r) : meta_u(p, "duration_ns");
-	s->cpu_user_ns = sum_cpu(p, r, "cpu_user_ns");
-	s->cpu_sys_ns = sum_cpu(p, r, "cpu_sys_ns");
-	s->sampler_cpu_ns = sum_u(p, r, "sampler_cpu_ns");
-	s->hz = meta_u(p, "hz");
+	s->duration_ns = r && r->nprocs > 1 ? span(r) : p->info.duration_ns;
+	s->cpu_user_ns = sum_cpu(p, r, INFO(cpu_user_ns));
+	s->cpu_sys_ns = sum_cpu(p, r, INFO(cpu_sys_ns));
+	s->sampler_cpu_ns = sum_u(p, r, INFO(sampler_cpu_ns));
+	s->hz = p->info.hz;
 	s->interval_ns = s->hz ? 1000000000ull / s->hz : 0;
-	s->ticks = sum_u(p, r, "ticks");
-	s->ticks_late = sum_u(p, r, "ticks_late");
-	s->window_sum_ns = sum_u(p, r, "window_sum_ns");
-	s->ncpus = (long)wp_profile_meta_ll(p, "ncpus", 0);
+	s->ticks = sum_u(p, r, INFO(ticks));
+	s->ticks_late = sum_u(p, r, INFO(ticks_late));
+	s->window_sum_ns = sum_u(p, r, INFO(window_sum_ns));
+	s->ncpus = (long)p->info.ncpus;
 	if (s->ncpus <= 0)
 		s->ncpus = sysconf(_SC_NPROCESSORS_ONLN);
 	if (s->ncpus <= 0)
@@ -140,7 +144,7 @@ void wp_summarize(const struct wp_profile *p, const struct wp_resolved *r, struc
 		s->samples = s->samples_all;
 		s->threads = p->nthreads;
 	}
-	uint64_t taken = sum_u(p, r, "samples");
+	uint64_t taken = sum_u(p, r, INFO(samples));
 	s->units = taken && s->samples_all > taken ? (double)s->samples_all / (double)taken : 1.0;
 	for (size_t k = 0; r && k < r->nprocs; k++)
 		missed(r->procs[k], s);
@@ -152,7 +156,7 @@ void wp_summarize(const struct wp_profile *p, const struct wp_resolved *r, struc
 	if (r && r->nprocs > 1)
 		for (size_t k = 0; k < r->nprocs; k++)
 			s->thread_life_ns += thread_life(r->procs[k],
-							 meta_u(r->procs[k], "duration_ns"));
+							 r->procs[k]->info.duration_ns);
 	else
 		s->thread_life_ns = thread_life(p, s->duration_ns);
 	uint64_t budget = s->cpu_mode ? s->program_cpu_ns : s->thread_life_ns;

@@ -13,6 +13,7 @@
 #include "common/profile.h"
 #include "resolve.h"
 #include "run.h"
+#include "rwaits.h" /* wp_thread_budget: time per kind of wait */
 #include "textfmt.h" /* wp_pct */
 
 #define WP_MISSED_CAUSES 16

@@ -1,13 +1,10 @@
 #include "waits.h"
 
-#include "resolve.h"
-
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <uthash.h>
 
 static const char *const kind_names[WP_WAIT__N] = {
 	[WP_WAIT_LOCK] = "lock",	   [WP_WAIT_RWLOCK] = "rwlock", [WP_WAIT_CONDITION] = "condition",
@@ -272,132 +269,13 @@ void wp_wait_pipe_used_by(char *obj, size_t cap, const char *who)
 		snprintf(obj + n, cap - n, " (other end seen blocked on it: %s)", who);
 }
 
-/* ---- totals per object, over a model (the one count every report shows) ---- */
-
-uint64_t wp_rwait_samples(const struct wp_rstack *s, uint32_t k)
+int wp_runtime_module(const char *m)
 {
-	return s->waits[k].count; /* capped when the model was built (resolve.c's cap_waits) */
-}
-
-uint64_t wp_rstack_unwaited(const struct wp_rstack *s)
-{
-	uint64_t rest = s->count;
-	for (uint32_t k = 0; k < s->nwaits; k++)
-		rest -= wp_rwait_samples(s, k);
-	return rest;
-}
-
-void wp_wait_frame_name(const struct wp_rwait *w, char *buf, size_t cap)
-{
-	snprintf(buf, cap, "[wait %s %s]", wp_wait_kind_name(w->kind), w->object ? w->object : "?");
-}
-
-struct total_key {
-	UT_hash_handle hh;
-	size_t at; /* index in the totals */
-	char key[]; /* the kind's letter, then the object */
-};
-
-static void *must(void *p)
-{
-	if (!p) {
-		fprintf(stderr, "wallprof: out of memory\n");
-		exit(1);
-	}
-	return p;
-}
-
-/* The index of the total of (kind, object) in *v, added when new. */
-static size_t total_of(struct total_key **tab, struct wp_wait_total **v, size_t *n,
-		       const struct wp_rwait *w)
-{
-	const char *obj = w->object ? w->object : "?";
-	size_t len = 1 + strlen(obj);
-	struct total_key *t;
-	char small[256], *key = len + 1 <= sizeof(small) ? small : must(malloc(len + 1));
-	key[0] = (char)('a' + w->kind);
-	memcpy(key + 1, obj, len);
-	HASH_FIND(hh, *tab, key, len, t);
-	if (!t) {
-		t = must(malloc(sizeof(*t) + len + 1));
-		memcpy(t->key, key, len + 1);
-		t->at = *n;
-		HASH_ADD_KEYPTR(hh, *tab, t->key, len, t);
-		if (!(*n & (*n + 1))) /* 0, 1, 3, 7...: double */
-			*v = must(realloc(*v, (2 * *n + 1) * sizeof(**v)));
-		(*v)[(*n)++] = (struct wp_wait_total){ .kind = w->kind, .object = obj };
-	}
-	if (key != small)
-		free(key);
-	return t->at;
-}
-
-struct ranked {
-	struct wp_wait_total t;
-	size_t was; /* its index before the sort */
-};
-
-static int by_total(const void *a, const void *b)
-{
-	const struct wp_wait_total *x = &((const struct ranked *)a)->t;
-	const struct wp_wait_total *y = &((const struct ranked *)b)->t;
-	if (x->count != y->count)
-		return x->count < y->count ? 1 : -1;
-	int c = strcmp(x->object, y->object);
-	return c ? c : (int)x->kind - (int)y->kind;
-}
-
-/* Sorts the n totals, and makes `of` (nof indexes into them) follow. */
-static void sort_totals(struct wp_wait_total *v, size_t n, uint32_t *of, size_t nof)
-{
-	struct ranked *rk = must(malloc((n ? n : 1) * sizeof(*rk)));
-	uint32_t *moved = must(malloc((n ? n : 1) * sizeof(*moved)));
-	for (size_t i = 0; i < n; i++)
-		rk[i] = (struct ranked){ v[i], i };
-	qsort(rk, n, sizeof(*rk), by_total);
-	for (size_t i = 0; i < n; i++) {
-		v[i] = rk[i].t;
-		moved[rk[i].was] = (uint32_t)i;
-	}
-	for (size_t i = 0; of && i < nof; i++)
-		if (of[i] != UINT32_MAX)
-			of[i] = moved[of[i]];
-	free(moved);
-	free(rk);
-}
-
-struct wp_wait_total *wp_wait_totals(const struct wp_resolved *r,
-				     int (*keep)(const struct wp_rstack *, void *), void *arg,
-				     size_t *n, uint32_t **of)
-{
-	struct total_key *tab = NULL, *t, *tmp;
-	struct wp_wait_total *v = NULL;
-	uint32_t *at = must(malloc((r->nwaits + 1) * sizeof(*at)));
-	*n = 0;
-	for (size_t i = 0; i < r->nwaits; i++)
-		at[i] = UINT32_MAX;
-	for (size_t i = 0; i < r->nstacks; i++) {
-		const struct wp_rstack *s = &r->stacks[i];
-		if (keep && !keep(s, arg))
-			continue;
-		for (uint32_t k = 0; k < s->nwaits; k++) {
-			uint64_t c = wp_rwait_samples(s, k);
-			if (!c)
-				continue;
-			size_t j = total_of(&tab, &v, n, &s->waits[k]);
-			v[j].count += c;
-			v[j].weight_ns += s->waits[k].weight_ns;
-			at[&s->waits[k] - r->waits] = (uint32_t)j;
-		}
-	}
-	HASH_ITER(hh, tab, t, tmp) {
-		HASH_DEL(tab, t);
-		free(t);
-	}
-	sort_totals(v, *n, at, r->nwaits);
-	if (of)
-		*of = at;
-	else
-		free(at);
-	return v;
+	/* libc's file names: "libc.so.6", and "libc-2.31.so" before glibc 2.34 */
+	static const char *const pre[] = { "libc.so", "libc-", "libpthread", "ld-linux",
+					   "libstdc++", "libgcc_s", "[vdso]" };
+	for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++)
+		if (m && !strncmp(m, pre[i], strlen(pre[i])))
+			return 1;
+	return 0;
 }

@@ -4,9 +4,9 @@
  * join (they all wait in futex), the ELF symbol tables name a global mutex, the THREAD records
  * name a joined thread or a lock's holder.
  *
- * The classification is pure (no profile, no symbolizer): wp_wait_classify and
- * wp_wait_describe, unit-tested in test/unit/test_waits.c. resolve.c attaches the result to
- * each kept stack (struct wp_rstack's waits). */
+ * The classification is pure (no profile, no model, no symbolizer): wp_wait_classify and
+ * wp_wait_describe, unit-tested in test/unit/test_waits.c. The model's waits, attached to
+ * each kept stack (struct wp_rstack's waits) and counted, are rwaits.h's. */
 #ifndef WP_WAITS_MODEL_H
 #define WP_WAITS_MODEL_H
 
@@ -14,8 +14,6 @@
 #include <stdint.h>
 
 #include "common/profile.h"
-
-struct wp_rframe;
 
 enum wp_wait_kind {
 	WP_WAIT_LOCK,      /* a pthread mutex (and what is built on it) */
@@ -78,53 +76,10 @@ void wp_wait_duration(uint64_t ns, char *buf, size_t cap);
 /* "[wait " + the longest kind name + " " + an object + "]" */
 #define WP_WAIT_LEAF_MAX (WP_WAIT_OBJECT_MAX + 32)
 
-/* One kind and object of some of a kept stack's waiting samples. */
-struct wp_rwait {
-	enum wp_wait_kind kind;
-	const char *object; /* owned by the model */
-	uint32_t holder;    /* lock, rwlock: the holder's tid (a mutex's owner, an rwlock's
-			     * writer) when it is a thread of the profile, else 0 */
-	const char *waiter; /* the program's function nearest the leaf (the caller of libc's
-			     * waiting code), NULL when the stack has none */
-	/* lock, rwlock: the holder's stack sampled in the same tick, ROOT FIRST (owned by the
-	 * model), holder_n frames; none (NULL, 0) when the agent sampled none. Shown whatever
-	 * the filter: a holder of a thread the filter leaves out still shows under the waits of
-	 * the threads it keeps (it is what they waited for). */
-	const struct wp_rframe *holder_frames;
-	uint32_t holder_n;
-	uint64_t count, weight_ns;
-};
-
-struct wp_resolved;
-struct wp_rstack;
-
-/* The samples of s->waits[k]: a stack's waits add up to at most its count (the agent counts
- * a WAIT record's samples apart from its stack's, and a record cut short by a checkpoint can
- * say more), so the model caps them when it is built, the waits after those that fill the
- * stack taking what is left. Every count per wait object (the text report's WAITS,
- * --compare, the live view, the flame graph, the exports) is of these. */
-uint64_t wp_rwait_samples(const struct wp_rstack *s, uint32_t k);
-/* The samples of s in none of its waits (its count less every wp_rwait_samples). */
-uint64_t wp_rstack_unwaited(const struct wp_rstack *s);
-/* The frame a wait is shown by, "[wait KIND OBJECT]" (resolve.h's wp_rwait_adds_frame says
- * when): in buf, at most cap bytes (WP_WAIT_LEAF_MAX holds any). */
-void wp_wait_frame_name(const struct wp_rwait *w, char *buf, size_t cap);
-
-/* The samples and time that waited in one object (kind and object text) over a model. */
-struct wp_wait_total {
-	enum wp_wait_kind kind;
-	const char *object; /* the model's (one of its waits') */
-	uint64_t count, weight_ns;
-};
-
-/* Per wait object, over the stacks of r that keep(stack, arg) keeps (keep NULL: every one),
- * counting wp_rwait_samples: most samples first, then by object and kind. Objects are matched
- * by kind and text (the model keeps one copy per WAIT record). Returns a malloc'ed array of
- * *n totals (NULL when none). With `of`, *of is a malloc'ed array of r->nwaits indexes: the
- * total each of r's waits went to (UINT32_MAX: none), for a report to add its own columns.
- * Exits when out of memory, as the model's build does. */
-struct wp_wait_total *wp_wait_totals(const struct wp_resolved *r,
-				     int (*keep)(const struct wp_rstack *, void *), void *arg,
-				     size_t *n, uint32_t **of);
+/* Whether module `m` (a basename) is the C runtime whose waiting code every wait goes
+ * through: the C library, libpthread, the loader, libstdc++ (condition_variable, thread),
+ * libgcc_s, the vDSO. The one list: a stack's waiter is never one of its functions, and a
+ * wait leaf replaces its frames at the leaf end of a stack. */
+int wp_runtime_module(const char *m);
 
 #endif

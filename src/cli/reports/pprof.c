@@ -477,15 +477,14 @@ int wp_report_pprof(const struct wp_opts *o, const struct wp_resolved *r,
 	b_num(&head, 12, sum->interval_ns);
 	b_num(&head, 14, (uint64_t)str_index(&e, vtype));
 	/* time_nanos = 9, duration_nanos = 10 */
-	long long t0 = wp_profile_meta_ll(p, "start_unix_ns", 0);
-	if (t0 > 0)
-		b_num(&head, 9, (uint64_t)t0);
+	if (p->info.start_unix_ns)
+		b_num(&head, 9, p->info.start_unix_ns);
 	b_num(&head, 10, sum->duration_ns);
 	/* comment = 13 */
-	comment(&e, &head, "recorded by wallprof ", wp_profile_meta(p, "wallprof_version"));
+	comment(&e, &head, "recorded by wallprof ", p->info.version);
 	comment(&e, &head, "mode: ", vtype);
-	if (wp_profile_meta(p, "command"))
-		comment(&e, &head, "command: ", wp_profile_meta(p, "command"));
+	if (p->info.command)
+		comment(&e, &head, "command: ", p->info.command);
 	if (r->filter.thread)
 		comment(&e, &head, "only thread: ", r->filter.thread);
 

@@ -294,7 +294,7 @@ static uint64_t duration_of(int cpu, uint64_t start, uint64_t next, uint64_t w)
  * Only a thread with no entries, or a timeline the agent stopped recording, falls back. */
 static int no_timeline(const struct wp_profile *p, const struct tid_ent *te)
 {
-	return te->tl_n == 0 || te->split || wp_profile_meta_ll(p, "timeline_truncated", 0) != 0;
+	return te->tl_n == 0 || te->split || p->info.timeline_truncated;
 }
 
 /* `origin`: when process `proc` started, after the first process of the report (its
@@ -446,19 +446,19 @@ int wp_report_speedscope(const struct wp_opts *o, const struct wp_resolved *r,
 	int rc = -1;
 	if (!tids_of || !origin || !credit || wframes_build(&wf, r) != 0)
 		goto oom;
-	long long hz = wp_profile_meta_ll(p, "hz", 0);
+	long long hz = (long long)p->info.hz;
 	uint64_t interval = sum->interval_ns ? sum->interval_ns : 10000000; /* 100 Hz, the default */
 	uint64_t dur = sum->duration_ns;
-	const char *mode = wp_profile_meta(p, "mode");
+	const char *mode = p->info.mode;
 	int cpu = sum->cpu_mode;
 
 	/* Index each timeline by thread (each thread's entries are one run) and count samples.
 	 * Several processes share one time axis, from the first one's start. */
-	long long t0 = wp_profile_meta_ll(p, "start_unix_ns", 0);
+	uint64_t t0 = p->info.start_unix_ns;
 	for (size_t k = 0; k < r->nprocs; k++) {
 		const struct wp_profile *pk = r->procs[k];
-		long long tk = wp_profile_meta_ll(pk, "start_unix_ns", 0);
-		origin[k] = k && t0 > 0 && tk > t0 ? (uint64_t)(tk - t0) : 0;
+		uint64_t tk = pk->info.start_unix_ns;
+		origin[k] = k && t0 > 0 && tk > t0 ? tk - t0 : 0;
 		for (size_t i = 0; i < pk->ntimeline;) {
 			size_t j = i;
 			while (j < pk->ntimeline && pk->timeline[j].tid == pk->timeline[i].tid)
@@ -498,8 +498,8 @@ int wp_report_speedscope(const struct wp_opts *o, const struct wp_resolved *r,
 			nfallback++;
 	}
 
-	const char *ver = wp_profile_meta(p, "wallprof_version");
-	const char *cmd = wp_profile_meta(p, "command");
+	const char *ver = p->info.version;
+	const char *cmd = p->info.command;
 	char name[4200];
 	snprintf(name, sizeof(name), "%s (%s, %lld Hz)", cmd && *cmd ? cmd : "wallprof",
 		 mode ? mode : "wall", hz);

@@ -16,9 +16,8 @@
 #include "cli.h"
 #include "flame.h"
 
-static const char *meta_or(const struct wp_profile *p, const char *key, const char *dflt)
+static const char *or(const char *v, const char *dflt)
 {
-	const char *v = wp_profile_meta(p, key);
 	return v && *v ? v : dflt;
 }
 
@@ -133,7 +132,7 @@ int wp_report_svg(const struct wp_opts *o, const struct wp_resolved *r,
 	const struct wp_profile *p = r->p;
 	struct build b = { 0 };
 	int rc = -1;
-	int hotcold = !strcmp(meta_or(p, "mode", "wall"), "wall");
+	int hotcold = !strcmp(or(p->info.mode, "wall"), "wall");
 	for (size_t i = 0; i < r->nstacks; i++) {
 		const struct wp_rstack *s = &r->stacks[i];
 		if (!s->count)
@@ -151,12 +150,14 @@ int wp_report_svg(const struct wp_opts *o, const struct wp_resolved *r,
 	}
 
 	char title[512], sub[512];
-	const char *cmd = meta_or(p, "command", "(command unknown)");
+	const char *cmd = or(p->info.command, "(command unknown)");
 	snprintf(title, sizeof(title), "%.200s%s (%s time)", cmd, strlen(cmd) > 200 ? "..." : "",
-		 meta_or(p, "mode", "wall"));
+		 or(p->info.mode, "wall"));
+	char hz[24] = "?";
+	if (p->info.hz)
+		snprintf(hz, sizeof(hz), "%llu", (unsigned long long)p->info.hz);
 	int sl = snprintf(sub, sizeof(sub), "wallprof: %llu samples at %s Hz over %.2f s",
-			  (unsigned long long)sum->samples, meta_or(p, "hz", "?"),
-			  (double)sum->duration_ns / 1e9);
+			  (unsigned long long)sum->samples, hz, (double)sum->duration_ns / 1e9);
 	if (r->nprocs > 1 && sl > 0 && (size_t)sl < sizeof(sub))
 		sl += snprintf(sub + sl, sizeof(sub) - (size_t)sl, ", %zu profiles of one run",
 			       r->nprocs);

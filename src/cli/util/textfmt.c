@@ -1,6 +1,7 @@
 #include "textfmt.h"
 
 #include <stdio.h>
+#include <string.h>
 
 const char *wp_num(uint64_t v)
 {
@@ -69,4 +70,74 @@ size_t wp_utf8_seq(const unsigned char *s)
 		if (s[i] < 0x80 || s[i] > 0xbf)
 			return 0;
 	return n;
+}
+
+/* Drops what is inside the last balanced open..close pair of `s` (in place), keeping the
+ * brackets: "f(int, char) const" -> "f() const". Returns 1 if it removed anything. */
+static int drop_last(char *s, char open, char close)
+{
+	char *c = strrchr(s, close);
+	int depth = 0;
+	if (!c)
+		return 0;
+	for (char *q = c; q >= s; q--) {
+		if (*q == close)
+			depth++;
+		else if (*q == open && --depth == 0) {
+			if (c - q <= 1)
+				return 0;
+			memmove(q + 1, c, strlen(c) + 1);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+const char *wp_fit_name(const char *s, int w, char *buf, size_t cap)
+{
+	size_t n = strlen(s);
+	if ((int)n <= w || w < 8)
+		return s;
+	if (wp_name_is_pseudo(s))
+		return wp_fit_head(s, w, buf, cap);
+	/* "module+0xOFF" (no symbol): the offset is what tells rows apart, keep the end */
+	const char *off = strstr(s, "+0x");
+	if (off && !strchr(s, '(')) {
+		snprintf(buf, cap, "...%s", s + n - (size_t)(w - 3));
+		return buf;
+	}
+	snprintf(buf, cap, "%s", s);
+	drop_last(buf, '(', ')');
+	for (int i = 0; i < 16 && (int)strlen(buf) > w; i++)
+		if (!drop_last(buf, '<', '>'))
+			break;
+	/* leading qualifiers: cut at a top-level "::" until it fits */
+	while ((int)strlen(buf) > w) {
+		/* after a first cut buf is "...::rest": look for the next "::" in rest */
+		char *start = strncmp(buf, "...::", 5) ? buf : buf + 5, *cut = NULL;
+		int depth = 0;
+		for (char *q = start; *q && !cut; q++) {
+			if (*q == '<' || *q == '(')
+				depth++;
+			else if ((*q == '>' || *q == ')') && depth > 0)
+				depth--;
+			else if (!depth && q > start && q[0] == ':' && q[1] == ':')
+				cut = q;
+		}
+		if (!cut)
+			break;
+		memmove(buf + 3, cut, strlen(cut) + 1); /* strictly shorter: cut > buf + 3 */
+		memcpy(buf, "...", 3);
+	}
+	if ((int)strlen(buf) > w) /* one identifier too long: keep its start */
+		memcpy(buf + w - 3, "...", 4);
+	return buf;
+}
+
+const char *wp_fit_head(const char *s, int w, char *buf, size_t cap)
+{
+	if ((int)strlen(s) <= w || w < 4)
+		return s;
+	snprintf(buf, cap, "%.*s...", w - 3, s);
+	return buf;
 }

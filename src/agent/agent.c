@@ -134,11 +134,12 @@ static void refresh_names(void)
 /* Whether this process should leave a file: the process the user profiles always (even with
  * no samples, so the run is visible); any other process (a fork child, a program it started,
  * or any process when WALLPROF_ROOT_PID does not say which is the user's) only when it was
- * sampled, so that `sh -c`, build tools and posix_spawn'ed helpers do not litter. */
+ * sampled, or ran unseen (threads that block the signal where no perf clock is allowed: the
+ * profile says so), so that `sh -c`, build tools and posix_spawn'ed helpers do not litter. */
 static int worth_writing(void)
 {
 	int root = !is_fork_child && cfg.root_pid == (int)owner_pid;
-	return root || wp_stats.samples > 0;
+	return root || wp_stats.samples > 0 || wp_stats.unseen_ns > 0;
 }
 
 /* Where the profile goes when out_path cannot be written: the temporary directory, same name. */

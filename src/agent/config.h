@@ -28,7 +28,7 @@ struct wp_config {
 			       * belongs to; "" when absent or not [A-Za-z0-9._-]{1,63} */
 	int autostart;        /* WALLPROF_AUTOSTART: 1/0; -1 = when preloaded, not when linked */
 	/* Test hooks (WALLPROF_TEST=signal-all,no-retry,tight-ration,no-unshare,exit-on-sampler,
-	 * slow-holders, no-waits):
+	 * slow-holders, no-waits, linger, slow-tick, no-perf; the last three below):
 	 * make the sampler signal every chosen thread, make the EINTR interposers pass EINTR
 	 * through, shrink the first-look ration (0.1% of a core, a 100 µs allowance), keep the
 	 * agent on the program's descriptor table (the fallback of fds.h), have the sampler
@@ -50,6 +50,8 @@ struct wp_config {
 	int test_tagless; /* requests go out with tgkill, as where rt_tgsigqueueinfo is refused */
 	int test_slow_tick; /* each tick holds its lock 800 ms longer; a profile written during a
 			     * tick by another thread says test_written_in_tick=1 (sampler.h) */
+	int test_no_perf;   /* no perf clock for threads that block the signal, as where the
+			     * kernel refuses one (perfclock.h): their running time goes unseen */
 };
 
 /* Reads `getenv` into cfg. Returns 0, or -1 after printing the one-line complaint. */

@@ -18,6 +18,7 @@
 #include "clock.h"
 #include "handshake.h"
 #include "peek.h"
+#include "perfclock.h"
 #include "stacks.h"
 #include "stats.h"
 #include "threadmask.h"
@@ -44,6 +45,11 @@
 #define IN_HANDLER_BACKOFF_NS (50 * 1000000ull)
 /* cpu mode: at most this many thread CPU clocks read per tick (round robin beyond). */
 #define CPU_POLLS_PER_TICK 256
+/* cpu mode: at most this many perf clock records (perfclock.h) unwound per tick. A thread's
+ * clock makes one per interval of its CPU time, so a tick on time finds about one per busy
+ * CPU; more wait in their rings for the next tick (a ring that fills loses records, not
+ * time: the next record's count carries it). */
+#define PCLK_RECORDS_PER_TICK 32
 
 
 static struct wp_config cfg;
@@ -325,6 +331,22 @@ static void count_runnable(struct wp_athread *t, uint64_t weight_ns, uint64_t no
 	}
 }
 
+/* `t` ran `weight_ns` (CPU time in cpu mode, wall time in wall mode) with the sampling
+ * signal blocked and no perf clock to see it: that time is unseen (its THREAD record says how
+ * much). When `open`, a clock is opened for what comes next (perfclock.h); when none can be,
+ * the reason goes into the record with the time. A lock holder's extra look is not the
+ * program's time. */
+static void ran_unseen(struct wp_athread *t, uint64_t weight_ns, uint64_t now, int open)
+{
+	if (holder_only)
+		return;
+	t->unseen_ns += weight_ns;
+	if (!t->pclk && open)
+		wp_pclk_open(t, now);
+	if (wp_pclk_why(t))
+		wp_stats.unseen_ns += weight_ns;
+}
+
 /* A thread that did not answer in time. */
 static void missed_answer(struct wp_athread *t, uint64_t weight_ns, uint64_t now)
 {
@@ -346,7 +368,9 @@ static void missed_answer(struct wp_athread *t, uint64_t weight_ns, uint64_t now
 		back_off(t, now, IN_HANDLER_BACKOFF_NS, 1);
 	} else {
 		miss(WP_MISS_BLOCKED);
-		t->flags |= WP_THREAD_UNSAMPLEABLE;
+		ran_unseen(t, weight_ns, now, 1);
+		if (!t->pclk)
+			t->flags |= WP_THREAD_UNSAMPLEABLE;
 		back_off(t, now, BACKOFF_NS, 0);
 	}
 }
@@ -443,11 +467,21 @@ static void sample_signalled(struct wp_athread *t, uint64_t weight_ns, uint64_t 
 	int sig = wp_handshake_signal();
 	if (sig > 0 && ((mask >> (sig - 1)) & 1)) {
 		miss(WP_MISS_BLOCKED);
-		/* Written in its THREAD record, the report says its running time is missing
-		 * (liblzma's workers block every signal: xz -T2's computing was invisible). Not
-		 * for one look: glibc's pthread_create blocks every signal for a moment. */
-		if (++t->blocked_looks >= BLOCKED_LOOKS)
-			t->flags |= WP_THREAD_UNSAMPLEABLE;
+		/* From now on a perf clock samples it (perfclock.h), when it can have one: at once
+		 * for a thread that published its mask, after BLOCKED_LOOKS looks in a row for one
+		 * whose mask came from /proc (glibc's pthread_create blocks every signal for a
+		 * moment, before the new thread publishes its own). Without one, its THREAD record
+		 * says how long it ran unseen, and why (liblzma's workers block every signal:
+		 * xz -T2's computing was invisible). */
+		uint64_t published;
+		uint32_t looks = t->blocked_looks + 1;
+		ran_unseen(t, weight_ns, now,
+			   wp_tmask_lookup(t->tid, &published) || looks >= BLOCKED_LOOKS);
+		if (!t->pclk) {
+			t->blocked_looks = looks;
+			if (looks >= BLOCKED_LOOKS)
+				t->flags |= WP_THREAD_UNSAMPLEABLE;
+		}
 		return;
 	}
 	t->blocked_looks = 0;
@@ -787,8 +821,133 @@ void wp_sample_holders(struct wp_athread **ts, size_t n, uint64_t now)
 	holder_only = 0;
 }
 
+/* Threads that block the signal and have a perf clock (perfclock.h). How their records
+ * count:
+ *   - cpu mode: every record is a sample of the thread running, worth the CPU time its
+ *     clock counted since the record before (one interval; more when records were lost),
+ *     unwound and counted like a signalled sample's copy;
+ *   - wall mode: a tick samples such a thread as any other: from its CPU clock when it has
+ *     not run since its last sample, from /proc when it is blocked in the kernel, and when
+ *     it runs (or waits for a CPU), instead of a signal, with its newest record, the latest
+ *     interval of CPU time it ran through, counted with the tick's weight (sample_clocked).
+ *     So its wall time is split between running and waiting by the ticks, exactly as for a
+ *     signalled thread, and the stack of a running sample is at most one interval of its
+ *     CPU time old. The other records are dropped unread.
+ * Called at the start of each tick, before any owner read of the tick (wait_locks.h: a
+ * record is older than them). Each clock is closed once its thread has ended, is excluded
+ * or has let the signal through for a second (still_blocks; then it is signalled again). */
+static void count_clocked(struct wp_athread *t, const struct wp_pclk_rec *r, void *arg)
+{
+	(void)arg;
+	record_copy(t, r->gregs, r->stack, r->stack_len, 0, r->weight_ns,
+		    r->time_ns > start_ns ? r->time_ns : start_ns, -1);
+}
+
+/* Whether `t`, which has a perf clock, still blocks the signal: by the mask it publishes
+ * (threadmask.h), else by /proc's SigBlk, read again at most once a second. A clock is kept
+ * until its thread has let the signal through at every tick for a second (and at least
+ * BLOCKED_LOOKS ticks): a thread that blocks signals around short critical sections would
+ * otherwise have one opened and closed again and again (~70 us of sampler CPU each time),
+ * while one kept open samples it right whatever its mask. */
+static int still_blocks(struct wp_athread *t, uint64_t now)
+{
+	int sig = wp_handshake_signal();
+	uint64_t mask;
+	if (sig <= 0)
+		return 1;
+	if (wp_tmask_lookup(t->tid, &mask)) {
+		if ((mask >> (sig - 1)) & 1) {
+			t->pclk_unblocked = 0;
+			return 1;
+		}
+		if (!t->pclk_unblocked++)
+			t->pclk_unblocked_at = now;
+		return t->pclk_unblocked < BLOCKED_LOOKS || now - t->pclk_unblocked_at < BACKOFF_NS;
+	}
+	if (now < t->pclk_look_at)
+		return 1;
+	t->pclk_look_at = now + BACKOFF_NS;
+	t->proc_sigblk = proc_sigblk(t->tid);
+	t->sigblk_read = 1;
+	return (t->proc_sigblk >> (sig - 1)) & 1;
+}
+
+static void clocked_tick(uint64_t now)
+{
+	static size_t cursor;
+	size_t n = wp_pclk_slots(), budget = PCLK_RECORDS_PER_TICK;
+	if (!wp_pclk_open_now())
+		return;
+	for (size_t k = 0; k < n; k++) {
+		struct wp_athread *t = wp_pclk_thread((cursor + k) % n);
+		if (!t)
+			continue;
+		int keep = t->alive && !wp_threads_is_excluded(t->tid) && still_blocks(t, now);
+		if (cfg.mode == WP_MODE_CPU) {
+			/* a clock about to close gives all it has */
+			size_t got = wp_pclk_read(t, keep ? budget : SIZE_MAX, count_clocked, NULL);
+			budget -= got < budget ? got : budget;
+		} else {
+			wp_pclk_newest(t, NULL); /* the rest would fill its ring */
+		}
+		if (keep)
+			continue;
+		wp_pclk_close(t);
+		if (t->alive) {
+			/* signalled from now on: its CPU time counts from its next poll */
+			t->poll_cpu_ns = -1;
+			t->credit_ns = 0;
+			t->blocked_looks = 0;
+		} else {
+			wp_threads_forget_unsampled(t);
+		}
+	}
+	cursor = (cursor + 1) % n;
+}
+
+/* Wall mode: `t` (which has a perf clock) runs or waits for a CPU: its newest record instead
+ * of a signal (clocked_tick says why that counts right). Outside any window. */
+static void sample_clocked(struct wp_athread *t, uint64_t weight_ns, uint64_t now)
+{
+	struct wp_pclk_rec r;
+	if (!wp_pclk_newest(t, &r)) {
+		/* it has not run a whole interval since its clock opened */
+		miss(WP_MISS_BLOCKED);
+		t->unseen_ns += weight_ns;
+		return;
+	}
+	/* A lock holder must be sampled after its waiter's owner read (wait_locks.h); a record
+	 * may be older than that read, so it does not count as that sample (wp_sample_holders
+	 * never takes one: a holder that blocks the signal is missed, `holder_missed`). */
+	uint64_t seq = t->lock_seq;
+	uint32_t stack = t->lock_stack;
+	int64_t cpu = t->lock_cpu_ns;
+	struct wp_stack_entry *e = record_copy(t, r.gregs, r.stack, r.stack_len, 0, weight_ns,
+					       now, -1);
+	t->lock_seq = seq;
+	t->lock_stack = stack;
+	t->lock_cpu_ns = cpu;
+	if (e)
+		note_runnable(t, e, weight_ns, 0, now); /* running, or waiting for a CPU */
+}
+
+void wp_sample_end_clocks(void)
+{
+	for (size_t i = 0; i < wp_pclk_slots(); i++) {
+		struct wp_athread *t = wp_pclk_thread(i);
+		if (!t)
+			continue;
+		if (cfg.mode == WP_MODE_CPU)
+			wp_pclk_read(t, SIZE_MAX, count_clocked, NULL);
+		wp_pclk_close(t);
+		if (!t->alive)
+			wp_threads_forget_unsampled(t);
+	}
+}
+
 static void tick_wall(uint64_t now)
 {
+	clocked_tick(now);
 	size_t n;
 	struct wp_athread **live = wp_threads_live(&n);
 	if (!n)
@@ -828,7 +987,9 @@ static void tick_wall(uint64_t now)
 			if (!on_cpu_now(t, t->last_cpu_ns) && look_blocked(t, weight, now))
 				continue;
 		}
-		if (off)
+		if (t->pclk)
+			sample_clocked(t, weight, now); /* it blocks the signal: never signalled */
+		else if (off)
 			count_backed_off(t, weight, now);
 		else
 			sample_signalled(t, weight, now);
@@ -841,13 +1002,14 @@ static void tick_wall(uint64_t now)
 static void tick_cpu(uint64_t now)
 {
 	static size_t cursor;
+	clocked_tick(now);
 	size_t n;
 	struct wp_athread **live = wp_threads_live(&n);
 	size_t polls = n < CPU_POLLS_PER_TICK ? n : CPU_POLLS_PER_TICK;
 	for (size_t i = 0; i < polls; i++) {
 		struct wp_athread *t = live[(cursor + i) % n];
-		if (!t->alive || wp_threads_is_excluded(t->tid))
-			continue;
+		if (!t->alive || wp_threads_is_excluded(t->tid) || t->pclk)
+			continue; /* (a perf clock's records are its samples: clocked_tick) */
 		int64_t cpu = wp_thread_cpu_ns(t->tid);
 		if (cpu < 0) {
 			wp_threads_gone(t);
@@ -883,6 +1045,7 @@ void wp_sample_begin(const struct wp_config *c, uint64_t run_start_ns, uint64_t 
 {
 	cfg = *c;
 	start_ns = run_start_ns;
+	wp_pclk_begin(c, every_ns);
 	prev_tick = run_start_ns; /* a fork child's too: not its parent's last tick */
 	interval_ns = every_ns;
 }
@@ -919,4 +1082,5 @@ void wp_sample_forget(void)
 	wp_locks_reset();
 	state_look_tokens = FIRST_LOOK_BURST_NS;
 	state_look_refilled = 0;
+	wp_pclk_forget();
 }

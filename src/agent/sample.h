@@ -25,6 +25,11 @@ void wp_sample_tick(uint64_t now);
  * WP_HS_BATCH. */
 struct wp_athread;
 void wp_sample_holders(struct wp_athread **ts, size_t n, uint64_t now);
+/* The sampler stops: the perf clocks of threads that block the signal (perfclock.h) are
+ * closed, in cpu mode after counting what they recorded since the last tick (before the
+ * final write). A sampler started again (a failed exec, wallprof_start) opens new ones as
+ * it finds such threads. */
+void wp_sample_end_clocks(void);
 /* Forgets per-thread back-offs and the first-look ration (a new profile, a fork child). */
 void wp_sample_forget(void);
 

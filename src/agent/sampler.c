@@ -468,6 +468,11 @@ static void *run(void *arg)
 		if (!left && !ending)
 			end_process();
 	}
+	/* the perf clocks of threads that block the signal: closed, their records since the
+	 * last tick counted first (cpu mode) */
+	lock_tick();
+	wp_sample_end_clocks();
+	unlock_tick();
 	run_job(); /* one handed over as the stop came */
 	struct timespec ts;
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)

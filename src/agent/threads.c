@@ -197,14 +197,22 @@ static void forget_or_keep(struct wp_athread *t)
 {
 	t->alive = 0;
 	t->flags |= WP_THREAD_EXITED;
-	if (t->samples == 0 && !t->lock_seq) {
+	if (t->samples == 0 && !t->lock_seq && !t->pclk && !t->unseen_why) {
 		/* Never sampled (lock_seq: not even as a lock holder, whose stack needs its
 		 * THREAD record): nothing to report, so thousands of short-lived threads cost
-		 * nothing once gone. */
+		 * nothing once gone. One with a perf clock open still has records to be read
+		 * (sample.c closes it, then calls wp_threads_forget_unsampled); one that ran
+		 * unseen because no clock could be had has that to report. */
 		HASH_DEL(by_tid, t);
 		free(t->tl);
 		free(t);
 	}
+}
+
+void wp_threads_forget_unsampled(struct wp_athread *t)
+{
+	if (!t->alive && !t->pclk)
+		forget_or_keep(t);
 }
 
 static void relist(uint64_t rel_ns)

@@ -65,6 +65,16 @@ struct wp_athread {
 	uint64_t proc_sigblk;
 	int sigblk_read;
 	uint32_t blocked_looks; /* ticks in a row it blocked the sampling signal (sample.c) */
+	/* perfclock.h: its perf clock's slot + 1 (0: none), ticks in a row its mask let the
+	 * signal through while one was open and since when, when to read its SigBlk again (it
+	 * publishes no mask) and when to try opening one again; the time it ran blocking the
+	 * signal that no sample saw (sample.c: CPU time in cpu mode, wall time in wall mode)
+	 * and why (wp_pclk_why; 0: nothing failed) */
+	int pclk;
+	uint32_t pclk_unblocked;
+	uint64_t pclk_unblocked_at, pclk_look_at, pclk_retry_at;
+	uint64_t unseen_ns;
+	uint8_t unseen_why;
 
 	uint64_t samples, running, waiting;
 	uint64_t first_ns, last_ns; /* since the run's start */
@@ -108,6 +118,10 @@ struct wp_athread **wp_threads_live(size_t *n);
 struct wp_athread *wp_threads_all(void);
 /* Marks `t` gone (its tid answered ESRCH). */
 void wp_threads_gone(struct wp_athread *t);
+/* An ended thread whose perf clock (perfclock.h) has just been closed: forgotten now when it
+ * was never sampled (a thread with a clock open is kept until then, as the clock's slot
+ * points to it). */
+void wp_threads_forget_unsampled(struct wp_athread *t);
 /* Reads /proc/self/task/TID/<file> into buf (NUL-terminated). Returns the length, or -1.
  * Opens a file: outside suspension windows only. */
 ssize_t wp_threads_read_proc(pid_t tid, const char *file, char *buf, size_t cap);

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "handshake.h"
 #include "modules.h"
+#include "perfclock.h"
 #include "sampler.h"
 #include "stacks.h"
 #include "task.h"
@@ -113,6 +114,11 @@ static size_t build_meta(const char *extra)
 		       (unsigned long long)wp_cpuwait_reads(),
 		       (unsigned long long)wp_cpuwait_state_reads(),
 		       (unsigned long long)wp_cpuwait_read_ns());
+	n += wp_format(meta + n, sizeof(meta) - n,
+		       "perf_clock_threads=%llu\nperf_clock_records=%llu\nperf_clock_lost=%llu\n"
+		       "unseen_ns=%llu\n",
+		       (unsigned long long)wp_pclk_opened(), (unsigned long long)wp_pclk_records(),
+		       (unsigned long long)wp_pclk_lost(), (unsigned long long)wp_stats.unseen_ns);
 	for (int i = 0; i < WP_MISS__N; i++)
 		n += wp_format(meta + n, sizeof(meta) - n, "missed_%s=%llu\n", wp_miss_name(i),
 			       (unsigned long long)wp_stats.missed[i]);
@@ -163,8 +169,16 @@ static void write_threads(void)
 					   .waiting = t->waiting, .first_ns = t->first_ns,
 					   .last_ns = t->last_ns,
 					   .name_len = (uint32_t)strnlen(t->name, sizeof(t->name)) };
-		record(WP_REC_THREAD, &r, sizeof(r), r.name_len);
+		/* appended after the name (format.h): the time it ran unseen, and why */
+		const char *why = wp_pclk_why(t);
+		uint32_t why_len = why ? (uint32_t)strlen(why) : 0;
+		uint64_t unseen = t->unseen_ns;
+		record(WP_REC_THREAD, &r, sizeof(r),
+		       (uint64_t)r.name_len + sizeof(unseen) + sizeof(why_len) + why_len);
 		put(t->name, r.name_len);
+		put(&unseen, sizeof(unseen));
+		put(&why_len, sizeof(why_len));
+		put(why, why_len);
 	}
 }
 

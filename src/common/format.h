@@ -65,7 +65,11 @@ struct wp_rec_module {
 _Static_assert(sizeof(struct wp_rec_module) == 40, "MODULE's fixed fields are 40 bytes");
 
 /* One thread. first_ns/last_ns: when it was first/last seen, relative to the run's start.
- * Followed by name_len bytes of name. */
+ * Followed by name_len bytes of name. After the name (appended later): a u64 unseen_ns, the
+ * time it ran with the sampling signal blocked that no sample saw (CPU time in cpu mode, wall
+ * time in wall mode), then a u32 why_len and why_len bytes saying why it could not be seen
+ * (the perf clock that samples such threads was refused: docs/design.md), empty when nothing
+ * failed. Older files end at the name (read as 0 and ""); older readers ignore the bytes. */
 struct wp_rec_thread {
 	uint32_t tid, flags;
 	uint64_t samples, running, waiting, first_ns, last_ns;

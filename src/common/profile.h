@@ -24,6 +24,10 @@ struct wp_thread {
 	uint64_t samples, running, waiting;
 	uint64_t first_ns, last_ns;
 	char *name;
+	/* appended after THREAD's first version (format.h): the time it ran unseen, blocking
+	 * the sampling signal, and why (""; both 0/"" in older files) */
+	uint64_t unseen_ns;
+	char *unseen_why;
 };
 
 struct wp_stack {

@@ -367,7 +367,25 @@ static int parse_thread(struct parser *ps, size_t off, const struct wp_rec_threa
 		return fail(ps, "thread %" PRIu32 " at offset %zu: name of %" PRIu32
 			    " bytes runs past the end of its %zu-byte record", t->tid, off, name_len, n);
 	t->name = text_copy(ps, "thread", t->tid, off, "name", pl + sizeof(*r), name_len);
-	return t->name ? 0 : -1;
+	if (!t->name)
+		return -1;
+	/* appended after THREAD's first version, after the name: the time it ran unseen and
+	 * why (absent in older files) */
+	const uint8_t *q = pl + sizeof(*r) + name_len;
+	size_t left = n - sizeof(*r) - name_len;
+	uint32_t why_len = 0;
+	if (left >= 8)
+		t->unseen_ns = rd64(q);
+	if (left >= 12)
+		why_len = rd32(q + 8);
+	if (text_len_ok(ps, "thread", t->tid, off, "unseen reason", why_len) < 0)
+		return -1;
+	if (left >= 12 && why_len > left - 12)
+		return fail(ps, "thread %" PRIu32 " at offset %zu: unseen reason of %" PRIu32
+			    " bytes runs past the end of its %zu-byte record", t->tid, off, why_len, n);
+	t->unseen_why = text_copy(ps, "thread", t->tid, off, "unseen reason",
+				  left >= 12 ? q + 12 : q, why_len);
+	return t->unseen_why ? 0 : -1;
 }
 
 /* A STACK record (as parse_module). */

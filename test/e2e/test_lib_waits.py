@@ -16,10 +16,17 @@ Wall mode, `--format=folded --per-thread --waits`:
 - selector: its select is not read as a count of descriptors ("of 41 fds" before), and
   >= 90% of its waits name the pipe's read end it waits on;
 - vforker: >= 90% of its waiting samples say [wait child vfork] ("other syscall 58" before).
-The text report's WAITS section lists the ticker's sleep as one object. masked's THREAD record
-is flagged unsampleable (it was not: xz -T2's workers computed unseen, their budgets saying
-'condition 100%'), the report warns of it, and its time budget says its running time is
-missing.
+The text report's WAITS section lists the ticker's sleep as one object. masked, never
+signalled, is sampled by its perf clock while it computes (issue 18; before, it was flagged
+unsampleable and its budget said its running time was missing: xz -T2's workers computed
+unseen, their budgets saying 'condition 100%'): its THREAD record is not flagged, its budget
+has it running >= 15% of the time (it computes 100 ms and sleeps 100 ms in turn, on a
+machine that may keep it waiting for a CPU; before: 0%) and its running samples are in
+compute_masked. (Its running + waiting for a CPU is not held to ~50%: with the task sampler
+merged from main, 2 runs in 6 gave most of its sleep's samples, 154 of 182 in one, to
+"waiting for a CPU": the WAIT records of its clock_nanosleep stack moved there by cpuwait.c
+from the growth of its schedstat run_delay; not pinned down further.) The report's line for
+a thread whose perf clock is refused is test_masked_split.py's.
 """
 import os
 import re
@@ -88,17 +95,27 @@ def main(t):
 
     raw = wp.read_raw(prof)
     th = raw.threads.get(tid["masked"])
-    t.check(th is not None and th["flags"] & 0x2,
-            "masked: its THREAD record says it could not be sampled (0x2)", repr(th))
-    t.check(re.search(r"^\[WARNING\] thread \S+ \(tid %d\) could not be sampled"
-                      % tid["masked"], r.stdout, re.M),
-            "masked: the report warns that it could not be sampled")
+    t.check(th is not None and not th["flags"] & wp.THREAD_UNSAMPLEABLE and th["running"] > 0
+            and not th["unseen_why"],
+            "masked: its THREAD record has running samples, not flagged unsampleable",
+            repr(th))
+    t.check(not re.search(r"^\[WARNING\] thread \S+ \(tid %d\) could not be sampled"
+                          % tid["masked"], r.stdout, re.M),
+            "masked: the report does not warn that it could not be sampled")
     sec = re.search(r"^\S+ \(tid %d\b.*?(?=^\S|\Z)" % tid["masked"], r.stdout, re.M | re.S)
-    if sec:
-        t.check("its running time missing" in sec.group(0),
-                "masked: its time budget says its running time is missing", sec.group(0))
-    else:
-        t.note("masked: never sampled, no section of its own")
+    text = sec.group(0) if sec else ""
+    t.check(sec and "running time missing" not in text and "unseen:" not in text,
+            "masked: its section has no running time missing", text or r.stdout[-2000:])
+    b = wp.time_budgets(r.stdout).get(tid["masked"], {})
+    t.check(b.get("running", 0) >= 15, "masked: its budget has it running %.1f%% of the time "
+            "(computes 100 ms, sleeps 100 ms)" % b.get("running", 0), text)
+    rep = wp.wallprof(["--report", prof, "--format=folded", "--per-thread", "--thread=%d"
+                       % tid["masked"]])
+    running = {f: n for f, n in wp.parse_folded(rep.stdout).items() if "sleep_ns" not in f}
+    inside = sum(n for f, n in running.items() if "compute_masked" in f)
+    t.check(sum(running.values()) >= 20 and inside >= 0.9 * sum(running.values()),
+            "masked: >= 90%% of its samples outside its sleep are in compute_masked: %d of %d"
+            % (inside, sum(running.values())), repr(sorted(running.items(), key=lambda kv: -kv[1])[:5]))
 
     objs = re.findall(r"^\s+[\d.]+%\s+\S+(?: \S+)?\s+sleep\s+(.*)$", r.stdout, re.M)
     t.check(objs.count("until a CLOCK_MONOTONIC deadline") == 1 and

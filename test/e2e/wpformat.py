@@ -199,7 +199,13 @@ def read(path):
                      offset=f["file_offset"])
             p.modules.append(f)
         elif rtype == REC_THREAD:
-            f["name"] = _text(rest[:f["name_len"]])
+            nl = f["name_len"]
+            f["name"] = _text(rest[:nl])
+            # appended after THREAD's first version: the time it ran unseen (blocking the
+            # sampling signal) and why (absent in older files)
+            f["unseen_ns"] = struct.unpack_from("<Q", rest, nl)[0] if len(rest) >= nl + 8 else 0
+            wl = struct.unpack_from("<I", rest, nl + 8)[0] if len(rest) >= nl + 12 else 0
+            f["unseen_why"] = _text(rest[nl + 12:nl + 12 + wl])
             p.threads[f["tid"]] = f
         elif rtype == REC_STACK:
             if 8 * f["nframes"] > len(rest):

@@ -146,6 +146,26 @@ static inline void rec_thread(struct buf *b, uint32_t tid, uint32_t flags, uint6
 	rec_end(b, r);
 }
 
+/* A THREAD record with the fields appended after its name: the time it ran unseen and why. */
+static inline void rec_thread_unseen(struct buf *b, uint32_t tid, uint64_t samples,
+				     const char *name, uint64_t unseen_ns, const char *why)
+{
+	size_t r = rec_begin(b, WP_REC_THREAD);
+	put_u32(b, tid);
+	put_u32(b, 0);
+	put_u64(b, samples);
+	put_u64(b, samples);
+	put_u64(b, 0);
+	put_u64(b, 0);
+	put_u64(b, 0);
+	put_u32(b, (uint32_t)strlen(name));
+	put(b, name, strlen(name));
+	put_u64(b, unseen_ns);
+	put_u32(b, (uint32_t)strlen(why));
+	put(b, why, strlen(why));
+	rec_end(b, r);
+}
+
 static inline void rec_stack(struct buf *b, uint32_t id, uint32_t tid, uint32_t flags, uint64_t count,
 		      uint64_t weight, const uint64_t *pcs, uint32_t n)
 {

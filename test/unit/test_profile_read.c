@@ -434,6 +434,49 @@ static void test_end(void)
 	}
 }
 
+/* A THREAD record's appended unseen time and reason (format.h); older files lack them. */
+static void thread_tail(struct buf *b, uint32_t tid, const char *name, uint64_t unseen,
+			const char *why, uint32_t why_len)
+{
+	size_t r = rec_begin(b, WP_REC_THREAD);
+	put_u32(b, tid);
+	put_u32(b, 0);
+	for (int i = 0; i < 5; i++)
+		put_u64(b, 0);
+	put_u32(b, (uint32_t)strlen(name));
+	put(b, name, strlen(name));
+	put_u64(b, unseen);
+	put_u32(b, why_len);
+	put(b, why, strlen(why));
+	rec_end(b, r);
+}
+
+static void test_thread_unseen(void)
+{
+	struct buf b;
+	header(&b, WP_FORMAT_VERSION);
+	thread_tail(&b, 7, "masked", 1500000000ull, "perf_event_open refused", 23);
+	rec_thread(&b, 8, 0, 0, 0, 0, 0, 0, "old");
+	rec_end_marker(&b);
+	struct wp_profile *p = parse_ok(&b);
+	if (p) {
+		CHECK_EQ_U(p->nthreads, 2);
+		CHECK_EQ_U(p->threads[0].unseen_ns, 1500000000ull);
+		CHECK_STR(p->threads[0].unseen_why, "perf_event_open refused");
+		CHECK_STR(p->threads[0].name, "masked");
+		CHECK_EQ_U(p->threads[1].unseen_ns, 0);
+		CHECK_STR(p->threads[1].unseen_why, "");
+		wp_profile_free(p);
+	}
+	buf_free(&b);
+	header(&b, WP_FORMAT_VERSION);
+	thread_tail(&b, 7, "masked", 1, "short", 9);
+	rec_end_marker(&b);
+	EXPECT_ERR(&b, "thread 7 at offset 16: unseen reason of 9 bytes runs past the end of its "
+		       "75-byte record");
+	buf_free(&b);
+}
+
 /* Forward compatibility: a newer writer may append fields to a record and add record types. */
 static void test_forward_compat(void)
 {
@@ -1314,6 +1357,7 @@ int main(int argc, char **argv)
 	test_meta_values();
 	test_end();
 	test_forward_compat();
+	test_thread_unseen();
 	test_waits();
 	test_header_errors();
 	test_framing_errors();

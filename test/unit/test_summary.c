@@ -307,9 +307,38 @@ static void test_budget(void)
 	wp_profile_free(p);
 }
 
+/* What a thread ran unseen (wp_thread_unseen): its share is of its samples' weight plus the
+ * unseen time; nothing to say without a reason, or without unseen time. */
+static void test_unseen(void)
+{
+	struct buf b;
+	header(&b, WP_FORMAT_VERSION);
+	rec_meta(&b, "mode=cpu\nhz=100\nduration_ns=4000000000\n");
+	rec_thread_unseen(&b, 7, 10, "masked", 3 * S, "perf_event_open refused: EACCES");
+	rec_thread_unseen(&b, 8, 10, "early", 10000000, ""); /* before its clock opened */
+	rec_thread_unseen(&b, 9, 0, "blind", 2 * S, "perf events turned off");
+	rec_stack(&b, 1, 7, 0, 10, S, pc, 1);
+	rec_stack(&b, 2, 8, 0, 10, S, pc, 1);
+	struct wp_profile *p = parse(&b);
+	struct wp_resolved *r = wp_resolve(p, NULL);
+	uint64_t ns = 0;
+	double share = 0;
+	const char *why = NULL;
+	CHECK(wp_thread_unseen(r, 0, 7, &ns, &share, &why));
+	CHECK_EQ_U(ns, 3 * S);
+	CHECK_NEAR(share, 0.75, 1e-12);
+	CHECK_STR(why, "perf_event_open refused: EACCES");
+	CHECK(!wp_thread_unseen(r, 0, 8, &ns, &share, &why));
+	CHECK(wp_thread_unseen(r, 0, 9, &ns, &share, &why));
+	CHECK_NEAR(share, 1.0, 1e-12);
+	wp_resolved_free(r);
+	wp_profile_free(p);
+}
+
 int main(void)
 {
 	test_budget();
+	test_unseen();
 	test_wall();
 	test_no_duration();
 	test_fallback();

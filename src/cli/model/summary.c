@@ -231,6 +231,20 @@ double wp_z_critical(double alpha)
 	return (lo + hi) / 2;
 }
 
+int wp_thread_unseen(const struct wp_resolved *r, uint32_t proc, uint32_t tid,
+		     uint64_t *unseen_ns, double *share, const char **why)
+{
+	const struct wp_thread *th = wp_resolved_thread_of(r, proc, tid);
+	if (!th || !th->unseen_ns || !th->unseen_why || !*th->unseen_why)
+		return 0;
+	struct wp_budget b;
+	wp_thread_budget(r, proc, tid, &b);
+	*unseen_ns = th->unseen_ns;
+	*share = (double)th->unseen_ns / (double)(b.total_ns + th->unseen_ns);
+	*why = th->unseen_why;
+	return 1;
+}
+
 void wp_thread_budget(const struct wp_resolved *r, uint32_t proc, uint32_t tid,
 		      struct wp_budget *b)
 {

@@ -91,6 +91,14 @@ struct wp_budget {
 void wp_thread_budget(const struct wp_resolved *r, uint32_t proc, uint32_t tid,
 		      struct wp_budget *b);
 
+/* What thread `tid` of process `proc` ran unseen: it blocked the sampling signal and no perf
+ * clock could sample it instead (its THREAD record's unseen_ns and why). `share` is of the
+ * thread's time: its kept samples' weight (CPU time in cpu mode, its wall-time budget in wall
+ * mode) plus the unseen time. Returns 0 when there is nothing to say (nothing failed, or no
+ * time unseen); `why` is then left alone. */
+int wp_thread_unseen(const struct wp_resolved *r, uint32_t proc, uint32_t tid,
+		     uint64_t *unseen_ns, double *share, const char **why);
+
 /* ---- statistics ---- */
 
 #define WP_Z95 1.959964 /* two-sided 95% */

@@ -766,6 +766,21 @@ static void process_head(struct text *t, size_t k)
 	wp_tally_free(&tally);
 }
 
+/* One line, when the thread ran unseen (it blocked the sampling signal and no perf clock
+ * could sample it: summary.h): the share of its time no sample saw, and why. Returns 1 when
+ * printed. */
+static int unseen_line(struct text *t, uint32_t proc, uint32_t tid)
+{
+	uint64_t ns;
+	double share;
+	const char *why;
+	if (!wp_thread_unseen(t->r, proc, tid, &ns, &share, &why))
+		return 0;
+	fprintf(t->out, "    unseen: %.1f%% of its %stime (%s it ran with the sampling signal "
+			"blocked): %s\n", 100.0 * share, t->wall ? "" : "CPU ", wp_dur(ns), why);
+	return 1;
+}
+
 /* One line: where the thread's wall time went, parts adding up to 100%: running, waiting
  * for a CPU, then each kind of wait, then waiting in no known call (summary.h's budget). */
 static void time_budget(struct text *t, uint32_t proc, uint32_t tid)
@@ -785,6 +800,8 @@ static void time_budget(struct text *t, uint32_t proc, uint32_t tid)
 	if (b.unknown_ns)
 		fprintf(t->out, ", waiting in no known call %.1f%%", wp_pct(b.unknown_ns, b.total_ns));
 	fputc('\n', t->out);
+	if (unseen_line(t, proc, tid))
+		return; /* it says what was missing, and why */
 	const struct wp_thread *th = wp_resolved_thread_of(t->r, proc, tid);
 	if (th && (th->flags & WP_THREAD_UNSAMPLEABLE) && th->last_ns > th->first_ns)
 		fprintf(t->out, "    (it blocked the sampling signal at times, and was then sampled "
@@ -813,6 +830,8 @@ static int thread_section(struct text *t, const struct wp_thread_count *c, uint6
 	fputc('\n', t->out);
 	if (t->wall)
 		time_budget(t, c->proc, c->tid);
+	else
+		unseen_line(t, c->proc, c->tid);
 	struct wp_tally tally;
 	struct wp_stack_sel arg = { t->r, c->pid, c->tid };
 	if (wp_tally(t->r, wp_stack_of_thread, &arg, &tally) != 0)
@@ -940,6 +959,29 @@ done:
 	free(head);
 }
 
+/* The threads without a section (none of the `ntc` in `tc`: no sample) that ran unseen
+ * (summary.h) say so, one line each under their name. */
+static void unseen_unsampled(struct text *t, const struct wp_thread_count *tc, size_t ntc)
+{
+	const struct wp_resolved *r = t->r;
+	for (size_t i = 0; i < r->nthreads; i++) {
+		const struct wp_thread *th = r->threads[i];
+		uint32_t proc = r->thread_procs[i];
+		long pid = wp_resolved_pid(r, proc);
+		uint64_t ns;
+		double share;
+		const char *why;
+		size_t j = 0;
+		while (j < ntc && !(tc[j].tid == th->tid && tc[j].pid == pid))
+			j++;
+		if (j < ntc || !wp_thread_unseen(r, proc, th->tid, &ns, &share, &why))
+			continue;
+		fprintf(t->out, "\n%s (tid %u%s): no samples\n", th->name && *th->name ? th->name : "?",
+			th->tid, th->flags & WP_THREAD_EXITED ? ", exited" : "");
+		unseen_line(t, proc, th->tid);
+	}
+}
+
 /* Per thread; over several processes, per process (the images of one pid are one process,
  * in the order they started) with its threads within. */
 static void thread_sections(struct text *t)
@@ -960,6 +1002,7 @@ static void thread_sections(struct text *t)
 	if (idle)
 		fprintf(t->out, "\n(%s thread%s seen but never sampled)\n", wp_num(idle),
 			idle == 1 ? "" : "s");
+	unseen_unsampled(t, tc, ntc);
 	free(tc);
 }
 
@@ -976,6 +1019,7 @@ int wp_report_text(const struct wp_opts *o, const struct wp_resolved *r,
 			     "(raise --hz), blocked the\nsampling signal, or replaced its environment "
 			     "before the agent started.\n",
 			r->filter.thread ? " in this thread" : "");
+		unseen_unsampled(&t, NULL, 0);
 	} else {
 		flat(&t);
 		waits(&t);

@@ -1,0 +1,401 @@
+/* A perf software clock per thread that blocks the sampling signal: perfclock.h says what and
+ * why. */
+#include "perfclock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+
+/* Threads with a clock open at once. Each costs its ring (below): 256 of them, 33 MiB. */
+#define NSLOTS 256
+/* The ring's data area, in pages (a power of two), and a smaller one to try when the first is
+ * refused (the locked-memory limit: perf counts rings against RLIMIT_MEMLOCK beyond
+ * kernel.perf_event_mlock_kb per CPU). A record is the stack copy plus ~180 bytes: 128 KiB
+ * hold 3 records of 32 KiB stacks, three ticks' worth for a thread that runs all the time
+ * (the clock's period is the sampling interval); a record lost to a full ring costs no time,
+ * only a stack (each record's clock count says how much CPU time passed since the one
+ * before). */
+#define DATA_PAGES 32
+#define DATA_PAGES_MIN 16
+/* How long to wait before trying again for a thread when opening failed for it alone (out of
+ * descriptors, memory, slots). */
+#define RETRY_NS (1000 * 1000000ull)
+
+/* The user registers asked for, in perf's x86-64 numbering (asm/perf_regs.h): ax bx cx dx si
+ * di bp sp ip (0-8) and r8-r15 (16-23): every general register, as libunwind may need any
+ * of them (a DWARF CFA on rbx, a frame pointer). They arrive in that bit order. */
+#define REGS_MASK (0x1ffull | (0xffull << 16))
+static const int reg_of_bit[] = {
+	REG_RAX, REG_RBX, REG_RCX, REG_RDX, REG_RSI, REG_RDI, REG_RBP, REG_RSP, REG_RIP,
+	REG_R8,  REG_R9,  REG_R10, REG_R11, REG_R12, REG_R13, REG_R14, REG_R15,
+};
+#define NREGS (sizeof(reg_of_bit) / sizeof(reg_of_bit[0]))
+
+struct slot {
+	struct wp_athread *t; /* NULL: free */
+	uint8_t *map;         /* the header page, then the data area */
+	size_t map_len;
+	uint8_t *data;
+	uint64_t size;        /* of the data area: a power of two */
+	uint64_t count;       /* the clock's count at the last record read (cpu mode) */
+};
+
+static struct slot slots[NSLOTS];
+static struct wp_config cfg;
+static uint64_t interval_ns;
+static size_t page;
+static uint64_t opened, records, lost, open_now;
+/* A refusal that would be the same for every thread (a reason index, below): not tried again. */
+static uint8_t refused;
+/* A record that wraps around the end of the ring is copied here to be read in one piece
+ * (a record is at most 64 KiB: its size is a u16). */
+static uint8_t scratch[1 << 16];
+
+/* Reasons, one line each, built when first met (errno text and the settings that explain it);
+ * a thread keeps an index (1..). */
+#define NREASONS 8
+static char reasons[NREASONS][200];
+
+static uint8_t reason(const char *line)
+{
+	size_t i = 0;
+	for (; i < NREASONS && reasons[i][0]; i++)
+		if (!strcmp(reasons[i], line))
+			return (uint8_t)(i + 1);
+	if (i == NREASONS)
+		i = NREASONS - 1; /* one more kind than ever seen: the last one stands for it */
+	wp_format(reasons[i], sizeof(reasons[i]), "%s", line);
+	return (uint8_t)(i + 1);
+}
+
+/* kernel.perf_event_paranoid, -100 when unreadable. Read at a refusal only. */
+static long paranoid(void)
+{
+	char buf[32];
+	int fd = open("/proc/sys/kernel/perf_event_paranoid", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -100;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -100;
+	buf[n] = 0;
+	return strtol(buf, NULL, 10);
+}
+
+/* Whether the calling thread (the sampler) runs under a seccomp filter. A filter may kill the
+ * process for a call it does not allow (SECCOMP_RET_KILL_PROCESS, or SIGSYS: systemd's
+ * SystemCallFilter= does so by default), and perf_event_open is seldom allowed, so it is not
+ * tried there. From the sampler's own status (/proc/thread-self: the sampler's wherever it
+ * lives), read before each open: a program may put a filter on every thread at any time
+ * (SECCOMP_FILTER_FLAG_TSYNC), ours included. */
+static int under_seccomp(void)
+{
+	char buf[4096];
+	int fd = open("/proc/thread-self/status", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	const char *p = strstr(buf, "\nSeccomp:");
+	return p && strtol(p + 9, NULL, 10) == 2;
+}
+
+void wp_pclk_begin(const struct wp_config *c, uint64_t every_ns)
+{
+	cfg = *c;
+	interval_ns = every_ns;
+	long p = sysconf(_SC_PAGESIZE);
+	page = p > 0 ? (size_t)p : 4096;
+}
+
+static int open_event(pid_t tid)
+{
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = PERF_TYPE_SOFTWARE;
+	/* the thread's own CPU time: the timer runs only while it is on a CPU */
+	a.config = PERF_COUNT_SW_TASK_CLOCK;
+	a.sample_period = interval_ns;
+	a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_READ |
+			PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+	a.read_format = 0; /* the count alone */
+	/* user mode only: what kernel.perf_event_paranoid 2 (the default) allows. A tick that
+	 * lands in the kernel is dropped; the next record's count carries its time. */
+	a.exclude_kernel = 1;
+	a.exclude_hv = 1;
+	a.sample_regs_user = REGS_MASK;
+	a.sample_stack_user = WP_PCLK_STACK_BYTES;
+	a.use_clockid = 1;
+	a.clockid = CLOCK_MONOTONIC; /* the sampler's clock: a record's time is a tick's time */
+	/* nobody polls the descriptor (it is closed at once): wake nobody before the ring is full */
+	a.watermark = 1;
+	a.wakeup_watermark = (uint32_t)(DATA_PAGES * page);
+	return (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static uint8_t open_refusal(int e)
+{
+	char line[200];
+	const char *what = strerror(e);
+	if (e == EACCES || e == EPERM)
+		wp_format(line, sizeof(line), "perf_event_open refused: %s (kernel.perf_event_paranoid "
+			  "is %ld; above 2 needs CAP_PERFMON)", what, paranoid());
+	else if (e == ENOSYS)
+		wp_format(line, sizeof(line), "perf_event_open: %s (no perf events in this kernel, "
+			  "or a seccomp filter refuses the call)", what);
+	else
+		wp_format(line, sizeof(line), "perf_event_open: %s (this kernel cannot sample user "
+			  "stacks with a software clock)", what);
+	return reason(line);
+}
+
+int wp_pclk_open(struct wp_athread *t, uint64_t now)
+{
+	if (t->pclk)
+		return 0;
+	if (cfg.test_no_perf) {
+		/* WALLPROF_TEST=no-perf: as where the kernel refuses, so a test sees the report */
+		t->unseen_why = reason("perf events turned off (WALLPROF_TEST=no-perf)");
+		return -EPERM;
+	}
+	if (refused) {
+		t->unseen_why = refused;
+		return -EPERM;
+	}
+	if (now < t->pclk_retry_at)
+		return -EAGAIN;
+	t->pclk_retry_at = now + RETRY_NS;
+	size_t i = 0;
+	while (i < NSLOTS && slots[i].t)
+		i++;
+	char line[200];
+	if (i == NSLOTS) {
+		wp_format(line, sizeof(line), "more than %d threads blocked the signal at once",
+			  NSLOTS);
+		t->unseen_why = reason(line);
+		return -ENOSPC;
+	}
+	if (under_seccomp()) {
+		refused = reason("perf_event_open not tried: a seccomp filter is in force (it may "
+				 "kill the process for a call it does not allow)");
+		t->unseen_why = refused;
+		return -EPERM;
+	}
+	int fd = open_event(t->tid);
+	if (fd < 0) {
+		int e = errno;
+		if (e == ESRCH)
+			return -e; /* it has ended */
+		if (e == EMFILE || e == ENFILE || e == ENOMEM) {
+			wp_format(line, sizeof(line), "perf_event_open: %s", strerror(e));
+			t->unseen_why = reason(line);
+			return -e;
+		}
+		refused = open_refusal(e);
+		t->unseen_why = refused;
+		return -e;
+	}
+	/* The ring: the header page, then the data area. Read and write (we move data_tail),
+	 * so the kernel never overwrites what we have not read. */
+	uint8_t *map = MAP_FAILED;
+	size_t len = 0;
+	int e = 0;
+	for (size_t pages = DATA_PAGES; pages >= DATA_PAGES_MIN && map == MAP_FAILED; pages /= 2) {
+		len = (pages + 1) * page;
+		map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		e = errno;
+	}
+	/* The mapping holds the event; no descriptor of ours needs to stay in any table. */
+	close(fd);
+	if (map == MAP_FAILED) {
+		wp_format(line, sizeof(line), "its perf ring buffer could not be mapped: %s (the "
+			  "locked-memory limit, ulimit -l)", strerror(e));
+		t->unseen_why = reason(line);
+		return -e;
+	}
+	struct perf_event_mmap_page *mp = (void *)map;
+	uint64_t off = mp->data_offset ? mp->data_offset : page;
+	uint64_t size = mp->data_size ? mp->data_size : len - page;
+	slots[i] = (struct slot){ .t = t, .map = map, .map_len = len, .data = map + off,
+				  .size = size };
+	t->pclk = (int)i + 1;
+	t->pclk_unblocked = 0;
+	/* (an earlier failure's reason stays: the time it ran unseen then is still unseen) */
+	opened++;
+	open_now++;
+	return 0;
+}
+
+void wp_pclk_close(struct wp_athread *t)
+{
+	if (!t->pclk)
+		return;
+	struct slot *s = &slots[t->pclk - 1];
+	munmap(s->map, s->map_len);
+	memset(s, 0, sizeof(*s));
+	t->pclk = 0;
+	open_now--;
+}
+
+/* `len` bytes of the ring from stream position `pos`, in one piece. */
+static const uint8_t *ring_at(const struct slot *s, uint64_t pos, size_t len)
+{
+	uint64_t off = pos & (s->size - 1);
+	if (off + len <= s->size)
+		return s->data + off;
+	size_t first = (size_t)(s->size - off);
+	memcpy(scratch, s->data + off, first);
+	memcpy(scratch + first, s->data, len - first);
+	return scratch;
+}
+
+static uint64_t u64_at(const uint8_t **p)
+{
+	uint64_t v;
+	memcpy(&v, *p, sizeof(v));
+	*p += sizeof(v);
+	return v;
+}
+
+/* A PERF_RECORD_SAMPLE (sample_type as open_event asks, fields in the kernel's order: ip,
+ * pid+tid, time, count, user regs (abi, then each register), user stack (size, bytes,
+ * dyn_size)) into `r`; its count in `*count`. Returns 0 when it cannot be used (too short, or
+ * no user state to unwind: the next record's count then carries its time). */
+static int parse(const uint8_t *p, size_t len, struct wp_pclk_rec *r, uint64_t *count)
+{
+	const uint8_t *end = p + len;
+	p += sizeof(struct perf_event_header);
+	if (end - p < 4 * 8 + 8)
+		return 0;
+	u64_at(&p); /* ip: rip again */
+	u64_at(&p); /* pid, tid */
+	r->time_ns = u64_at(&p);
+	*count = u64_at(&p);
+	uint64_t abi = u64_at(&p);
+	if (abi == PERF_SAMPLE_REGS_ABI_NONE || (size_t)(end - p) < NREGS * 8 + 8)
+		return 0;
+	memset(r->gregs, 0, sizeof(r->gregs));
+	for (size_t i = 0; i < NREGS; i++)
+		r->gregs[reg_of_bit[i]] = (greg_t)u64_at(&p);
+	uint64_t size = u64_at(&p);
+	if (size > (uint64_t)(end - p) || (size && (uint64_t)(end - p) < size + 8))
+		return 0;
+	r->stack = p;
+	uint64_t dyn = 0;
+	if (size) {
+		const uint8_t *q = p + size;
+		dyn = u64_at(&q);
+	}
+	r->stack_len = (size_t)(dyn < size ? dyn : size);
+	return 1;
+}
+
+/* Walks t's records from the tail: cpu mode hands each sample to fn and drops it (at most
+ * `max`); wall mode (fn NULL) drops all but the newest sample and parses that one into `r`. */
+static size_t walk(struct wp_athread *t, size_t max, wp_pclk_fn *fn, void *arg,
+		   struct wp_pclk_rec *newest, int *found)
+{
+	struct slot *s = &slots[t->pclk - 1];
+	struct perf_event_mmap_page *mp = (void *)s->map;
+	uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
+	uint64_t tail = mp->data_tail, keep = head, n = 0;
+	*found = 0;
+	while (tail < head && (!fn || n < max)) {
+		struct perf_event_header h;
+		memcpy(&h, ring_at(s, tail, sizeof(h)), sizeof(h));
+		if (h.size < sizeof(h) || h.size > head - tail) {
+			tail = head; /* cannot happen; never loop on it */
+			break;
+		}
+		if (h.type == PERF_RECORD_LOST) {
+			const uint8_t *p = ring_at(s, tail, h.size) + sizeof(h);
+			if (h.size >= sizeof(h) + 16) {
+				u64_at(&p); /* id */
+				lost += u64_at(&p);
+			}
+		} else if (h.type == PERF_RECORD_SAMPLE) {
+			if (!fn) {
+				keep = tail;
+			} else {
+				struct wp_pclk_rec r;
+				uint64_t count = 0;
+				if (parse(ring_at(s, tail, h.size), h.size, &r, &count)) {
+					r.weight_ns = count > s->count ? count - s->count
+								       : interval_ns;
+					s->count = count;
+					fn(t, &r, arg);
+					records++;
+					n++;
+				}
+			}
+		}
+		tail += h.size;
+	}
+	if (!fn && keep < head) {
+		struct perf_event_header h;
+		memcpy(&h, ring_at(s, keep, sizeof(h)), sizeof(h));
+		uint64_t count;
+		*found = parse(ring_at(s, keep, h.size), h.size, newest, &count);
+		newest->weight_ns = interval_ns; /* (the caller weighs it: a tick's weight) */
+		tail = keep; /* it stays: a later tick may want it again */
+	}
+	__atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);
+	return n;
+}
+
+size_t wp_pclk_read(struct wp_athread *t, size_t max, wp_pclk_fn *fn, void *arg)
+{
+	int found;
+	return t->pclk ? walk(t, max, fn, arg, NULL, &found) : 0;
+}
+
+int wp_pclk_newest(struct wp_athread *t, struct wp_pclk_rec *r)
+{
+	struct wp_pclk_rec dummy;
+	int found = 0;
+	if (t->pclk)
+		walk(t, 0, NULL, NULL, r ? r : &dummy, &found);
+	if (found && r)
+		records++;
+	return found;
+}
+
+size_t wp_pclk_slots(void)
+{
+	return NSLOTS;
+}
+
+struct wp_athread *wp_pclk_thread(size_t i)
+{
+	return i < NSLOTS ? slots[i].t : NULL;
+}
+
+const char *wp_pclk_why(const struct wp_athread *t)
+{
+	return t->unseen_why && t->unseen_why <= NREASONS ? reasons[t->unseen_why - 1] : NULL;
+}
+
+uint64_t wp_pclk_opened(void) { return opened; }
+uint64_t wp_pclk_records(void) { return records; }
+uint64_t wp_pclk_lost(void) { return lost; }
+uint64_t wp_pclk_open_now(void) { return open_now; }
+
+void wp_pclk_forget(void)
+{
+	memset(slots, 0, sizeof(slots));
+	opened = records = lost = open_now = 0;
+	refused = 0;
+}

@@ -47,6 +47,31 @@ static inline clockid_t wp_thread_cpu_clock(pid_t tid)
  * tick). */
 int64_t wp_thread_cpu_ns(pid_t tid);
 
+/* What tells whether a thread has run between two readings (wp_cpu_unmoved). In the thread
+ * group its CPU clock alone does: it moves whenever the thread runs. From the sampler's task
+ * the clock is schedstat's sum, which stays put while a thread runs less than a tick without
+ * a switch: `runs` (schedstat's pcount, the times it was put on a CPU) moves at each switch
+ * in, and a reading that may have been taken while the thread was on a CPU is marked, since
+ * the thread may have run on ever since without either moving. Compare readings of one
+ * source only: the handler's own reading of its clock (handshake.h) is exact, schedstat's
+ * lags, so a reading from the handler is always marked. */
+struct wp_cpu_reading {
+	int64_t ns;        /* CPU time (-1: unknown, or the thread has ended) */
+	uint64_t runs;     /* schedstat's pcount from the task; 0 in the thread group */
+	int maybe_on_cpu;  /* taken while the thread may have been on a CPU */
+};
+
+/* Reads `tid`'s clock into *r (unmarked); returns r->ns. */
+int64_t wp_thread_cpu_read(pid_t tid, struct wp_cpu_reading *r);
+/* Whether `now` (read just now) says the thread has not run since `then`. */
+int wp_cpu_unmoved(const struct wp_cpu_reading *then, const struct wp_cpu_reading *now);
+/* Whether thread clocks are read from schedstat (the sampler's task), where a running
+ * thread's lags and two reads a system call apart do not tell it runs. */
+int wp_cpuclock_lags(void);
+/* From the task: 1 when `tid` is in state R (on a CPU or waiting for one), 0 when it is not,
+ * -1 when unreadable (ended). One pread of its /proc stat through a kept descriptor. */
+int wp_thread_runnable(pid_t tid);
+
 /* Whether wp_thread_cpu_ns reads from outside the thread group (the sampler's task). */
 void wp_cpuclock_outside(int outside);
 

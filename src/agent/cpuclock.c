@@ -3,7 +3,17 @@
  * answers; the sampler's task is outside it (task.h), where the kernel refuses another
  * group's thread clocks, so it reads /proc/PID/task/TID/schedstat, whose first field is the
  * same sum of run time, through a descriptor kept per thread (one pread, ~1 us, instead of an
- * open, a read and a close). The descriptors live on the task's own table. */
+ * open, a read and a close). The descriptors live on the task's own table.
+ *
+ * That sum is brought up to date only at the scheduler's ticks, at switches and when the
+ * thread reads its own clock: a thread on a CPU for less than a tick since any of those shows
+ * no change. So from the task a reading also carries schedstat's third field (pcount: the
+ * times the thread was put on a CPU), and a reading that may have been taken while the thread
+ * was on a CPU (its own, in our handler; one taken before it was known to be off a CPU) is
+ * marked: unchanged since such a reading does not mean it has not run (wp_cpu_unmoved). And
+ * whether a thread is running now is its state letter, from /proc/PID/task/TID/stat through a
+ * second descriptor kept in the same slot (wp_thread_runnable), not the clock moving between
+ * two reads. */
 #include "clock.h"
 
 #include <fcntl.h>
@@ -20,7 +30,8 @@
 
 struct slot {
 	pid_t tid;
-	int fd;
+	int fd;      /* schedstat */
+	int stat_fd; /* stat, opened at the first wp_thread_runnable (-1: not yet) */
 };
 
 static struct slot slots[SLOTS];
@@ -37,25 +48,49 @@ void wp_cpuclock_forget(void)
 		slots[i].tid = 0; /* the numbers were the parent task's: nothing to close here */
 }
 
-static int open_schedstat(pid_t tid)
+int wp_cpuclock_lags(void)
+{
+	return outside;
+}
+
+static int open_task_file(pid_t tid, const char *file)
 {
 	char path[64];
-	wp_format(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)wp_task_program_pid(),
-		  (int)tid);
+	wp_format(path, sizeof(path), "/proc/%d/task/%d/%s", (int)wp_task_program_pid(), (int)tid,
+		  file);
 	return open(path, O_RDONLY | O_CLOEXEC);
 }
 
-static int64_t read_schedstat(int fd)
+/* "SUM RUN_DELAY PCOUNT": the first and the third into *r. 0, or -1 when unreadable. */
+static int read_schedstat(int fd, struct wp_cpu_reading *r)
 {
 	char buf[96];
 	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
 	if (n <= 0)
 		return -1;
-	int64_t v = 0;
+	uint64_t f[3] = { 0, 0, 0 };
 	ssize_t i = 0;
-	for (; i < n && buf[i] >= '0' && buf[i] <= '9'; i++)
-		v = v * 10 + (buf[i] - '0');
-	return i ? v : -1;
+	for (int k = 0; k < 3; k++) {
+		ssize_t from = i;
+		for (; i < n && buf[i] >= '0' && buf[i] <= '9'; i++)
+			f[k] = f[k] * 10 + (uint64_t)(buf[i] - '0');
+		if (i == from)
+			return -1;
+		if (k < 2 && (i >= n || buf[i++] != ' '))
+			return -1;
+	}
+	r->ns = (int64_t)f[0];
+	r->runs = f[2];
+	r->maybe_on_cpu = 0;
+	return 0;
+}
+
+static void empty_slot(struct slot *s)
+{
+	close(s->fd);
+	if (s->stat_fd >= 0)
+		close(s->stat_fd);
+	s->tid = 0;
 }
 
 /* The slot that holds `tid`, or the one to put it in (its home when the probe is full). */
@@ -73,43 +108,97 @@ static struct slot *slot_for(pid_t tid)
 	if (free_slot)
 		return free_slot;
 	struct slot *home = &slots[h];
-	close(home->fd);
-	home->tid = 0;
+	empty_slot(home);
 	return home;
 }
 
-static int64_t schedstat_ns(pid_t tid)
+/* `tid`'s slot with its schedstat descriptor open (NULL when it cannot be opened: ended),
+ * and its reading in *r. */
+static struct slot *schedstat_read(pid_t tid, struct wp_cpu_reading *r)
 {
 	struct slot *s = slot_for(tid);
 	if (s->tid == tid) {
-		int64_t v = read_schedstat(s->fd);
-		if (v >= 0)
-			return v;
+		if (read_schedstat(s->fd, r) == 0)
+			return s;
 		/* ended; or a new thread took the number: open it once more */
-		close(s->fd);
-		s->tid = 0;
+		empty_slot(s);
 	}
-	int fd = open_schedstat(tid);
+	int fd = open_task_file(tid, "schedstat");
 	if (fd < 0)
-		return -1;
-	int64_t v = read_schedstat(fd);
-	if (v < 0) {
+		return NULL;
+	if (read_schedstat(fd, r) != 0) {
 		close(fd);
-		return -1;
+		return NULL;
 	}
 	s->tid = tid;
 	s->fd = fd;
-	return v;
+	s->stat_fd = -1;
+	return s;
+}
+
+int64_t wp_thread_cpu_read(pid_t tid, struct wp_cpu_reading *r)
+{
+	r->ns = -1;
+	r->runs = 0;
+	r->maybe_on_cpu = 0;
+	if (outside) {
+		if (!schedstat_read(tid, r))
+			r->ns = -1;
+		return r->ns;
+	}
+	struct timespec ts;
+	if (clock_gettime(wp_thread_cpu_clock(tid), &ts) == 0)
+		r->ns = (int64_t)wp_ts_ns(&ts);
+	return r->ns;
 }
 
 int64_t wp_thread_cpu_ns(pid_t tid)
 {
-	if (outside)
-		return schedstat_ns(tid);
-	struct timespec ts;
-	if (clock_gettime(wp_thread_cpu_clock(tid), &ts) != 0)
-		return -1;
-	return (int64_t)wp_ts_ns(&ts);
+	struct wp_cpu_reading r;
+	return wp_thread_cpu_read(tid, &r);
+}
+
+int wp_cpu_unmoved(const struct wp_cpu_reading *then, const struct wp_cpu_reading *now)
+{
+	if (then->ns < 0 || now->ns != then->ns)
+		return 0;
+	if (!outside)
+		return 1; /* the thread's own clock: it moves whenever the thread runs */
+	/* schedstat: put on a CPU since (pcount), or on one then and maybe ever since without a
+	 * tick (its sum not brought up to date) */
+	return now->runs == then->runs && !then->maybe_on_cpu;
+}
+
+/* The state letter in a stat line ("PID (NAME) S ..."), 0 when there is none. */
+static char state_of(const char *buf, ssize_t n)
+{
+	const char *p = NULL;
+	for (ssize_t i = 0; i < n; i++)
+		if (buf[i] == ')')
+			p = buf + i; /* the name may hold anything, but not after its last ')' */
+	return p && p + 2 < buf + n && p[1] == ' ' ? p[2] : 0;
+}
+
+int wp_thread_runnable(pid_t tid)
+{
+	char buf[512];
+	for (int attempt = 0; attempt < 2; attempt++) {
+		struct slot *s = slot_for(tid);
+		struct wp_cpu_reading r;
+		if (s->tid != tid && !(s = schedstat_read(tid, &r)))
+			return -1; /* ended */
+		if (s->stat_fd < 0)
+			s->stat_fd = open_task_file(tid, "stat");
+		if (s->stat_fd < 0)
+			return -1;
+		ssize_t n = pread(s->stat_fd, buf, sizeof(buf), 0);
+		if (n > 0) {
+			char state = state_of(buf, n);
+			return state ? state == 'R' : -1;
+		}
+		empty_slot(s); /* ended; or a new thread took the number: open it once more */
+	}
+	return -1;
 }
 
 /* The CPU clock of a whole process (CPUCLOCK_SCHED, per process), readable from outside it. */

@@ -135,8 +135,12 @@ uint64_t wp_cpuwait_runnable(struct wp_athread *t, uint32_t stack_id, uint32_t u
 		/* the runqueue time read and not yet given, up to the room */
 		waited = t->cw_owed_ns <= 0 ? 0
 			 : (uint64_t)t->cw_owed_ns < room ? (uint64_t)t->cw_owed_ns : room;
+		/* what is left beyond this sample's share: none when given ahead (owed <= 0).
+		 * Not the difference cast to unsigned: owed below zero made it 2^64-ish, and
+		 * every sample that had counted a sleep again went to "cpu" */
 		if (fresh)
-			take_back(t, (uint64_t)(t->cw_owed_ns - (int64_t)waited));
+			take_back(t, t->cw_owed_ns > (int64_t)waited
+					     ? (uint64_t)(t->cw_owed_ns - (int64_t)waited) : 0);
 	}
 	t->cw_owed_ns -= (int64_t)waited;
 	if (t->cw_owed_ns < -CPUWAIT_AHEAD_MAX_NS)

@@ -216,13 +216,14 @@ static size_t copy_len_for(const struct wp_athread *t, uintptr_t sp)
 }
 
 /* A lock holder's stack (pcs[0..n)), interned without counting (wait_locks.h). */
-static struct wp_stack_entry *record_holder(struct wp_athread *t, uint32_t flags, int64_t cpu_ns)
+static struct wp_stack_entry *record_holder(struct wp_athread *t, uint32_t flags,
+					    const struct wp_cpu_reading *cpu)
 {
 	struct wp_stack_entry *e = wp_stacks_intern(t, pcs, last_nframes, flags);
 	if (!e)
 		return NULL;
 	wp_locks_count_holder_sample();
-	wp_locks_sampled(t, e->id, cpu_ns);
+	wp_locks_sampled(t, e->id, cpu);
 	if (!t->name_reads) { /* a holder never sampled otherwise is named all the same */
 		t->name_reads = 1;
 		wp_threads_reread_name(t);
@@ -230,11 +231,11 @@ static struct wp_stack_entry *record_holder(struct wp_athread *t, uint32_t flags
 	return e;
 }
 
-/* Unwinds a copied thread state (after the thread runs again) and counts the stack. Returns
- * its entry, NULL when lost. */
+/* Unwinds a copied thread state (after the thread runs again) and counts the stack, `cpu`
+ * the thread's clock then (for wait_locks.h). Returns its entry, NULL when lost. */
 static struct wp_stack_entry *record_copy(struct wp_athread *t, const greg_t *gregs, const uint8_t *stack,
 			size_t stack_len, uint32_t flags, uint64_t weight_ns, uint64_t now,
-			int64_t cpu_ns)
+			const struct wp_cpu_reading *cpu)
 {
 	struct wp_unwind_input in = { gregs, (uintptr_t)gregs[REG_RSP], stack, stack_len };
 	struct wp_unwind_result res;
@@ -250,11 +251,11 @@ static struct wp_stack_entry *record_copy(struct wp_athread *t, const greg_t *gr
 		t->stack_top = res.max_sp;
 	}
 	if (holder_only)
-		return record_holder(t, flags, cpu_ns);
+		return record_holder(t, flags, cpu);
 	t->last_wait = NULL; /* sample_blocked sets it for a sample blocked in a call */
 	t->cw_runnable = 0;   /* note_runnable sets it for a sample in state R */
-	t->cw_ran_ns = t->last_cpu_ns > t->cw_cpu_ns ? t->last_cpu_ns - t->cw_cpu_ns : 0;
-	t->cw_cpu_ns = t->last_cpu_ns; /* this sample's clock (finish_job, sample_unmoved) */
+	t->cw_ran_ns = t->last_cpu.ns > t->cw_cpu_ns ? t->last_cpu.ns - t->cw_cpu_ns : 0;
+	t->cw_cpu_ns = t->last_cpu.ns; /* this sample's clock (finish_job, sample_blocked) */
 	wp_cpuwait_not_disk(t); /* note_disk sets it for a sample in state D */
 	struct wp_stack_entry *e = wp_stacks_add(t, pcs, res.n, flags, units_of(weight_ns),
 						 weight_ns, (now - start_ns) / 1000);
@@ -263,7 +264,7 @@ static struct wp_stack_entry *record_copy(struct wp_athread *t, const greg_t *gr
 		return NULL;
 	}
 	wp_stats.samples++;
-	wp_locks_sampled(t, e->id, cpu_ns);
+	wp_locks_sampled(t, e->id, cpu);
 	/* Its name, read when first sampled (not when listed: 10,000 idle threads would cost
 	 * 10,000 reads up front) and again later, as threads often name themselves once started. */
 	static const uint64_t reread_at[] = { 1, 16, 256 };
@@ -316,10 +317,21 @@ static void count_runnable(struct wp_athread *t, uint64_t weight_ns, uint64_t no
 	/* As a lock's holder, that stack counts only if its clock has not moved since
 	 * (wait_locks.h: never a stack from before its waiter's owner read); a holder is
 	 * counted once, sampled or missed. */
-	if (holder_only && wp_locks_unmoved(t, wp_thread_cpu_ns(t->tid)))
+	struct wp_cpu_reading cpu = { -1, 0, 1 };
+	if (holder_only || wp_cpuclock_lags())
+		wp_thread_cpu_read(t->tid, &cpu);
+	if (holder_only && wp_locks_unmoved(t, &cpu))
 		wp_locks_count_holder_sample();
 	else
 		miss(WP_MISS_TIMEOUT);
+	/* From the task, the reading taken before the signal (sample_unmoved) is marked: it may
+	 * have been on a CPU then, and a later one equal to it would not say it has not run
+	 * since. One that let a signal wait this long was off a CPU: this reading stands, so that
+	 * the next ticks count it unmoved while it stays queued, without a signal (and its 20 ms
+	 * wait) each. (Put on a CPU since and on it ever since, for less than a tick: one sample
+	 * counted waiting that was running.) */
+	if (!holder_only && wp_cpuclock_lags() && cpu.ns >= 0)
+		t->last_cpu = cpu;
 	if (cfg.mode == WP_MODE_WALL && t->last_stack && !holder_only) {
 		t->last_wait = NULL; /* runnable, not blocked in a call */
 		wp_stacks_again(t, t->last_stack, units_of(weight_ns), weight_ns,
@@ -417,8 +429,10 @@ static void finish_job(struct job *j, const struct wp_hs_request *r, uint64_t no
 		miss(r->result == WP_HS_NOSLOT ? WP_MISS_NOSLOT : WP_MISS_ERROR);
 		return;
 	}
+	/* its clock as it left our handler: on a CPU, and exact (schedstat's lags behind it) */
+	struct wp_cpu_reading cpu = { r->cpu_ns, 0, 1 };
 	if (r->cpu_ns >= 0 && !holder_only)
-		t->last_cpu_ns = r->cpu_ns; /* its clock as it left our handler */
+		t->last_cpu = cpu;
 	if (r->window_ns)
 		wp_stats_window(r->window_ns); /* a holder's window is held time all the same */
 	t->held_ns = r->window_ns;
@@ -429,7 +443,7 @@ static void finish_job(struct job *j, const struct wp_hs_request *r, uint64_t no
 	int have_code = may_be_syscall(j->gregs) && read_code((uintptr_t)j->gregs[REG_RIP], code);
 	uint32_t flags = was_in_syscall(j->gregs, code, have_code) ? WP_STACK_WAITING : 0;
 	struct wp_stack_entry *e = record_copy(t, j->gregs, j->stack, stack_len, flags,
-					       j->weight_ns, now, r->cpu_ns);
+					       j->weight_ns, now, &cpu);
 	if (e && !flags && !holder_only)
 		note_runnable(t, e, j->weight_ns, 0, now); /* running, or runnable: state R */
 }
@@ -558,7 +572,7 @@ static void note_wait(struct wp_athread *t, struct wp_stack_entry *e,
  * while it stays blocked, which its CPU clock confirms (unchanged from before the /proc read
  * until after the copy). Returns 1 when sampled (or deliberately skipped), 0 when the thread
  * is running and may be signalled. */
-static int sample_blocked(struct wp_athread *t, int64_t cpu_before, uint64_t weight_ns,
+static int sample_blocked(struct wp_athread *t, struct wp_cpu_reading before, uint64_t weight_ns,
 			  uint64_t now)
 {
 	for (int attempt = 0; attempt < 3; attempt++) {
@@ -584,61 +598,76 @@ static int sample_blocked(struct wp_athread *t, int64_t cpu_before, uint64_t wei
 		size_t want = copy_len_for(t, sp);
 		/* no batch is in flight here: its first buffer is free */
 		ssize_t got = wp_peek_some(sp, stack_bufs[0], want);
-		int64_t cpu_after = wp_thread_cpu_ns(t->tid);
-		if (cpu_after < 0) {
+		struct wp_cpu_reading after;
+		if (wp_thread_cpu_read(t->tid, &after) < 0) {
 			miss(WP_MISS_EXITED);
 			wp_threads_gone(t);
 			return 1;
 		}
-		if (got > 0 && cpu_after == cpu_before) {
+		/* The look found it off a CPU: the same clock before and after it (and, from the
+		 * task, the same count of times put on a CPU) means it was not put on one
+		 * meanwhile, whether or not it was on one at the first reading. */
+		if (got > 0 && after.ns == before.ns && after.runs == before.runs) {
 			/* Registers other than SP and PC are unknown: frame-pointer code loses the
 			 * frames above its first rbp-based frame (recorded, flagged truncated). */
 			if (holder_only) {
 				record_copy(t, gregs, stack_bufs[0], (size_t)got, WP_STACK_WAITING,
-					    weight_ns, now, cpu_after);
+					    weight_ns, now, &after);
 				return 1;
 			}
 			wp_stats.unsignalled++;
+			t->last_cpu = after; /* off a CPU: what later readings compare with */
 			struct wp_stack_entry *e = record_copy(t, gregs, stack_bufs[0], (size_t)got,
 							       WP_STACK_WAITING, weight_ns, now,
-							       cpu_after);
+							       &after);
 			if (e && br.nr >= 0)
 				note_wait(t, e, &br, weight_ns, now);
 			if (e)
 				note_disk(t, e, &br, weight_ns, now);
 			return 1;
 		}
-		cpu_before = cpu_after; /* it woke up meanwhile: look again */
+		before = after; /* it woke up meanwhile: look again */
 	}
 	/* Busy waking and sleeping: not worth a signal that could interrupt its next call. */
 	miss(WP_MISS_MOVING);
 	return 1;
 }
 
-/* Whether a thread is on a CPU right now: its CPU clock moved since `cpu_before`, read a
- * moment ago (a system call's worth of time; a blocked or preempted thread's clock stands
- * still). Such a thread is signalled straight away, sparing a /proc read (10-40 us in the
- * kernel) per running thread; the others are looked up in /proc first. */
-static int on_cpu_now(struct wp_athread *t, int64_t cpu_before)
+/* Whether a thread is on a CPU right now: its CPU clock moved since `before`, read a moment
+ * ago (a system call's worth of time; a blocked or preempted thread's clock stands still).
+ * Such a thread is signalled straight away, sparing a /proc look at its syscall file (an open
+ * and a read, 10-40 us in the kernel) per running thread; the others are looked up in /proc
+ * first. From the task, where a running thread's clock (schedstat) moves only at the
+ * scheduler's ticks, its state letter says it instead: R, on a CPU or waiting for one (both
+ * are signalled), read through a kept descriptor (cpuclock.c), no open. */
+static int on_cpu_now(struct wp_athread *t, const struct wp_cpu_reading *before)
 {
-	return wp_thread_cpu_ns(t->tid) > cpu_before;
+	if (wp_cpuclock_lags())
+		return wp_thread_runnable(t->tid) == 1;
+	return wp_thread_cpu_ns(t->tid) > before->ns;
 }
 
 /* Wall mode: a thread whose CPU clock has not moved since its last sample is exactly where
  * it was: count that stack again, as waiting, without signalling it. Returns 1 if done. */
 static int sample_unmoved(struct wp_athread *t, uint64_t weight_ns, uint64_t now)
 {
-	int64_t cpu = wp_thread_cpu_ns(t->tid);
-	if (cpu < 0) {
+	struct wp_cpu_reading now_cpu;
+	if (wp_thread_cpu_read(t->tid, &now_cpu) < 0) {
 		miss(WP_MISS_EXITED);
 		wp_threads_gone(t);
 		return 1;
 	}
 	struct wp_stack_entry *last = t->last_stack;
-	int unmoved = last && cpu == t->last_cpu_ns;
-	t->last_cpu_ns = cpu;
-	if (!unmoved)
+	int unmoved = last && wp_cpu_unmoved(&t->last_cpu, &now_cpu);
+	if (!unmoved) {
+		/* it ran; it may be on a CPU now, where schedstat's sum stands still until a tick:
+		 * marked, so that only a reading of a known state (sample_blocked's, the
+		 * handler's) is what later ones compare with */
+		now_cpu.maybe_on_cpu = 1;
+		t->last_cpu = now_cpu;
 		return 0;
+	}
+	const struct wp_cpu_reading *cpu = &t->last_cpu; /* the same clock, of a known state */
 	uint64_t rel_us = (now - start_ns) / 1000;
 	if (!(last->flags & WP_STACK_WAITING))
 		t->last_wait = NULL; /* preempted, not blocked in a call */
@@ -769,13 +798,13 @@ static void note_disk(struct wp_athread *t, struct wp_stack_entry *e,
 static int look_blocked(struct wp_athread *t, uint64_t weight_ns, uint64_t now)
 {
 	if (t->last_stack)
-		return sample_blocked(t, t->last_cpu_ns, weight_ns, now);
+		return sample_blocked(t, t->last_cpu, weight_ns, now);
 	if (!first_look_allowed(now)) {
 		miss(WP_MISS_RATIONED);
 		return 1;
 	}
 	uint64_t c0 = wp_self_cpu_ns();
-	int done = sample_blocked(t, t->last_cpu_ns, weight_ns, now);
+	int done = sample_blocked(t, t->last_cpu, weight_ns, now);
 	first_look_tokens -= (int64_t)(wp_self_cpu_ns() - c0);
 	return done;
 }
@@ -788,15 +817,15 @@ void wp_sample_holders(struct wp_athread **ts, size_t n, uint64_t now)
 		struct wp_athread *t = ts[i];
 		if (!t->alive || backed_off(t, now) || wp_threads_is_excluded(t->tid))
 			continue;
-		int64_t cpu = wp_thread_cpu_ns(t->tid);
-		if (cpu < 0)
+		struct wp_cpu_reading cpu;
+		if (wp_thread_cpu_read(t->tid, &cpu) < 0)
 			continue;
-		if (wp_locks_unmoved(t, cpu)) {
+		if (wp_locks_unmoved(t, &cpu)) {
 			/* it has not run since its last sample: that stack is where it is */
 			wp_locks_count_holder_sample();
 			continue;
 		}
-		if (wp_thread_cpu_ns(t->tid) > cpu) {
+		if (on_cpu_now(t, &cpu)) {
 			sample_signalled(t, 0, now);
 			continue;
 		}
@@ -839,8 +868,9 @@ void wp_sample_holders(struct wp_athread **ts, size_t n, uint64_t now)
 static void count_clocked(struct wp_athread *t, const struct wp_pclk_rec *r, void *arg)
 {
 	(void)arg;
+	const struct wp_cpu_reading unknown = { -1, 0, 1 };
 	record_copy(t, r->gregs, r->stack, r->stack_len, 0, r->weight_ns,
-		    r->time_ns > start_ns ? r->time_ns : start_ns, -1);
+		    r->time_ns > start_ns ? r->time_ns : start_ns, &unknown);
 }
 
 /* Whether `t`, which has a perf clock, still blocks the signal: by the mask it publishes
@@ -921,12 +951,13 @@ static void sample_clocked(struct wp_athread *t, uint64_t weight_ns, uint64_t no
 	 * never takes one: a holder that blocks the signal is missed, `holder_missed`). */
 	uint64_t seq = t->lock_seq;
 	uint32_t stack = t->lock_stack;
-	int64_t cpu = t->lock_cpu_ns;
+	struct wp_cpu_reading cpu = t->lock_cpu;
+	const struct wp_cpu_reading unknown = { -1, 0, 1 };
 	struct wp_stack_entry *e = record_copy(t, r.gregs, r.stack, r.stack_len, 0, weight_ns,
-					       now, -1);
+					       now, &unknown);
 	t->lock_seq = seq;
 	t->lock_stack = stack;
-	t->lock_cpu_ns = cpu;
+	t->lock_cpu = cpu;
 	if (e)
 		note_runnable(t, e, weight_ns, 0, now); /* running, or waiting for a CPU */
 }
@@ -984,7 +1015,7 @@ static void tick_wall(uint64_t now)
 		if (!cfg.test_signal_all) {
 			if (sample_unmoved(t, weight, now))
 				continue;
-			if (!on_cpu_now(t, t->last_cpu_ns) && look_blocked(t, weight, now))
+			if (!on_cpu_now(t, &t->last_cpu) && look_blocked(t, weight, now))
 				continue;
 		}
 		if (t->pclk)
@@ -1010,13 +1041,13 @@ static void tick_cpu(uint64_t now)
 		struct wp_athread *t = live[(cursor + i) % n];
 		if (!t->alive || wp_threads_is_excluded(t->tid) || t->pclk)
 			continue; /* (a perf clock's records are its samples: clocked_tick) */
-		int64_t cpu = wp_thread_cpu_ns(t->tid);
-		if (cpu < 0) {
+		struct wp_cpu_reading cpu;
+		if (wp_thread_cpu_read(t->tid, &cpu) < 0) {
 			wp_threads_gone(t);
 			continue;
 		}
-		int64_t ran = t->poll_cpu_ns < 0 ? 0 : cpu - t->poll_cpu_ns;
-		t->poll_cpu_ns = cpu;
+		int64_t ran = t->poll_cpu_ns < 0 ? 0 : cpu.ns - t->poll_cpu_ns;
+		t->poll_cpu_ns = cpu.ns;
 		if (ran <= 0)
 			continue; /* asleep since the last look: a cpu profile gives it nothing */
 		t->credit_ns += (uint64_t)ran;
@@ -1032,7 +1063,7 @@ static void tick_cpu(uint64_t now)
 		t->credit_ns -= weight;
 		/* It ran during the last tick but may have just blocked: then take it from /proc
 		 * rather than interrupt its call. */
-		if (on_cpu_now(t, cpu) || !sample_blocked(t, cpu, weight, now))
+		if (on_cpu_now(t, &cpu) || !sample_blocked(t, cpu, weight, now))
 			sample_signalled(t, weight, now);
 	}
 	flush_jobs(now);

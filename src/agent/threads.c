@@ -171,7 +171,7 @@ static struct wp_athread *add(pid_t tid, uint64_t rel_ns)
 	if (!t)
 		return NULL;
 	t->tid = tid;
-	t->last_cpu_ns = -1;
+	t->last_cpu.ns = -1;
 	t->poll_cpu_ns = -1;
 	t->first_ns = t->last_ns = rel_ns;
 	HASH_ADD_INT(by_tid, tid, t);

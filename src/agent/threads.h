@@ -18,6 +18,8 @@
 #include <sys/types.h>
 #include <uthash.h>
 
+#include "clock.h"
+
 #define WP_RELIST_NS (250 * 1000000ull)
 
 struct wp_stack_entry;
@@ -32,15 +34,16 @@ struct wp_athread {
 	int alive;
 	unsigned seen_gen;
 
-	/* wall mode: the CPU clock at the last sample; unchanged means it has not run since */
-	int64_t last_cpu_ns;
+	/* wall mode: the CPU clock at the last sample; unchanged (wp_cpu_unmoved) means it has
+	 * not run since */
+	struct wp_cpu_reading last_cpu;
 	struct wp_stack_entry *last_stack;
 	/* what its last sample waited in (waits.h), NULL when it was not blocked in a call */
 	struct wp_wait_entry *last_wait;
 	/* wait_locks.c: when its latest sample was recorded (a sequence number) and its stack */
 	uint64_t lock_seq;
 	uint32_t lock_stack;
-	int64_t lock_cpu_ns; /* its CPU clock at that sample (-1: unknown) */
+	struct wp_cpu_reading lock_cpu; /* its CPU clock at that sample (ns -1: unknown) */
 	/* cpuwait.c: its runqueue time (schedstat) at the last read, when (0: never), runqueue
 	 * time read but not yet given to samples (negative: given ahead of schedstat), and its
 	 * last sample's disk wait (or NULL) */

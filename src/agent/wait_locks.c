@@ -28,16 +28,16 @@ void wp_locks_tick_begin(void)
 	npending = 0;
 }
 
-void wp_locks_sampled(struct wp_athread *t, uint32_t stack_id, int64_t cpu_ns)
+void wp_locks_sampled(struct wp_athread *t, uint32_t stack_id, const struct wp_cpu_reading *cpu)
 {
 	t->lock_seq = ++seq;
 	t->lock_stack = stack_id;
-	t->lock_cpu_ns = cpu_ns;
+	t->lock_cpu = *cpu;
 }
 
-int wp_locks_unmoved(struct wp_athread *t, int64_t cpu_ns)
+int wp_locks_unmoved(struct wp_athread *t, const struct wp_cpu_reading *cpu)
 {
-	if (!t->lock_seq || t->lock_cpu_ns < 0 || cpu_ns != t->lock_cpu_ns)
+	if (!t->lock_seq || !wp_cpu_unmoved(&t->lock_cpu, cpu))
 		return 0;
 	t->lock_seq = ++seq;
 	return 1;

@@ -38,12 +38,13 @@ struct wp_wait_entry;
 /* A new tick: forget the last one's pending waits. */
 void wp_locks_tick_begin(void);
 /* A fresh sample of `t` was recorded with stack `stack_id` (counted or a holder's; not a
- * stack guessed for a thread that did not answer), `cpu_ns` its CPU clock then (-1:
+ * stack guessed for a thread that did not answer), `cpu` its CPU clock then (ns -1:
  * unknown). */
-void wp_locks_sampled(struct wp_athread *t, uint32_t stack_id, int64_t cpu_ns);
-/* Whether `t`'s CPU clock `cpu_ns` (read just now) says it has not run since its latest
- * sample, whose stack is then where it is: that stack is reported sampled again now. */
-int wp_locks_unmoved(struct wp_athread *t, int64_t cpu_ns);
+void wp_locks_sampled(struct wp_athread *t, uint32_t stack_id, const struct wp_cpu_reading *cpu);
+/* Whether `t`'s CPU clock `cpu` (read just now) says it has not run since its latest sample
+ * (wp_cpu_unmoved), whose stack is then where it is: that stack is reported sampled again
+ * now. */
+int wp_locks_unmoved(struct wp_athread *t, const struct wp_cpu_reading *cpu);
 /* `units` samples of waiter `t` were just counted in `e`, whose lock `owner` holds (read just
  * now, after the waiter's sample). */
 void wp_locks_owner_read(struct wp_athread *t, struct wp_wait_entry *e, pid_t owner,

@@ -5,13 +5,16 @@
  *     that they queue for it whatever else the machine does: spin-a and spin-b (nice 0),
  *     spin-n5 (nice 5: a smaller share of the CPU, a longer wait), and half (nice 0) that
  *     spins 3 ms then sleeps 3 ms, so that part of its time is a sleep, not a wait;
- *   unpinned: 2 x CPUs + 1 spinning threads (spin-1...), not pinned.
+ *   unpinned: 2 x CPUs + 1 spinning threads (spin-1...), not pinned;
+ *   duty: one plain thread, duty, not pinned, that computes 100 ms and sleeps 100 ms in
+ *     turn: on a machine that is not full it hardly waits for a CPU, and its sleep is a
+ *     sleep.
  *
  * Each thread reads its own /proc/thread-self/schedstat (field 2: ns runnable on a runqueue)
  * and the monotonic clock once all are in place and again at the end, and reports
  * "wait.NAME PERCENT" (the runqueue time's share of that wall time) and "tid.NAME TID".
  *
- * Usage: cpuwait [SECONDS] [pinned|unpinned] (default 3, pinned). */
+ * Usage: cpuwait [SECONDS] [pinned|unpinned|duty] (default 3, pinned). */
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -27,14 +30,14 @@
 struct thr {
 	char name[16];
 	int nice;
-	int half; /* spin 3 ms, sleep 3 ms */
+	int half; /* spin 3 ms, sleep 3 ms (duty: 100 ms each) */
 	pthread_t handle;
 	pid_t tid;
 	double wait_pct;
 };
 
 static struct thr thrs[MAX_THREADS];
-static int nthr, pinned = 1, cpu0 = -1;
+static int nthr, pinned = 1, duty, cpu0 = -1;
 static uint64_t run_ns;
 static pthread_barrier_t ready;
 static volatile uint64_t sink;
@@ -80,9 +83,10 @@ static KEEP void *worker(void *arg)
 	pthread_barrier_wait(&ready);
 	uint64_t d0 = run_delay_ns(), w0 = mono_ns(), end = w0 + run_ns;
 	if (t->half) {
+		uint64_t ns = duty ? 100000000 : 3000000;
 		while (mono_ns() < end) {
-			spin_until(mono_ns() + 3000000);
-			sleep_ns(3000000);
+			spin_until(mono_ns() + ns);
+			sleep_ns(ns);
 		}
 	} else {
 		spin_until(end);
@@ -103,7 +107,8 @@ static void add(const char *name, int nice, int half)
 int main(int argc, char **argv)
 {
 	run_ns = (uint64_t)(run_seconds(argc, argv, 3.0) * 1e9);
-	pinned = !(argc > 2 && !strcmp(argv[2], "unpinned"));
+	duty = argc > 2 && !strcmp(argv[2], "duty");
+	pinned = !(argc > 2 && (!strcmp(argv[2], "unpinned") || duty));
 	truth_open();
 	cpu_set_t allowed;
 	CPU_ZERO(&allowed);
@@ -111,7 +116,9 @@ int main(int argc, char **argv)
 	for (int c = 0; c < CPU_SETSIZE && cpu0 < 0; c++)
 		if (CPU_ISSET(c, &allowed))
 			cpu0 = c;
-	if (pinned) {
+	if (duty) {
+		add("duty", 0, 1);
+	} else if (pinned) {
 		add("spin-a", 0, 0);
 		add("spin-b", 0, 0);
 		add("spin-n5", 5, 0);

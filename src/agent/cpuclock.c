@@ -12,8 +12,8 @@
  * was on a CPU (its own, in our handler; one taken before it was known to be off a CPU) is
  * marked: unchanged since such a reading does not mean it has not run (wp_cpu_unmoved). And
  * whether a thread is running now is its state letter, from /proc/PID/task/TID/stat through a
- * second descriptor kept in the same slot (wp_thread_runnable), not the clock moving between
- * two reads. */
+ * second descriptor kept in the same slot (wp_thread_runnable; for up to STAT_KEPT threads),
+ * not the clock moving between two reads. */
 #include "clock.h"
 
 #include <fcntl.h>
@@ -27,6 +27,10 @@
 
 #define SLOTS 1024u /* descriptors kept; a thread past them is opened for each read */
 #define PROBE 8u
+/* stat descriptors kept (wp_thread_runnable), at most: beside one schedstat descriptor per
+ * thread, not two per thread against a common limit of 1,024; a thread past them has its
+ * stat opened for each look */
+#define STAT_KEPT 256u
 
 struct slot {
 	pid_t tid;
@@ -35,6 +39,7 @@ struct slot {
 };
 
 static struct slot slots[SLOTS];
+static unsigned stat_kept;
 static int outside;
 
 void wp_cpuclock_outside(int o)
@@ -46,6 +51,7 @@ void wp_cpuclock_forget(void)
 {
 	for (unsigned i = 0; i < SLOTS; i++)
 		slots[i].tid = 0; /* the numbers were the parent task's: nothing to close here */
+	stat_kept = 0;
 }
 
 int wp_cpuclock_lags(void)
@@ -85,11 +91,19 @@ static int read_schedstat(int fd, struct wp_cpu_reading *r)
 	return 0;
 }
 
+static void close_stat(struct slot *s)
+{
+	if (s->stat_fd < 0)
+		return;
+	close(s->stat_fd);
+	s->stat_fd = -1;
+	stat_kept--;
+}
+
 static void empty_slot(struct slot *s)
 {
 	close(s->fd);
-	if (s->stat_fd >= 0)
-		close(s->stat_fd);
+	close_stat(s);
 	s->tid = 0;
 }
 
@@ -187,11 +201,16 @@ int wp_thread_runnable(pid_t tid)
 		struct wp_cpu_reading r;
 		if (s->tid != tid && !(s = schedstat_read(tid, &r)))
 			return -1; /* ended */
-		if (s->stat_fd < 0)
+		if (s->stat_fd < 0 && stat_kept < STAT_KEPT) {
 			s->stat_fd = open_task_file(tid, "stat");
-		if (s->stat_fd < 0)
+			stat_kept += s->stat_fd >= 0;
+		}
+		int fd = s->stat_fd >= 0 ? s->stat_fd : open_task_file(tid, "stat");
+		if (fd < 0)
 			return -1;
-		ssize_t n = pread(s->stat_fd, buf, sizeof(buf), 0);
+		ssize_t n = pread(fd, buf, sizeof(buf), 0);
+		if (fd != s->stat_fd)
+			close(fd);
 		if (n > 0) {
 			char state = state_of(buf, n);
 			return state ? state == 'R' : -1;

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -691,11 +692,18 @@ void wp_sampler_set_orphan(void (*fn)(int exec))
 	orphan_fn = fn;
 }
 
-/* Waits (until `deadline_ns`) for the sampler's task or thread to be gone; 1 when it is. */
+/* Waits (until `deadline_ns`) for the sampler's task or thread to be gone; 1 when it is. An
+ * ended task is reaped here: it is the program's child, and would stay a zombie for as long
+ * as the process lives (after an exec too), and be returned to a wait with __WALL. */
 static int sampler_gone(uint64_t deadline_ns)
 {
-	if (on_task)
-		return wp_task_wait_gone(deadline_ns);
+	if (on_task) {
+		int gone = wp_task_wait_gone(deadline_ns);
+		pid_t tid = atomic_load(&sampler_tid);
+		if (gone && tid > 0)
+			syscall(SYS_wait4, tid, NULL, __WALL | WNOHANG, NULL);
+		return gone;
+	}
 	if (atomic_load(&done_word)) {
 		pthread_join(thread, NULL); /* its loop has ended: returns at once */
 		return 1;

@@ -3,9 +3,8 @@
  * of the program's (task.h) with no exit signal: a plain wait never sees it, but one with
  * __WALL or __WCLONE for any child does (tracers wait so: strace -f, gdb), and would wait for
  * it for good, as it ends only with the program. So before such a wait the agent stops: the
- * profile so far is written and the task ends; the wait then returns it once, as the exit of
- * a child the program did not start (strace says "Exit of unknown pid ... ignored"), and the
- * program is not profiled from there on. A wait for one given child is left alone. */
+ * profile so far is written, the task ends and is reaped (sampler.c), and the program is not
+ * profiled from there on. A wait for one given child is left alone. */
 #include <dlfcn.h>
 #include <sys/resource.h>
 #include <sys/types.h>

@@ -390,6 +390,15 @@ void wp_agent_before__exit(int status)
 			       (unsigned long long)wp_stats_missed_total(), out_path);
 }
 
+void wp_agent_before_wall_wait(void)
+{
+	if (!atomic_load(&running) || getpid() != owner_pid || !wp_sampler_on_task())
+		return;
+	wp_log("the program waits for any child with __WALL (a tracer's wait): wallprof stops "
+	       "here, as that wait would wait for its sampler (a child of the program's)");
+	finish(NULL);
+}
+
 /* ---- start ---- */
 
 /* When an earlier image of this same process (before an exec) left its profile at our path,

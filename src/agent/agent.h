@@ -16,4 +16,8 @@ void wp_agent_after_failed_exec(void);
 /* The _exit interposers (exit.c): the final write, with the status. Async-signal-safe. */
 void wp_agent_before__exit(int status);
 
+/* Before a wait for any child with __WALL or __WCLONE (waitall.c), which would wait for the
+ * sampler's task: the agent stops (the profile is written, the task ends). */
+void wp_agent_before_wall_wait(void);
+
 #endif

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -376,6 +377,30 @@ static int wait_tick(uint64_t next)
 	}
 }
 
+/* The expensive set-up (the module table with a copy of each module's unwind tables, and
+ * libunwind), once per process, and the module watcher, once per start: at the first tick,
+ * not at start, so that a process that ends before its first tick (a shell's commands, a
+ * build's compilers) never pays for it, and the program's main() is never kept waiting. A
+ * fork child keeps the parent's tables (fork waits for tick_lock, which this holds). */
+static int set_up(void)
+{
+	static int ready;
+	lock_tick();
+	if (!ready) {
+		wp_fds_hide_new_pipes(1);
+		int bad = wp_modules_init() != 0 || wp_unwind_init() != 0;
+		wp_fds_hide_new_pipes(0);
+		if (bad) {
+			unlock_tick();
+			return -1;
+		}
+		ready = 1;
+	}
+	wp_modules_watch_start();
+	unlock_tick();
+	return 0;
+}
+
 static void *run(void *arg)
 {
 	sampler_tid = (int)syscall(SYS_gettid);
@@ -403,30 +428,12 @@ static void *run(void *arg)
 	wp_sigmask_quiet_this_thread(); /* started with every signal blocked */
 	if (first_fn)
 		first_fn();
-	/* The expensive set-up happens here rather than in the constructor, so the program's
-	 * main() is not kept waiting (a shell script starting many short commands would be). */
-	static int ready;
-	lock_tick();
-	if (!ready) {
-		wp_fds_hide_new_pipes(1);
-		int bad = wp_modules_init() != 0 || wp_unwind_init() != 0;
-		wp_fds_hide_new_pipes(0);
-		if (bad) {
-			unlock_tick();
-			wp_log("cannot set up unwinding; profiling is off for this run");
-			atomic_store(&done_word, 1);
-			return NULL;
-		}
-		ready = 1;
-	}
-	wp_modules_watch_start();
-	unlock_tick();
 	wp_sample_seed(wp_now_ns() ^ ((uint64_t)pid << 32));
 	wp_threads_init(sampler_tid);
 	wp_threads_refresh(wp_now_ns(), start_ns);
 
 	uint64_t next = wp_now_ns();
-	int orphaned = 0;
+	int orphaned = 0, set = 0;
 	while (!(atomic_load(&stop_word) & STOP)) {
 		/* Jitter of up to +-1/8 interval, mean zero: the rate asked is the rate delivered,
 		 * and ticks do not phase-lock with periodic work in the program. */
@@ -439,6 +446,10 @@ static void *run(void *arg)
 		}
 		if (w < 0)
 			break;
+		if (!set && !(set = set_up() == 0)) {
+			wp_log("cannot set up unwinding; profiling is off for this run");
+			break;
+		}
 		uint64_t now = wp_now_ns();
 		if (now > next + interval_ns) {
 			/* Fell behind (machine busy): resume the cadence from now, no burst. */
@@ -681,11 +692,18 @@ void wp_sampler_set_orphan(void (*fn)(int exec))
 	orphan_fn = fn;
 }
 
-/* Waits (until `deadline_ns`) for the sampler's task or thread to be gone; 1 when it is. */
+/* Waits (until `deadline_ns`) for the sampler's task or thread to be gone; 1 when it is. An
+ * ended task is reaped here: it is the program's child, and would stay a zombie for as long
+ * as the process lives (after an exec too), and be returned to a wait with __WALL. */
 static int sampler_gone(uint64_t deadline_ns)
 {
-	if (on_task)
-		return wp_task_wait_gone(deadline_ns);
+	if (on_task) {
+		int gone = wp_task_wait_gone(deadline_ns);
+		pid_t tid = atomic_load(&sampler_tid);
+		if (gone && tid > 0)
+			syscall(SYS_wait4, tid, NULL, __WALL | WNOHANG, NULL);
+		return gone;
+	}
 	if (atomic_load(&done_word)) {
 		pthread_join(thread, NULL); /* its loop has ended: returns at once */
 		return 1;

@@ -45,6 +45,8 @@ INTERPOSED = {
     # exec.c
     "execve", "execv", "execvp", "execvpe", "fexecve", "execl", "execlp", "execle",
     "_exit", "_Exit",
+    # waitall.c
+    "waitpid", "wait4", "waitid",
     # agent.c
     "pthread_exit",
     # condwait.c

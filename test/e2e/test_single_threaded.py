@@ -99,10 +99,31 @@ def chromium(t):
     t.check(os.path.exists(out), "under wallprof, its profile is written", str(os.listdir(home)))
 
 
+def tracer(t):
+    """The sampler's task is a child of the program's: a tracer's wait for any child with
+    __WALL (strace -f) would wait for it for good; the agent stops before such a wait
+    (waitall.c). Without that, strace -f under the agent never ended."""
+    exe = shutil.which("strace")
+    if not exe:
+        t.fail("strace exists (scripts/deps installs it)")
+        return
+    d = wp.tmp_path("tracer")
+    os.makedirs(d, exist_ok=True)
+    argv = [exe, "-f", "-qq", "-o", os.path.join(d, "trace.txt"), wp.target("solo"), "0.2"]
+    base = wp.run(argv, timeout=60)
+    env = wp.preload_env(mode="wall", hz=1000, out=os.path.join(d, "st.%p.prof"))
+    r = wp.run(argv, env=env, timeout=60)
+    t.eq(r.returncode, base.returncode, "strace -f under the agent ends, as unprofiled",
+         r.describe())
+    t.eq(r.stdout, base.stdout, "strace -f under the agent: its tracee's output as unprofiled",
+         r.describe())
+
+
 def main(t):
     solo(t)
     unshare(t)
     chromium(t)
+    tracer(t)
 
 
 wp.main(main)

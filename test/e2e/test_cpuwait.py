@@ -18,8 +18,13 @@ a preemption inside the agent's handler was taken for a blocked signal).
 
 duty (the target's `duty` variant: one thread, not pinned, computing 100 ms and sleeping
 100 ms in turn), at 1000 Hz: on a machine with a CPU to spare it hardly waits for one, and
-the report says what its own schedstat says (within 5 points), with about half its time
-asleep. With the sampler on its task, thread clocks come from schedstat, whose run time a
+the report's CPU wait is within 8 points of its own schedstat's share, as half's, and its
+sleep at most 8 points under what its own clocks say (its time in its sleeps less the wait
+for a CPU their wake-ups added: about half its time): the take-back also moves to
+"cpu" the runqueue time the thread spent before its sleep that no read had shown yet, a few
+points here (sleep reported 45-48% against 49-50% by its clocks, in the code before this
+check alike), once 12 points on a saturated machine (37.5% waiting by its schedstat; such a
+run fails here). With the sampler on its task, thread clocks come from schedstat, whose run time a
 running thread moves only at the scheduler's ticks (4 ms at HZ=250); compared with the
 handler's exact reading, a thread that ran looked unmoved since its last sample, its
 samples were given to "waiting for a CPU" ahead of schedstat, and the negative balance made
@@ -65,7 +70,7 @@ def check_run(t, variant, hz=HZ):
         t.check(abs(total - 100.0) <= 0.6, "%s: %s's budget adds up to 100%%" % (variant, name),
                 "%r sums to %.1f" % (got, total))
         cpu = got.get("waiting for a CPU", 0.0)
-        points = POINTS_HALF if name == "half" else POINTS
+        points = POINTS_HALF if name in ("half", "duty") else POINTS
         t.check(abs(cpu - float(v)) <= points,
                 "%s: %s waited for a CPU %.1f%% by its schedstat, report within %.0f points"
                 % (variant, name, float(v), points), "report %.1f%%; %r" % (cpu, got))
@@ -84,8 +89,10 @@ def main(t):
     t.check(half.get("sleep", 0.0) >= 10.0, "pinned: half's budget shows its sleep", repr(half))
     b, truth = check_run(t, "duty", hz=DUTY_HZ)
     duty = b.get(int(truth.get("tid.duty", -1)), {})
-    t.check(40.0 <= duty.get("sleep", 0.0) <= 60.0,
-            "duty: about half its time is its sleep (40-60%), not waiting for a CPU", repr(duty))
+    asleep = float(truth.get("sleep.duty", -100.0))
+    t.check(duty.get("sleep", 0.0) >= asleep - POINTS_HALF,
+            "duty: asleep %.1f%% by its own clocks (its sleeps less their wait for a CPU), "
+            "report at most %.0f points under" % (asleep, POINTS_HALF), repr(duty))
 
 
 wp.main(main)

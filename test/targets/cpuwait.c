@@ -12,7 +12,9 @@
  *
  * Each thread reads its own /proc/thread-self/schedstat (field 2: ns runnable on a runqueue)
  * and the monotonic clock once all are in place and again at the end, and reports
- * "wait.NAME PERCENT" (the runqueue time's share of that wall time) and "tid.NAME TID".
+ * "wait.NAME PERCENT" (the runqueue time's share of that wall time) and "tid.NAME TID";
+ * duty also "sleep.duty PERCENT": the time in its sleeps less the runqueue time they added
+ * (its wake-ups' wait for a CPU), of that wall time.
  *
  * Usage: cpuwait [SECONDS] [pinned|unpinned|duty] (default 3, pinned). */
 #include <pthread.h>
@@ -34,6 +36,7 @@ struct thr {
 	pthread_t handle;
 	pid_t tid;
 	double wait_pct;
+	double sleep_pct; /* duty: time in its sleeps less their runqueue time, of the wall time */
 };
 
 static struct thr thrs[MAX_THREADS];
@@ -82,17 +85,26 @@ static KEEP void *worker(void *arg)
 		perror("setpriority");
 	pthread_barrier_wait(&ready);
 	uint64_t d0 = run_delay_ns(), w0 = mono_ns(), end = w0 + run_ns;
+	uint64_t asleep = 0;
 	if (t->half) {
 		uint64_t ns = duty ? 100000000 : 3000000;
 		while (mono_ns() < end) {
 			spin_until(mono_ns() + ns);
+			/* duty: its sleep as the kernel saw it, without the wait for a CPU after the
+			 * wake-up (schedstat counts that in run_delay) */
+			uint64_t s0 = duty ? mono_ns() : 0, q0 = duty ? run_delay_ns() : 0;
 			sleep_ns(ns);
+			if (duty) {
+				uint64_t q1 = run_delay_ns(), s1 = mono_ns();
+				asleep += (s1 - s0) - (q1 - q0 < s1 - s0 ? q1 - q0 : s1 - s0);
+			}
 		}
 	} else {
 		spin_until(end);
 	}
 	uint64_t d1 = run_delay_ns(), w1 = mono_ns();
 	t->wait_pct = 100.0 * (double)(d1 - d0) / (double)(w1 - w0);
+	t->sleep_pct = 100.0 * (double)asleep / (double)(w1 - w0);
 	return NULL;
 }
 
@@ -139,6 +151,8 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nthr; i++) {
 		truth("tid.%s %d", thrs[i].name, (int)thrs[i].tid);
 		truth("wait.%s %.2f", thrs[i].name, thrs[i].wait_pct);
+		if (duty)
+			truth("sleep.%s %.2f", thrs[i].name, thrs[i].sleep_pct);
 	}
 	truth_close();
 	return 0;

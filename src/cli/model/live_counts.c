@@ -254,8 +254,7 @@ void wp_live_absorb(struct wp_live_counts *m, uint32_t k, struct wp_profile *p)
 		tf_add(m, k, s->tid, f, s->count);
 		struct wp_live_thread *th = thread_of(m, k, s->tid);
 		th->now += s->count;
-		if (s->flags & WP_STACK_WAITING)
-			th->wait_now += s->count;
+		th->wait_now += wp_rstack_waiting(s);
 	}
 	count_waits(m, k, r);
 	P->threads_live = 0;

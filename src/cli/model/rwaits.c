@@ -270,18 +270,34 @@ struct wp_wait_people *wp_wait_people(const struct wp_resolved *r, const uint32_
 	return v;
 }
 
+uint64_t wp_rstack_waiting(const struct wp_rstack *s)
+{
+	if (s->flags & WP_STACK_WAITING)
+		return s->count;
+	uint64_t waiting = 0;
+	for (uint32_t k = 0; k < s->nwaits; k++) {
+		/* a running stack's waits are its waits for a CPU (wait_attach.c) */
+		assert(s->waits[k].kind == WP_WAIT_CPU);
+		waiting += wp_rwait_samples(s, k);
+	}
+	assert(waiting <= s->count);
+	return waiting;
+}
+
+uint64_t wp_rstack_waiting_cpu(const struct wp_rstack *s)
+{
+	uint64_t cpu = 0;
+	for (uint32_t k = 0; k < s->nwaits; k++)
+		if (s->waits[k].kind == WP_WAIT_CPU)
+			cpu += wp_rwait_samples(s, k);
+	return cpu;
+}
+
 uint64_t wp_waiting_samples(const struct wp_resolved *r)
 {
 	uint64_t waiting = 0;
-	for (size_t i = 0; i < r->nstacks; i++) {
-		const struct wp_rstack *s = &r->stacks[i];
-		if (s->flags & WP_STACK_WAITING) {
-			waiting += s->count;
-			continue;
-		}
-		for (uint32_t k = 0; k < s->nwaits; k++)
-			waiting += wp_rwait_samples(s, k); /* a runnable thread's wait for a CPU */
-	}
+	for (size_t i = 0; i < r->nstacks; i++)
+		waiting += wp_rstack_waiting(&r->stacks[i]);
 	return waiting;
 }
 

@@ -5,6 +5,7 @@
 
 #include "hashmap.h"
 #include "resolve.h"
+#include "rwaits.h"
 
 int wp_tally(const struct wp_resolved *r, int (*keep)(const struct wp_rstack *, void *),
 	     void *arg, struct wp_tally *t)
@@ -206,8 +207,7 @@ struct wp_thread_count *wp_thread_counts(const struct wp_resolved *r, size_t *n,
 			nv++;
 		}
 		v[k].c.samples += s->count;
-		if (s->flags & WP_STACK_WAITING)
-			v[k].c.waiting += s->count;
+		v[k].c.waiting += wp_rstack_waiting(s);
 	}
 	for (size_t i = 0; i < r->nthreads; i++) {
 		uint32_t k;

@@ -62,8 +62,9 @@ static int add_stack(struct build *b, const struct wp_opts *o, const struct wp_r
 		     const struct wp_rstack *s, const struct wp_rwait *w, uint64_t count,
 		     int hotcold)
 {
-	enum wp_flame_state st = hotcold && (s->flags & WP_STACK_WAITING) ? WP_FLAME_WAITING
-									  : WP_FLAME_RUNNING;
+	/* waiting: blocked, or the share that waited for a CPU (rwaits.h's one definition) */
+	int waiting = (s->flags & WP_STACK_WAITING) || (w && w->kind == WP_WAIT_CPU);
+	enum wp_flame_state st = hotcold && waiting ? WP_FLAME_WAITING : WP_FLAME_RUNNING;
 	size_t extra = (o->per_process ? 1 : 0) + (o->per_thread ? 1 : 0) + (s->n ? 0 : 1) +
 		       (w ? 2 + w->holder_n : 0);
 	struct wp_flame_frame *f = malloc((s->n + extra) * sizeof(*f));

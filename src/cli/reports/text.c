@@ -334,7 +334,10 @@ static void stats(struct text *t)
 	uint64_t duration = s->duration_ns, sampler = s->sampler_cpu_ns, truncated = s->truncated;
 
 	fprintf(t->out, "\n[STATS]   samples: %s", wp_num(t->total));
-	if (t->wall)
+	if (t->wall && s->waiting_cpu) /* waiting for a CPU is waiting (rwaits.h), said here */
+		fprintf(t->out, " (%s running, %s waiting, %s of them for a CPU)",
+			wp_num(t->total - s->waiting), wp_num(s->waiting), wp_num(s->waiting_cpu));
+	else if (t->wall)
 		fprintf(t->out, " (%s running, %s waiting)", wp_num(t->total - s->waiting),
 			wp_num(s->waiting));
 	fprintf(t->out, " from %s thread%s; %s unique stacks\n", wp_num(s->threads),

@@ -334,14 +334,14 @@ static void stats(struct text *t)
 	uint64_t duration = s->duration_ns, sampler = s->sampler_cpu_ns, truncated = s->truncated;
 
 	fprintf(t->out, "\n[STATS]   samples: %s", wp_num(t->total));
-	if (t->wall && s->waiting_cpu) /* waiting for a CPU is waiting (rwaits.h), said here */
-		fprintf(t->out, " (%s running, %s waiting, %s of them for a CPU)",
-			wp_num(t->total - s->waiting), wp_num(s->waiting), wp_num(s->waiting_cpu));
-	else if (t->wall)
+	if (t->wall)
 		fprintf(t->out, " (%s running, %s waiting)", wp_num(t->total - s->waiting),
 			wp_num(s->waiting));
 	fprintf(t->out, " from %s thread%s; %s unique stacks\n", wp_num(s->threads),
 		s->threads == 1 ? "" : "s", wp_num(s->stacks));
+	if (t->wall && s->waiting_cpu) /* waiting for a CPU is waiting (rwaits.h): say so */
+		fprintf(t->out, "          waiting: %s of them for a CPU (runnable, not on one), "
+			"here as in every section\n", wp_num(s->waiting_cpu));
 
 	/* Missed samples, by cause (the agent's missed_<cause> keys), for the whole run. */
 	char causes[512] = "";

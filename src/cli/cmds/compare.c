@@ -83,24 +83,23 @@ static const char *fit_middle(const char *s, int w, char *buf, size_t cap)
 	return buf;
 }
 
-/* Fits a name into `w` columns: a C++ parameter list goes first ("f(int, char)" -> "f()"),
- * then the start ("...Worker<int>::run()"). */
+/* Fits a function name into `w` columns: textfmt.h's wp_fit_name, the one shortening of C++
+ * names (the text report's and the live view's too); a report's own frame ("[wait ...]") is
+ * cut in its middle (fit_middle). */
 static const char *fit(const char *s, int w, char *buf, size_t cap)
 {
-	size_t n = strlen(s);
-	if ((int)n <= w)
-		return s;
 	if (wp_name_is_pseudo(s))
 		return fit_middle(s, w, buf, cap);
-	snprintf(buf, cap, "%s", s);
-	char *open = strchr(buf, '('), *close = strrchr(buf, ')');
-	if (open && close > open + 1 && open > buf)
-		memmove(open + 1, close, strlen(close) + 1);
-	n = strlen(buf);
-	if ((int)n > w) {
-		memmove(buf + 3, buf + n - (size_t)(w - 3), (size_t)(w - 3) + 1);
-		memcpy(buf, "...", 3);
-	}
+	return wp_fit_name(s, w, buf, cap);
+}
+
+/* A path in `w` columns: its end, which names the file. */
+static const char *fit_path(const char *s, int w, char *buf, size_t cap)
+{
+	size_t n = strlen(s);
+	if ((int)n <= w || w <= 3)
+		return s;
+	snprintf(buf, cap, "...%s", s + n - (size_t)(w - 3));
 	return buf;
 }
 
@@ -252,7 +251,7 @@ static void describe(FILE *out, const char *label, const struct side *s)
 	if (strlen(label) + strlen(s->path) + strlen(what) + 3 <= 100)
 		fprintf(out, "%s %s: %s\n", label, s->path, what);
 	else /* a long path: on its own line (its end, if need be) */
-		fprintf(out, "%s %s\n%*s %s\n", label, fit(s->path, 90, b, sizeof(b)),
+		fprintf(out, "%s %s\n%*s %s\n", label, fit_path(s->path, 90, b, sizeof(b)),
 			(int)strlen(label), "", what);
 }
 
@@ -608,7 +607,7 @@ oom:
 	return -1;
 }
 
-static int text_diff(const struct wp_opts *o, struct side sides[2], FILE *out)
+static int compare_text(const struct wp_opts *o, struct side sides[2], FILE *out)
 {
 	size_t n;
 	struct entry *tab = collect(o, sides, &n), *e, *tmp;
@@ -784,7 +783,7 @@ static int add_path(struct path **tab, const struct wp_opts *o, const struct sid
 	return 0;
 }
 
-static int svg_diff(const struct wp_opts *o, struct side sides[2], FILE *out)
+static int compare_flame_graph(const struct wp_opts *o, struct side sides[2], FILE *out)
 {
 	struct path *tab = NULL, *p, *tmp;
 	size_t n = 0;
@@ -847,9 +846,9 @@ int wp_compare(const struct wp_opts *o, const char *before, const char *after, F
 	if (load(o, &sides[0]) != 0 || load(o, &sides[1]) != 0)
 		goto done;
 	if (svg)
-		rc = svg_diff(o, sides, out);
+		rc = compare_flame_graph(o, sides, out);
 	else
-		rc = text_diff(o, sides, out);
+		rc = compare_text(o, sides, out);
 	if (fflush(out) != 0 || rc != 0) {
 		if (ferror(out))
 			fprintf(stderr, "wallprof: could not write the comparison: %s\n", strerror(errno));

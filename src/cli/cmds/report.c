@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "alloc.h"
 #include "procinfo.h"
 
 struct wp_filter wp_opts_filter(const struct wp_opts *o)
@@ -145,16 +146,10 @@ struct files {
 static int add_read(struct files *f, const char *path, struct wp_profile *p)
 {
 	if (f->n == f->cap) {
-		size_t c = f->cap ? f->cap * 2 : 16;
-		char **np = realloc(f->paths, c * sizeof(*np));
-		if (!np)
+		size_t c = f->cap; /* both arrays grow together */
+		if (wp_grow(&f->paths, &c, f->n + 1, sizeof(*f->paths)) ||
+		    wp_grow(&f->read, &f->cap, f->n + 1, sizeof(*f->read)))
 			return -1;
-		f->paths = np;
-		struct wp_profile **nr = realloc(f->read, c * sizeof(*nr));
-		if (!nr)
-			return -1;
-		f->read = nr;
-		f->cap = c;
 	}
 	f->read[f->n] = p;
 	return (f->paths[f->n] = strdup(path)) ? (int)(f->n++, 0) : -1;

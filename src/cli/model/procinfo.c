@@ -1,4 +1,5 @@
 #include "procinfo.h"
+#include "alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,16 +125,10 @@ size_t wp_agent_messages(const struct wp_profile *const *ps, size_t n,
 					v[j].more++;
 				continue;
 			}
-			if (len == cap) {
-				size_t c = cap ? 2 * cap : 16;
-				struct wp_agent_msg *nv = realloc(v, c * sizeof(*nv));
-				if (!nv) {
-					free(v);
-					*out = NULL;
-					return 0;
-				}
-				v = nv;
-				cap = c;
+			if (wp_grow(&v, &cap, len + 1, sizeof(*v))) {
+				free(v);
+				*out = NULL;
+				return 0;
 			}
 			v[len++] = (struct wp_agent_msg){ .text = m, .proc = k, .more = 0 };
 		}

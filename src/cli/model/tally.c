@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "hashmap.h"
 #include "resolve.h"
 #include "rwaits.h"
@@ -195,13 +196,8 @@ struct wp_thread_count *wp_thread_counts(const struct wp_resolved *r, size_t *n,
 		if (added < 0)
 			goto oom;
 		if (added) {
-			if (nv == cap) {
-				cap = cap ? cap * 2 : 64;
-				struct tc_sort *nvp = realloc(v, cap * sizeof(*v));
-				if (!nvp)
-					goto oom;
-				v = nvp;
-			}
+			if (wp_grow(&v, &cap, nv + 1, sizeof(*v)))
+				goto oom;
 			v[nv] = (struct tc_sort){ { s->proc, s->tid, wp_resolved_pid(r, s->proc), 0, 0 },
 						  nv };
 			nv++;

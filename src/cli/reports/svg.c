@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "alloc.h"
 #include "flame.h"
 
 static const char *or(const char *v, const char *dflt)
@@ -34,15 +35,9 @@ static int own(struct build *b, void *p)
 {
 	if (!p)
 		return -1;
-	if (b->nowned == b->owned_cap) {
-		size_t cap = b->owned_cap ? 2 * b->owned_cap : 256;
-		void **o = realloc(b->owned, cap * sizeof(*o));
-		if (!o) {
-			free(p);
-			return -1;
-		}
-		b->owned = o;
-		b->owned_cap = cap;
+	if (wp_grow(&b->owned, &b->owned_cap, b->nowned + 1, sizeof(*b->owned))) {
+		free(p);
+		return -1;
 	}
 	b->owned[b->nowned++] = p;
 	return 0;
@@ -115,14 +110,8 @@ static int add_stack(struct build *b, const struct wp_opts *o, const struct wp_r
 			}
 		}
 	}
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? 2 * b->cap : 256;
-		struct wp_flame_stack *ns = realloc(b->stacks, cap * sizeof(*ns));
-		if (!ns)
-			return -1;
-		b->stacks = ns;
-		b->cap = cap;
-	}
+	if (wp_grow(&b->stacks, &b->cap, b->n + 1, sizeof(*b->stacks)))
+		return -1;
 	b->stacks[b->n++] = (struct wp_flame_stack){ f, k, count, 0 };
 	return 0;
 }

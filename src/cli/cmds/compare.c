@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <uthash.h>
 
+#include "alloc.h"
 #include "cli.h"
 #include "procinfo.h"
 #include "flame.h"
@@ -611,14 +612,11 @@ static int compare_text(const struct wp_opts *o, struct side sides[2], FILE *out
 {
 	size_t n;
 	struct entry *tab = collect(o, sides, &n), *e, *tmp;
-	struct entry **better = calloc(n + 1, sizeof(*better)), **worse = calloc(n + 1, sizeof(*worse));
-	struct entry **noise = calloc(n + 1, sizeof(*noise));
+	struct entry **better = wp_xcalloc(n + 1, sizeof(*better));
+	struct entry **worse = wp_xcalloc(n + 1, sizeof(*worse));
+	struct entry **noise = wp_xcalloc(n + 1, sizeof(*noise));
 	size_t nb = 0, nw = 0, nn = 0;
 	int rc = -1;
-	if (!better || !worse || !noise) {
-		fprintf(stderr, "wallprof: out of memory\n");
-		goto done;
-	}
 	/* names shared by functions of different modules, to say which is which */
 	size_t all = 0;
 	HASH_ITER(hh, tab, e, tmp) {

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
 #include "alloc.h"
+#include "cli.h"
 #include "common/numparse.h"
 
 static const char usage_text[] =

@@ -12,8 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli.h"
 #include "alloc.h"
+#include "cli.h"
 #include "procinfo.h"
 
 struct wp_filter wp_opts_filter(const struct wp_opts *o)

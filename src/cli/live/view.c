@@ -16,8 +16,8 @@
 #include <unistd.h>
 #include <uthash.h>
 
-#include "live/screen.h"
 #include "alloc.h"
+#include "live/screen.h"
 #include "live/term.h"
 #include "live/view.h"
 #include "textfmt.h"

@@ -1,9 +1,10 @@
 #include "procinfo.h"
-#include "alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "alloc.h"
 
 /* The program's name in a command line: its first word without the directory. */
 static const char *program_name(const char *cmd, char *buf, size_t cap)

@@ -37,8 +37,8 @@
 #include <uthash.h>
 #include <zlib.h>
 
-#include "cli.h"
 #include "alloc.h"
+#include "cli.h"
 #include "textfmt.h"
 
 /* ---- wire format ---- */

@@ -36,8 +36,8 @@
 #include <string.h>
 #include <uthash.h>
 
-#include "cli.h"
 #include "alloc.h"
+#include "cli.h"
 #include "textfmt.h"
 
 

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
 #include "alloc.h"
+#include "cli.h"
 #include "flame.h"
 
 static const char *or(const char *v, const char *dflt)

@@ -1,6 +1,6 @@
 /* The wallprof command: its options and the entry points of each subcommand and report. The
  * layout (docs/design.md, "The command"): options.c reads the command line, main.c picks the
- * subcommand; cmds/ one file per subcommand (record, report, diff, overhead, live, whose
+ * subcommand; cmds/ one file per subcommand (record, report, compare, overhead, live, whose
  * parts are in live/); model/ the symbols and the resolved profile; reports/ one file per
  * format; util/ small helpers. */
 #ifndef WP_CLI_H
@@ -48,6 +48,7 @@ struct wp_opts {
 	const char *report_file; /* --report FILE */
 	const char **report_more; /* more files after it (--report A B...), malloc'ed */
 	int nreport_more;
+	size_t cap_report_more;
 	const char *compare[2];  /* --compare A B */
 	int flame_graph;         /* --flame-graph */
 	int overhead_test;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "cli.h"
 #include "common/numparse.h"
 
@@ -299,11 +300,10 @@ static int take(struct wp_opts *o, int c, const char *v, const char *next, int *
 
 static int add_report_file(struct wp_opts *o, const char *f)
 {
-	const char **n = realloc(o->report_more, (size_t)(o->nreport_more + 1) * sizeof(*n));
-	if (!n)
+	if (wp_grow(&o->report_more, &o->cap_report_more, (size_t)o->nreport_more + 1,
+		    sizeof(*o->report_more)))
 		return -1;
-	n[o->nreport_more++] = f;
-	o->report_more = n;
+	o->report_more[o->nreport_more++] = f;
 	return 0;
 }
 

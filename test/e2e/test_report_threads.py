@@ -6,6 +6,7 @@ import collections
 import xml.etree.ElementTree as ET
 
 import reportlib as rl
+import wpformat
 import wplib as wp
 
 
@@ -22,10 +23,19 @@ def main(t):
     folded = wp.load(prof)
     per = {tid: n for (_, tid), n in folded.threads().items()}
     raw = wp.read_raw(prof)
+    # a waiting sample (issue 20's one definition): of a stack flagged waiting, or a running
+    # stack's share that waited for a CPU (its WAIT records of the cpu pseudo call, capped at
+    # its count)
+    cpu = collections.Counter()
+    for w in raw.waits:
+        if w["nr"] == wpformat.WAIT_NR_CPU:
+            cpu[w["stack_id"]] += w["count"]
     waiting = collections.Counter()
     for s in raw.stacks:
         if s["flags"] & wp.STACK_WAITING:
             waiting[s["tid"]] += s["count"]
+        else:
+            waiting[s["tid"]] += min(s["count"], cpu[s["id"]])
     n = folded.total()
     t.note("samples per thread: %r" % folded.threads())
 
@@ -43,7 +53,7 @@ def main(t):
         t.near(s.share, 100.0 * s.samples / n, 0.051, "%s: share of the process" % s.name)
         if s.samples:
             t.near(s.waiting, 100.0 * waiting[s.tid] / s.samples, 0.051,
-                   "%s: waiting %% = its samples flagged waiting" % s.name)
+                   "%s: waiting %% = its samples flagged waiting or waiting for a CPU" % s.name)
             t.near(s.running + s.waiting, 100.0, 0.11, "%s: running + waiting = 100%%" % s.name)
     for name in ("cruncher", "sleeper"):
         s = rep.thread(name)

@@ -4,7 +4,6 @@
  * in its first moments; then each burns CPU in a function of its own, so a profiler has
  * something to show. Every line it prints says what it saw, to compare with an unprofiled run.
  *   solo [SECS]   burn SECS (0.5) in each process */
-#define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <sched.h>

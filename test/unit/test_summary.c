@@ -12,7 +12,9 @@
 
 #include "check.h"
 #include "cli/model/resolve.h"
+#include "cli/model/rwaits.h"
 #include "cli/model/summary.h"
+#include "cli/model/tally.h"
 #include "profile_build.h"
 
 #define S 1000000000ull /* ns */
@@ -307,6 +309,38 @@ static void test_budget(void)
 	wp_profile_free(p);
 }
 
+/* One definition of a waiting sample (issue 20, "figures that agree"): a stack flagged
+ * waiting, and a running stack's share that waited for a CPU. STATS (wp_summarize), the WAITS
+ * heading (wp_waiting_samples), the threads' counts (wp_thread_counts) and the time budget
+ * count the same 90 samples of budget_run: 50 blocked, 40 waiting for a CPU. */
+static void test_waiting_agrees(void)
+{
+	struct wp_profile *p = budget_run();
+	for (int leaves = 0; leaves < 2; leaves++) {
+		struct wp_filter f = { .wait_leaves = leaves };
+		struct wp_resolved *r = wp_resolve(p, &f);
+		struct wp_summary s;
+		wp_summarize(p, r, &s);
+		CHECK_EQ_U(s.samples, 150);
+		CHECK_EQ_U(wp_waiting_samples(r), 90);
+		CHECK_EQ_U(s.waiting, 90);
+		CHECK_EQ_U(s.waiting_cpu, 40);
+		size_t n = 0, unsampled = 0;
+		struct wp_thread_count *tc = wp_thread_counts(r, &n, &unsampled);
+		CHECK_EQ_U(n, 1u);
+		if (n == 1) {
+			CHECK_EQ_U(tc[0].samples, 150);
+			CHECK_EQ_U(tc[0].waiting, 90);
+		}
+		free(tc);
+		struct wp_budget b;
+		wp_thread_budget(r, 0, 7, &b);
+		CHECK_EQ_U(b.total_ns - b.running_ns, 90000); /* 1 µs a sample */
+		wp_resolved_free(r);
+	}
+	wp_profile_free(p);
+}
+
 /* What a thread ran unseen (wp_thread_unseen): its share is of its samples' weight plus the
  * unseen time; nothing to say without a reason, or without unseen time. */
 static void test_unseen(void)
@@ -338,6 +372,7 @@ static void test_unseen(void)
 int main(void)
 {
 	test_budget();
+	test_waiting_agrees();
 	test_unseen();
 	test_wall();
 	test_no_duration();

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "cli.h"
 #include "procinfo.h"
 
@@ -145,16 +146,10 @@ struct files {
 static int add_read(struct files *f, const char *path, struct wp_profile *p)
 {
 	if (f->n == f->cap) {
-		size_t c = f->cap ? f->cap * 2 : 16;
-		char **np = realloc(f->paths, c * sizeof(*np));
-		if (!np)
+		size_t c = f->cap; /* both arrays grow together */
+		if (wp_grow(&f->paths, &c, f->n + 1, sizeof(*f->paths)) ||
+		    wp_grow(&f->read, &f->cap, f->n + 1, sizeof(*f->read)))
 			return -1;
-		f->paths = np;
-		struct wp_profile **nr = realloc(f->read, c * sizeof(*nr));
-		if (!nr)
-			return -1;
-		f->read = nr;
-		f->cap = c;
 	}
 	f->read[f->n] = p;
 	return (f->paths[f->n] = strdup(path)) ? (int)(f->n++, 0) : -1;
@@ -319,14 +314,10 @@ static int report_loaded(const struct wp_opts *o, struct loaded *l, size_t n, si
 			 FILE *out)
 {
 	qsort(l, n, sizeof(*l), by_start);
-	const struct wp_profile **ps = calloc(n, sizeof(*ps));
-	const char **paths = calloc(n, sizeof(*paths));
+	const struct wp_profile **ps = wp_xcalloc(n, sizeof(*ps));
+	const char **paths = wp_xcalloc(n, sizeof(*paths));
 	int rc = 1;
 	struct wp_run run = { 0 };
-	if (!ps || !paths) {
-		fprintf(stderr, "wallprof: out of memory\n");
-		goto out;
-	}
 	for (size_t i = 0; i < n; i++) {
 		ps[i] = l[i].p;
 		paths[i] = l[i].path;
@@ -360,10 +351,8 @@ static int report_inputs(const struct wp_opts *o, const struct inputs *in, FILE 
 	struct loaded *l = NULL;
 	int rc = 1;
 	if (gather(in, reads(o), &f, &skipped) == 0) {
-		l = calloc(f.n ? f.n : 1, sizeof(*l));
-		if (!l)
-			fprintf(stderr, "wallprof: out of memory\n");
-		else if (!(n = load_all(&f, reads(o), l, &skipped)))
+		l = wp_xcalloc(f.n, sizeof(*l));
+		if (!(n = load_all(&f, reads(o), l, &skipped)))
 			fprintf(stderr, "wallprof: no profile could be read\n");
 		else if (n == 1 && !skipped && one)
 			rc = report_one(o, l[0].path, l[0].p, out); /* a run of one: the usual report */
@@ -379,11 +368,7 @@ static int report_inputs(const struct wp_opts *o, const struct inputs *in, FILE 
 
 int wp_report_files(const struct wp_opts *o, FILE *out)
 {
-	const char **paths = malloc(((size_t)o->nreport_more + 1) * sizeof(*paths));
-	if (!paths) {
-		fprintf(stderr, "wallprof: out of memory\n");
-		return 1;
-	}
+	const char **paths = wp_xmalloc(((size_t)o->nreport_more + 1) * sizeof(*paths));
 	paths[0] = o->report_file;
 	for (int i = 0; i < o->nreport_more; i++)
 		paths[i + 1] = o->report_more[i];

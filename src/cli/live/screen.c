@@ -9,17 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "term.h"
 #include "textfmt.h"
 
 void sraw(struct scr *s, const char *str, size_t len)
 {
-	if (s->n + len + 1 > s->cap) {
-		s->cap = (s->n + len + 1) * 2;
-		s->b = realloc(s->b, s->cap);
-		if (!s->b)
-			term_oom();
-	}
+	if (wp_grow(&s->b, &s->cap, s->n + len + 1, 1))
+		term_oom();
 	memcpy(s->b + s->n, str, len);
 	s->n += len;
 }
@@ -59,43 +56,17 @@ void sputf(struct scr *s, const char *fmt, ...)
 	sput(s, b, INT_MAX);
 }
 
-/* `str` in exactly `w` columns: padded, or cut (keeping its end, which names a C++ method
- * better than its start) with "..." in front. */
-void sfield(struct scr *s, const char *str, int w, int keep_end)
+/* `str` in exactly `w` columns: padded, or cut at `w`. */
+void sfield(struct scr *s, const char *str, int w)
 {
 	if (w <= 0)
 		return;
 	int len = 0;
 	for (const unsigned char *c = (const unsigned char *)str; *c; c++)
 		len += (*c & 0xc0) != 0x80;
-	if (len > w && keep_end && wp_name_is_pseudo(str))
-		keep_end = 0; /* "[wait ...]": its start says what it is */
-	if (len > w && keep_end && w > 6) {
-		/* a parameter list goes first: "f(int, char)" -> "f()" */
-		const char *paren = strchr(str, '(');
-		char shorter[1024];
-		if (paren && paren != str && (size_t)(paren - str) + 3 < sizeof(shorter)) {
-			snprintf(shorter, sizeof(shorter), "%.*s()", (int)(paren - str), str);
-			if ((int)strlen(shorter) <= w) {
-				sfield(s, shorter, w, 0);
-				return;
-			}
-			str = shorter;
-			len = (int)strlen(shorter);
-		}
-		const char *tail = str;
-		for (int skip = len - (w - 3); skip > 0 && *tail; tail++)
-			skip -= (*(const unsigned char *)tail & 0xc0) != 0x80;
-		while ((*(const unsigned char *)tail & 0xc0) == 0x80)
-			tail++;
-		sput(s, "...", 3);
-		sput(s, tail, w - 3);
+	sput(s, str, w);
+	if (len > w)
 		len = w;
-	} else {
-		sput(s, str, w);
-		if (len > w)
-			len = w;
-	}
 	for (; len < w && s->col < s->width; len++) {
 		sraw(s, " ", 1);
 		s->col++;
@@ -112,7 +83,7 @@ void srow(struct scr *s, int y)
 
 /* Ends a row: attributes off, the rest of the line cleared. Not on a full row: without line
  * wrap the cursor stays on the last column, and clearing would take its character. */
-void send_row(struct scr *s)
+void srow_end(struct scr *s)
 {
 	sesc(s, s->col < s->width ? "\033[0m\033[K" : "\033[0m");
 }
@@ -136,13 +107,13 @@ int sflow(struct scr *s, int y, char segs[][160], int n, int max_rows)
 	for (int i = 0; i < n; i++) {
 		int len = (int)strlen(segs[i]);
 		if (s->col && s->col + 3 + len > s->width && used < max_rows) {
-			send_row(s);
+			srow_end(s);
 			srow(s, y + used++);
 		}
 		if (s->col)
 			sput(s, "   ", 3);
 		sput(s, segs[i], INT_MAX);
 	}
-	send_row(s);
+	srow_end(s);
 	return y + used;
 }

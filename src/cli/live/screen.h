@@ -18,13 +18,13 @@ void sesc(struct scr *s, const char *seq);
  * Columns are counted per UTF-8 character. */
 void sput(struct scr *s, const char *str, int maxcols);
 void sputf(struct scr *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* `str` in exactly `w` columns: padded, or cut with "..." (keep_end: keeping its end, and
- * shortening a parameter list to "()" first). */
-void sfield(struct scr *s, const char *str, int w, int keep_end);
+/* `str` in exactly `w` columns: padded, or cut (a function's name is shortened first with
+ * textfmt.h's wp_fit_name, as live/view.c's sname does). */
+void sfield(struct scr *s, const char *str, int w);
 /* Moves to the start of row `y` (0 = top). */
 void srow(struct scr *s, int y);
 /* Ends a row: attributes off, the rest of the line cleared. */
-void send_row(struct scr *s);
+void srow_end(struct scr *s);
 /* Ends a reverse-video bar: spaces to the screen's edge, attributes off. */
 void sbar_end(struct scr *s);
 /* Pieces of text on rows from `y`, three spaces apart, a piece that does not fit starting

@@ -16,12 +16,22 @@
 #include <unistd.h>
 #include <uthash.h>
 
+#include "alloc.h"
 #include "live/screen.h"
 #include "live/term.h"
 #include "live/view.h"
 #include "textfmt.h"
 
 #define BREAKDOWN_MAX 8 /* threads listed under an expanded function */
+
+/* A function's name in exactly `w` columns, shortened as every report shortens one
+ * (textfmt.h's wp_fit_name: a C++ parameter list first, then template arguments, then
+ * leading namespaces). */
+static void sname(struct scr *s, const char *name, int w)
+{
+	char b[1024];
+	sfield(s, wp_fit_name(name, w, b, sizeof(b)), w);
+}
 
 static const char *clock_of(uint64_t ns)
 {
@@ -51,13 +61,8 @@ static int cmp_rows(const void *a, const void *b, void *arg)
 
 static void add_row(struct live *L, struct row r)
 {
-	if (L->nrows == L->caprows) {
-		L->caprows = L->caprows ? L->caprows * 2 : 256;
-		struct row *v = realloc(L->rowv, L->caprows * sizeof(*L->rowv));
-		if (!v)
-			term_oom();
-		L->rowv = v;
-	}
+	if (wp_grow(&L->rowv, &L->caprows, L->nrows + 1, sizeof(*L->rowv)))
+		term_oom();
 	L->rowv[L->nrows++] = r;
 }
 
@@ -300,7 +305,7 @@ static int draw_header(struct live *L, struct scr *s, uint64_t now)
 	} else {
 		sputf(s, "profile: %s", L->path);
 	}
-	send_row(s);
+	srow_end(s);
 	return y;
 }
 
@@ -336,40 +341,40 @@ static void draw_titles(struct live *L, struct scr *s, int y, int modw, int proc
 	const char *overall = L->sort_overall ? "OVERALL*" : "OVERALL";
 	if (L->view == VIEW_THREADS) {
 		sputf(s, "%-17s%-16s", title, overall);
-		send_row(s);
+		srow_end(s);
 		srow(s, y++);
 		sesc(s, "\033[1m");
 		sputf(s, "%7s %6s   %7s %6s  %-7s %-16s ", "samples", "wait", "samples", "wait", "tid",
 		      "thread");
 		if (procw) {
-			sfield(s, "process", procw, 0);
+			sfield(s, "process", procw);
 			sput(s, " ", 1);
 		}
-		sfield(s, "hottest function in the last interval", w - s->col, 0);
+		sfield(s, "hottest function in the last interval", w - s->col);
 	} else if (L->view == VIEW_WAITS) {
 		sputf(s, "%-19s%-18s WAITS: time per kind, then per object", title, overall);
-		send_row(s);
+		srow_end(s);
 		srow(s, y++);
 		sesc(s, "\033[1m");
 		sputf(s, "%6s %9s   %6s %9s  ", "share", "time", "share", "time");
-		sfield(s, "kind      object (held by): waiting threads", w - s->col, 0);
+		sfield(s, "kind      object (held by): waiting threads", w - s->col);
 	} else {
 		sputf(s, "%-19s%-18s", title, overall);
 		if (L->filter_on)
 			sputf(s, " thread %s (tid %u): Esc for all threads",
 			      thread_name(L, L->filter_thread), (uint32_t)L->filter_thread);
-		send_row(s);
+		srow_end(s);
 		srow(s, y++);
 		sesc(s, "\033[1m");
 		sputf(s, "%6s %9s   %6s %9s  ", "self", "samples", "self", "samples");
 		int namew = w - s->col - (modw ? modw + 1 : 0);
-		sfield(s, "function", namew, 0);
+		sfield(s, "function", namew);
 		if (modw) {
 			sput(s, " ", 1);
-			sfield(s, "module", modw, 0);
+			sfield(s, "module", modw);
 		}
 	}
-	send_row(s);
+	srow_end(s);
 }
 
 /* One row of the table. */
@@ -384,14 +389,13 @@ static void draw_row(struct live *L, struct scr *s, const struct row *r, int mod
 		      wp_pct(r->wait_ivl, r->ivl), wp_num(r->now), wp_pct(r->wait_now, r->now),
 		      (uint32_t)r->id);
 		snprintf(b, sizeof(b), "%s%s", t ? t->name : "?", t && t->exited ? " (exited)" : "");
-		sfield(s, b, 16, 0);
+		sfield(s, b, 16);
 		sput(s, " ", 1);
 		if (procw) {
-			sfield(s, t ? wp_live_proc_label(&L->m, t->proc, b, sizeof(b)) : "?", procw, 0);
+			sfield(s, t ? wp_live_proc_label(&L->m, t->proc, b, sizeof(b)) : "?", procw);
 			sput(s, " ", 1);
 		}
-		sfield(s, t && t->top_ivl >= 0 ? L->m.funcs[t->top_ivl].name : "-",
-		       w - s->col, 1);
+		sname(s, t && t->top_ivl >= 0 ? L->m.funcs[t->top_ivl].name : "-", w - s->col);
 	} else if (r->kind == ROW_BREAKDOWN) {
 		const struct wp_live_func *f = &L->m.funcs[L->expanded];
 		sputf(s, "%5.1f%% %9s   %5.1f%% %9s  ", wp_pct(r->ivl, f->ivl), wp_num(r->ivl),
@@ -402,7 +406,7 @@ static void draw_row(struct live *L, struct scr *s, const struct row *r, int mod
 				 wp_live_proc_label(&L->m, (uint32_t)(r->id >> 32), (char[80]){ 0 }, 80));
 		snprintf(b, sizeof(b), "  `- %s (tid %u)%s", thread_name(L, r->id), (uint32_t)r->id,
 			 pl);
-		sfield(s, b, w - s->col, 0);
+		sfield(s, b, w - s->col);
 	} else if (r->kind == ROW_WAIT_KIND || r->kind == ROW_WAIT) {
 		sputf(s, "%5.1f%% %9s   %5.1f%% %9s  ", wp_pct(r->ivl, ivl_whole),
 		      wp_dur(r->wait_ivl), wp_pct(r->now, now_whole), wp_dur(r->wait_now));
@@ -412,16 +416,16 @@ static void draw_row(struct live *L, struct scr *s, const struct row *r, int mod
 		} else {
 			wait_row_text(L, L->m.waits[r->id], b, sizeof(b));
 		}
-		sfield(s, b, w - s->col, 0);
+		sfield(s, b, w - s->col);
 	} else {
 		const struct wp_live_func *f = &L->m.funcs[r->id];
 		sputf(s, "%5.1f%% %9s   %5.1f%% %9s  ", wp_pct(r->ivl, ivl_whole), wp_num(r->ivl),
 		      wp_pct(r->now, now_whole), wp_num(r->now));
 		int namew = w - s->col - (modw ? modw + 1 : 0);
-		sfield(s, f->name, namew, 1);
+		sname(s, f->name, namew);
 		if (modw) {
 			sput(s, " ", 1);
-			sfield(s, f->module, modw, 0);
+			sfield(s, f->module, modw);
 		}
 	}
 }
@@ -443,7 +447,7 @@ static void draw_table(struct live *L, struct scr *s, int top, int height)
 		srow(s, y++);
 		sput(s, !L->m.loaded ? "" : L->view == VIEW_WAITS ? "  (no waits known yet)" :
 			"  (no samples yet)", INT_MAX);
-		send_row(s);
+		srow_end(s);
 		return;
 	}
 	if (L->sel < L->scroll)
@@ -468,7 +472,7 @@ static void draw_table(struct live *L, struct scr *s, int top, int height)
 		draw_row(L, s, r, modw, procw, ivl_whole, now_whole);
 		if (i == L->sel)
 			sbar_end(s);
-		send_row(s);
+		srow_end(s);
 	}
 }
 
@@ -481,7 +485,7 @@ void live_draw(struct live *L, int full)
 	if (L->cols < 30 || L->rows < 8) {
 		srow(&s, 0);
 		sput(&s, "wallprof: terminal too small", INT_MAX);
-		send_row(&s);
+		srow_end(&s);
 		sesc(&s, "\033[J");
 		term_draw(s.b, s.n);
 		free(s.b);
@@ -496,7 +500,7 @@ void live_draw(struct live *L, int full)
 	int out = lines && lines + 1 < L->rows - 12 ? lines + 1 : 0;
 	int bottom = L->rows - 1 - out; /* the help bar takes the last row */
 	srow(&s, top++);
-	send_row(&s);
+	srow_end(&s);
 	sesc(&s, "\033[J"); /* clear below the header; the rest is drawn again */
 	draw_table(L, &s, top, bottom - top);
 	if (out) {
@@ -508,11 +512,11 @@ void live_draw(struct live *L, int full)
 			sraw(&s, "-", 1);
 			s.col++;
 		}
-		send_row(&s);
+		srow_end(&s);
 		for (int i = 0; i < lines; i++) {
 			srow(&s, y++);
 			sput(&s, outl[i], INT_MAX);
-			send_row(&s);
+			srow_end(&s);
 		}
 	}
 	srow(&s, L->rows - 1);

@@ -12,8 +12,6 @@ struct wp_symbolizer;
 
 #define WP_NO_LOC UINT32_MAX /* an address of the agent's own code: in no stack */
 
-/* resolve.c. Says so and exits: the model's one answer to running out of memory. */
-void wp_model_oom(void) __attribute__((noreturn));
 /* The location of `pc` of process `proc` in its role (leaf: looked up at pc, else at pc-1),
  * symbolized on first use; WP_NO_LOC for the agent's own code (the one place where it is
  * left out). */

@@ -48,10 +48,8 @@ static uint32_t proc_func(struct wp_live_counts *m, struct wp_live_proc *P, uint
 	const struct wp_resolved *r = P->model;
 	if (mf >= P->nfmap) {
 		size_t n = r->nfuncs > mf ? r->nfuncs : mf + 1;
-		uint32_t *fmap = realloc(P->fmap, n * sizeof(*P->fmap));
-		if (!fmap)
+		if (wp_grow(&P->fmap, &P->capfmap, n, sizeof(*P->fmap)))
 			oom(m);
-		P->fmap = fmap;
 		for (size_t i = P->nfmap; i < n; i++)
 			P->fmap[i] = UINT32_MAX;
 		P->nfmap = n;
@@ -254,8 +252,7 @@ void wp_live_absorb(struct wp_live_counts *m, uint32_t k, struct wp_profile *p)
 		tf_add(m, k, s->tid, f, s->count);
 		struct wp_live_thread *th = thread_of(m, k, s->tid);
 		th->now += s->count;
-		if (s->flags & WP_STACK_WAITING)
-			th->wait_now += s->count;
+		th->wait_now += wp_rstack_waiting(s);
 	}
 	count_waits(m, k, r);
 	P->threads_live = 0;

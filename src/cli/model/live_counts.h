@@ -46,7 +46,7 @@ struct wp_live_proc {
 	struct wp_profile *prof;   /* the checkpoint its model was last built from */
 	struct wp_resolved *model;
 	uint32_t *fmap;            /* the model's function ids -> the counts' */
-	size_t nfmap;
+	size_t nfmap, capfmap;
 	uint32_t nostack;          /* the counts' "(no stack)" function, or UINT32_MAX */
 	/* its figures */
 	int loaded, ended;

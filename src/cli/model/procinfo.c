@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
+
 /* The program's name in a command line: its first word without the directory. */
 static const char *program_name(const char *cmd, char *buf, size_t cap)
 {
@@ -124,16 +126,10 @@ size_t wp_agent_messages(const struct wp_profile *const *ps, size_t n,
 					v[j].more++;
 				continue;
 			}
-			if (len == cap) {
-				size_t c = cap ? 2 * cap : 16;
-				struct wp_agent_msg *nv = realloc(v, c * sizeof(*nv));
-				if (!nv) {
-					free(v);
-					*out = NULL;
-					return 0;
-				}
-				v = nv;
-				cap = c;
+			if (wp_grow(&v, &cap, len + 1, sizeof(*v))) {
+				free(v);
+				*out = NULL;
+				return 0;
 			}
 			v[len++] = (struct wp_agent_msg){ .text = m, .proc = k, .more = 0 };
 		}

@@ -1,7 +1,7 @@
 /* The processes of a tree, as their files describe them (META pid, ppid, start_unix_ns and
  * CPU time): who is whose parent, and whose CPU time is whose. One answer for the run's list
  * (run.c), the model's filter (--process-tree, resolve.c), --compare's process keys and CPU
- * (diff.c) and the summary's CPU time (summary.c).
+ * (compare.c) and the summary's CPU time (summary.c).
  *
  * A pid can have several images (exec replaces the program, keeps the pid): an image is
  * found by pid and time, the one running then. The kernel keeps a process's CPU time across

@@ -64,12 +64,6 @@ struct priv {
 	struct wp_symcache *ext_cache; /* wp_resolve_cached: the caller's (not freed) */
 };
 
-void wp_model_oom(void)
-{
-	fprintf(stderr, "wallprof: out of memory\n");
-	exit(1);
-}
-
 /* ---- filter ---- */
 
 /* A tid ("4242"), or a thread name matched against the tid's last THREAD record. */
@@ -129,12 +123,11 @@ static uint32_t intern(struct wp_resolved *r, const char *name, const char *modu
 	int added;
 	int64_t id = wp_func_ids_get(&pv->funcs, name, module, &kname, &kmodule, &added);
 	if (id < 0)
-		wp_model_oom();
+		wp_oom();
 	if (added) {
 		/* the model's function ids are the interner's: funcs[id] */
 		assert((size_t)id == r->nfuncs);
-		if (wp_grow(&r->funcs, &pv->capfuncs, r->nfuncs + 1, sizeof(*r->funcs)))
-			wp_model_oom();
+		wp_xgrow(&r->funcs, &pv->capfuncs, r->nfuncs + 1, sizeof(*r->funcs));
 		struct wp_func *fn = &r->funcs[r->nfuncs++];
 		memset(fn, 0, sizeof(*fn));
 		fn->name = kname;
@@ -163,9 +156,7 @@ uint32_t wp_model_location(struct wp_resolved *r, uint32_t proc, uint64_t pc, in
 	HASH_FIND(hh, pv->memo, &probe.k, sizeof(probe.k), lk);
 	if (lk)
 		return lk->idx;
-	lk = calloc(1, sizeof(*lk));
-	if (!lk)
-		wp_model_oom();
+	lk = wp_xcalloc(1, sizeof(*lk));
 	lk->k = probe.k;
 	HASH_ADD(hh, pv->memo, k, sizeof(lk->k), lk);
 
@@ -176,11 +167,10 @@ uint32_t wp_model_location(struct wp_resolved *r, uint32_t proc, uint64_t pc, in
 		return WP_NO_LOC;
 	}
 	if (r->nlocs == pv->caplocs) {
-		pv->caplocs = pv->caplocs ? pv->caplocs * 2 : 1024;
-		r->locs = realloc(r->locs, pv->caplocs * sizeof(*r->locs));
-		pv->use = realloc(pv->use, pv->caplocs * sizeof(*pv->use));
-		if (!r->locs || !pv->use)
-			wp_model_oom();
+		size_t cap = pv->caplocs; /* both arrays grow together */
+		wp_xgrow(&r->locs, &cap, r->nlocs + 1, sizeof(*r->locs));
+		wp_xgrow(&pv->use, &pv->caplocs, r->nlocs + 1, sizeof(*pv->use));
+		assert(cap == pv->caplocs);
 	}
 	memset(&pv->use[r->nlocs], 0, sizeof(pv->use[0]));
 	struct wp_loc *l = &r->locs[r->nlocs];
@@ -218,9 +208,7 @@ static struct line_count *line_entry(struct priv *pv, const struct wp_rframe *f)
 	probe.k.func = f->func;
 	HASH_FIND(hh, pv->lines, &probe.k, sizeof(probe.k), lc);
 	if (!lc) {
-		lc = calloc(1, sizeof(*lc));
-		if (!lc)
-			wp_model_oom();
+		lc = wp_xcalloc(1, sizeof(*lc));
 		lc->k = probe.k;
 		HASH_ADD(hh, pv->lines, k, sizeof(lc->k), lc);
 	}
@@ -273,7 +261,7 @@ static void pick_lines(struct wp_resolved *r)
 	uint64_t *best_self = calloc(r->nfuncs + 1, sizeof(uint64_t));
 	uint64_t *best_total = calloc(r->nfuncs + 1, sizeof(uint64_t));
 	if (!best_self || !best_total)
-		wp_model_oom();
+		wp_oom();
 	for (size_t i = 0; i < r->nfuncs; i++) {
 		r->funcs[i].file = NULL; /* an earlier build's, when updating */
 		r->funcs[i].line = 0;
@@ -302,7 +290,7 @@ static void count_funcs(struct wp_resolved *r)
 {
 	struct wp_tally t;
 	if (wp_tally(r, NULL, NULL, &t) != 0)
-		wp_model_oom();
+		wp_oom();
 	for (size_t i = 0; i < r->nfuncs; i++) {
 		r->funcs[i].self = t.self[i];
 		r->funcs[i].total = t.total[i];
@@ -381,10 +369,8 @@ static void keep_stack(const struct wp_resolved *r, struct wp_rstack *rs, uint32
 	uint32_t n = 0;
 	for (uint32_t j = 0; j < nlocs; j++)
 		n += r->locs[locs[j]].n;
-	rs->frames = malloc((n ? n : 1) * sizeof(*rs->frames) +
+	rs->frames = wp_xmalloc((n ? n : 1) * sizeof(*rs->frames) +
 			    (nlocs ? nlocs : 1) * sizeof(uint32_t));
-	if (!rs->frames)
-		wp_model_oom();
 	/* root first: the last location's outermost frame first */
 	uint32_t at = 0;
 	for (uint32_t j = nlocs; j-- > 0;) {
@@ -475,7 +461,7 @@ static void keep_tree(struct wp_resolved *r)
 		return;
 	char *match = calloc(r->nprocs, 1);
 	if (!match || !(pv->tree_keep = calloc(r->nprocs, 1)))
-		wp_model_oom();
+		wp_oom();
 	for (size_t k = 0; k < r->nprocs; k++)
 		match[k] = (char)process_matches(r->procs[k], r->filter.process);
 	for (size_t k = 0; k < r->nprocs; k++)
@@ -508,7 +494,7 @@ static void build(struct wp_resolved *r, struct last *last)
 	free(pv->stack_base);
 	pv->stack_base = calloc(r->nprocs, sizeof(*pv->stack_base));
 	if (!r->threads || !r->thread_procs || !r->stacks || !pv->stack_at || !pv->stack_base)
-		wp_model_oom();
+		wp_oom();
 	pv->nstack_at = nstacks;
 	for (size_t k = 1; k < r->nprocs; k++)
 		pv->stack_base[k] = pv->stack_base[k - 1] + r->procs[k - 1]->nstacks;

@@ -126,7 +126,7 @@ struct wp_resolved {
 
 /* Symbolizes every stack of `p` and keeps what `f` keeps (NULL: everything). Returns NULL
  * when out of memory setting up (message printed); out of memory later in the build, it says
- * so and exits (build.h's wp_model_oom), as the symbolizer's caches cannot be unwound. */
+ * so and exits (alloc.h's wp_x* allocators), as the symbolizer's caches cannot be unwound. */
 struct wp_resolved *wp_resolve(const struct wp_profile *p, const struct wp_filter *f);
 
 /* The same over the profiles of several processes (a run's tree; ps[0] first, as r->p).

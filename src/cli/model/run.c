@@ -1,5 +1,6 @@
 #include "run.h"
 
+#include "alloc.h"
 #include "procinfo.h"
 
 #include <dirent.h>
@@ -109,15 +110,7 @@ static int describe(const struct wp_profile *p, const char *path, int is_main,
 
 static int add(struct wp_run *run, size_t *cap)
 {
-	if (run->n < *cap)
-		return 0;
-	size_t c = *cap ? *cap * 2 : 16;
-	struct wp_run_proc *np = realloc(run->procs, c * sizeof(*np));
-	if (!np)
-		return -1;
-	run->procs = np;
-	*cap = c;
-	return 0;
+	return wp_grow(&run->procs, cap, run->n + 1, sizeof(*run->procs));
 }
 
 static int by_start(const void *a, const void *b)
@@ -275,15 +268,9 @@ static int read_list(const char *path, struct lines *ls)
 			ls->bad++;
 			continue;
 		}
-		if (ls->n == ls->cap) {
-			size_t c = ls->cap ? ls->cap * 2 : 64;
-			struct line *nv = realloc(ls->v, c * sizeof(*nv));
-			if (!nv) {
-				rc = -1;
-				break;
-			}
-			ls->v = nv;
-			ls->cap = c;
+		if (wp_grow(&ls->v, &ls->cap, ls->n + 1, sizeof(*ls->v))) {
+			rc = -1;
+			break;
 		}
 		if (!(l.u.command = strdup(l.u.command)))
 			rc = -1;
@@ -353,15 +340,9 @@ static int take_kept(struct wp_run *run, struct lines *ls)
 			}
 			continue;
 		}
-		if (run->nunsampled == cap) {
-			size_t c = cap ? cap * 2 : 16;
-			struct wp_run_unsampled *nv = realloc(run->unsampled, c * sizeof(*nv));
-			if (!nv) {
-				rc = -1;
-				break;
-			}
-			run->unsampled = nv;
-			cap = c;
+		if (wp_grow(&run->unsampled, &cap, run->nunsampled + 1, sizeof(*run->unsampled))) {
+			rc = -1;
+			break;
 		}
 		run->unsampled[run->nunsampled++] = l->u;
 		l->u.command = NULL;

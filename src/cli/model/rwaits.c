@@ -6,6 +6,8 @@
 #include <string.h>
 #include <uthash.h>
 
+#include "alloc.h"
+
 uint64_t wp_rwait_samples(const struct wp_rstack *s, uint32_t k)
 {
 	return s->waits[k].count; /* capped when the model was built (wait_attach.c) */
@@ -33,33 +35,23 @@ struct total_key {
 	char key[]; /* the kind's letter, then the object */
 };
 
-static void *must(void *p)
-{
-	if (!p) {
-		fprintf(stderr, "wallprof: out of memory\n");
-		exit(1);
-	}
-	return p;
-}
-
 /* The index of the total of (kind, object) in *v, added when new. */
 static size_t total_of(struct total_key **tab, struct wp_wait_total **v, size_t *n,
-		       const struct wp_rwait *w)
+		       size_t *cap, const struct wp_rwait *w)
 {
 	const char *obj = w->object ? w->object : "?";
 	size_t len = 1 + strlen(obj);
 	struct total_key *t;
-	char small[256], *key = len + 1 <= sizeof(small) ? small : must(malloc(len + 1));
+	char small[256], *key = len + 1 <= sizeof(small) ? small : wp_xmalloc(len + 1);
 	key[0] = (char)('a' + w->kind);
 	memcpy(key + 1, obj, len);
 	HASH_FIND(hh, *tab, key, len, t);
 	if (!t) {
-		t = must(malloc(sizeof(*t) + len + 1));
+		t = wp_xmalloc(sizeof(*t) + len + 1);
 		memcpy(t->key, key, len + 1);
 		t->at = *n;
 		HASH_ADD_KEYPTR(hh, *tab, t->key, len, t);
-		if (!(*n & (*n + 1))) /* 0, 1, 3, 7...: double */
-			*v = must(realloc(*v, (2 * *n + 1) * sizeof(**v)));
+		wp_xgrow(v, cap, *n + 1, sizeof(**v));
 		(*v)[(*n)++] = (struct wp_wait_total){ .kind = w->kind, .object = obj };
 	}
 	if (key != small)
@@ -85,8 +77,8 @@ static int by_total(const void *a, const void *b)
 /* Sorts the n totals, and makes `of` (nof indexes into them) follow. */
 static void sort_totals(struct wp_wait_total *v, size_t n, uint32_t *of, size_t nof)
 {
-	struct ranked *rk = must(malloc((n ? n : 1) * sizeof(*rk)));
-	uint32_t *moved = must(malloc((n ? n : 1) * sizeof(*moved)));
+	struct ranked *rk = wp_xmalloc((n ? n : 1) * sizeof(*rk));
+	uint32_t *moved = wp_xmalloc((n ? n : 1) * sizeof(*moved));
 	for (size_t i = 0; i < n; i++)
 		rk[i] = (struct ranked){ v[i], i };
 	qsort(rk, n, sizeof(*rk), by_total);
@@ -107,7 +99,8 @@ struct wp_wait_total *wp_wait_totals(const struct wp_resolved *r,
 {
 	struct total_key *tab = NULL, *t, *tmp;
 	struct wp_wait_total *v = NULL;
-	uint32_t *at = must(malloc((r->nwaits + 1) * sizeof(*at)));
+	size_t cap = 0;
+	uint32_t *at = wp_xmalloc((r->nwaits + 1) * sizeof(*at));
 	*n = 0;
 	for (size_t i = 0; i < r->nwaits; i++)
 		at[i] = UINT32_MAX;
@@ -119,7 +112,7 @@ struct wp_wait_total *wp_wait_totals(const struct wp_resolved *r,
 			uint64_t c = wp_rwait_samples(s, k);
 			if (!c)
 				continue;
-			size_t j = total_of(&tab, &v, n, &s->waits[k]);
+			size_t j = total_of(&tab, &v, n, &cap, &s->waits[k]);
 			v[j].count += c;
 			v[j].weight_ns += s->waits[k].weight_ns;
 			at[&s->waits[k] - r->waits] = (uint32_t)j;
@@ -270,18 +263,34 @@ struct wp_wait_people *wp_wait_people(const struct wp_resolved *r, const uint32_
 	return v;
 }
 
+uint64_t wp_rstack_waiting(const struct wp_rstack *s)
+{
+	if (s->flags & WP_STACK_WAITING)
+		return s->count;
+	uint64_t waiting = 0;
+	for (uint32_t k = 0; k < s->nwaits; k++) {
+		/* a running stack's waits are its waits for a CPU (wait_attach.c) */
+		assert(s->waits[k].kind == WP_WAIT_CPU);
+		waiting += wp_rwait_samples(s, k);
+	}
+	assert(waiting <= s->count);
+	return waiting;
+}
+
+uint64_t wp_rstack_waiting_cpu(const struct wp_rstack *s)
+{
+	uint64_t cpu = 0;
+	for (uint32_t k = 0; k < s->nwaits; k++)
+		if (s->waits[k].kind == WP_WAIT_CPU)
+			cpu += wp_rwait_samples(s, k);
+	return cpu;
+}
+
 uint64_t wp_waiting_samples(const struct wp_resolved *r)
 {
 	uint64_t waiting = 0;
-	for (size_t i = 0; i < r->nstacks; i++) {
-		const struct wp_rstack *s = &r->stacks[i];
-		if (s->flags & WP_STACK_WAITING) {
-			waiting += s->count;
-			continue;
-		}
-		for (uint32_t k = 0; k < s->nwaits; k++)
-			waiting += wp_rwait_samples(s, k); /* a runnable thread's wait for a CPU */
-	}
+	for (size_t i = 0; i < r->nstacks; i++)
+		waiting += wp_rstack_waiting(&r->stacks[i]);
 	return waiting;
 }
 

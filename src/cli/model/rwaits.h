@@ -107,8 +107,17 @@ struct wp_wait_people *wp_wait_people(const struct wp_resolved *r, const uint32_
 uint64_t wp_wait_kind_totals(const struct wp_wait_total *tot, size_t n, uint64_t *count,
 			     uint64_t *ns);
 
-/* The samples that waited: of the stacks flagged waiting, and the waits for a CPU of the
- * others (the text report's WAITS heading). */
+/* A waiting sample, the one definition every report and format uses (STATS, WAITS, the
+ * threads' lines, --compare, --live, the exports): a sample of a stack flagged waiting
+ * (blocked), or of a running stack's share that waited for a CPU (runnable, not on one: its
+ * wait of kind cpu). Such a share is waiting, never running, wherever a report splits the
+ * two, and the reports say so. wp_rstack_waiting is of one stack; wp_rstack_waiting_cpu the
+ * part of it that waited for a CPU. */
+uint64_t wp_rstack_waiting(const struct wp_rstack *s);
+uint64_t wp_rstack_waiting_cpu(const struct wp_rstack *s);
+
+/* The waiting samples (wp_rstack_waiting) of every stack of r (the text report's WAITS
+ * heading, STATS). */
 uint64_t wp_waiting_samples(const struct wp_resolved *r);
 
 #endif

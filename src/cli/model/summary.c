@@ -66,8 +66,8 @@ static void kept(const struct wp_resolved *r, struct wp_summary *s)
 		if (!st->count)
 			continue;
 		s->stacks++;
-		if (st->flags & WP_STACK_WAITING)
-			s->waiting += st->count;
+		s->waiting += wp_rstack_waiting(st);
+		s->waiting_cpu += wp_rstack_waiting_cpu(st);
 		if (st->flags & WP_STACK_TRUNCATED)
 			s->truncated += st->count;
 		if (!st->n)

@@ -33,7 +33,9 @@ struct wp_summary {
 	/* samples */
 	uint64_t samples_all;    /* every stack's count: the whole run */
 	uint64_t samples;        /* those the filter kept (the model's total) */
-	uint64_t waiting;        /* kept samples of blocked threads */
+	uint64_t waiting;        /* kept waiting samples (rwaits.h's wp_rstack_waiting): of
+				  * blocked threads, and of runnable ones waiting for a CPU */
+	uint64_t waiting_cpu;    /* those of them that waited for a CPU */
 	uint64_t truncated;      /* kept samples whose unwind stopped early */
 	uint64_t no_stack;       /* kept samples without a frame */
 	uint64_t stacks;         /* distinct kept stacks with samples */

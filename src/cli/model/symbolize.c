@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "sym_internal.h"
 
 /* ---------------------------------------------------------------- warnings */
@@ -109,14 +110,8 @@ static struct obj *obj_for(struct wp_symbolizer *s, const struct wp_module *pm)
 		    !memcmp(o->build_id, pm->build_id, bl))
 			return o;
 	}
-	if (c && c->nobjs == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 64;
-		struct obj **n = realloc(c->objs, cap * sizeof(*n));
-		if (!n)
-			return NULL;
-		c->objs = n;
-		c->cap = cap;
-	}
+	if (c && wp_grow(&c->objs, &c->cap, c->nobjs + 1, sizeof(*c->objs)))
+		return NULL;
 	struct obj *o = calloc(1, sizeof(*o));
 	if (!o)
 		return NULL;

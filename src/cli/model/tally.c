@@ -3,8 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "hashmap.h"
 #include "resolve.h"
+#include "rwaits.h"
 
 int wp_tally(const struct wp_resolved *r, int (*keep)(const struct wp_rstack *, void *),
 	     void *arg, struct wp_tally *t)
@@ -194,20 +196,14 @@ struct wp_thread_count *wp_thread_counts(const struct wp_resolved *r, size_t *n,
 		if (added < 0)
 			goto oom;
 		if (added) {
-			if (nv == cap) {
-				cap = cap ? cap * 2 : 64;
-				struct tc_sort *nvp = realloc(v, cap * sizeof(*v));
-				if (!nvp)
-					goto oom;
-				v = nvp;
-			}
+			if (wp_grow(&v, &cap, nv + 1, sizeof(*v)))
+				goto oom;
 			v[nv] = (struct tc_sort){ { s->proc, s->tid, wp_resolved_pid(r, s->proc), 0, 0 },
 						  nv };
 			nv++;
 		}
 		v[k].c.samples += s->count;
-		if (s->flags & WP_STACK_WAITING)
-			v[k].c.waiting += s->count;
+		v[k].c.waiting += wp_rstack_waiting(s);
 	}
 	for (size_t i = 0; i < r->nthreads; i++) {
 		uint32_t k;

@@ -59,7 +59,7 @@ struct wp_thread_count {
 	uint32_t proc, tid;
 	long pid;
 	uint64_t samples;
-	uint64_t waiting;  /* of its stacks flagged waiting */
+	uint64_t waiting;  /* its waiting samples (rwaits.h's wp_rstack_waiting) */
 };
 
 /* The threads with samples: most samples first, then by tid, then the first met first.

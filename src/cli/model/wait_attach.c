@@ -8,6 +8,7 @@
 #include <string.h>
 #include <uthash.h>
 
+#include "alloc.h"
 #include "build.h"
 #include "resolve.h"
 #include "rwaits.h"
@@ -64,9 +65,7 @@ static void holder_frames(struct wp_resolved *r, uint32_t proc, const struct wp_
 			n += r->locs[li].n;
 		}
 	}
-	struct wp_rframe *f = malloc((n ? n : 1) * sizeof(*f));
-	if (!f)
-		wp_model_oom();
+	struct wp_rframe *f = wp_xmalloc((n ? n : 1) * sizeof(*f));
 	uint32_t at = 0;
 	for (uint32_t j = nl; j-- > 0;) {
 		const struct wp_loc *l = &r->locs[locs[j]];
@@ -109,8 +108,8 @@ static void index_pipe_ends(const struct wp_profile *p, struct pipe_index *x)
 		const struct wp_stack *s = end ? wp_profile_stack(p, p->waits[i].stack_id) : NULL;
 		if (!s)
 			continue;
-		if (!x->v && !(x->v = malloc(p->nwaits * sizeof(*x->v))))
-			wp_model_oom();
+		if (!x->v)
+			x->v = wp_xmalloc(p->nwaits * sizeof(*x->v));
 		x->v[x->n++] = (struct pipe_end){ ino, end, s->tid };
 	}
 	if (x->n)
@@ -220,9 +219,7 @@ static void describe_wait(struct wp_resolved *r, uint32_t proc, struct data_name
 		pipe_peers(p, pipes, w, buf, sizeof(buf));
 	out->kind = k;
 	out->waiter = waiter;
-	out->object = strdup(buf);
-	if (!out->object)
-		wp_model_oom();
+	out->object = wp_xstrdup(buf);
 	out->holder = 0;
 	out->holder_frames = NULL;
 	out->holder_n = 0;
@@ -266,9 +263,7 @@ void wp_waits_attach(struct wp_resolved *r)
 		r->stacks[i].nwaits = 0;
 	}
 	/* per kept stack, how many: then each stack's range of r->waits */
-	uint32_t *at = calloc(r->nstacks + 1, sizeof(*at));
-	if (!at)
-		wp_model_oom();
+	uint32_t *at = wp_xcalloc(r->nstacks + 1, sizeof(*at));
 	size_t n = 0;
 	for (uint32_t k = 0; k < r->nprocs; k++)
 		for (size_t i = 0; i < r->procs[k]->nwaits; i++) {
@@ -285,9 +280,7 @@ void wp_waits_attach(struct wp_resolved *r)
 	}
 	for (size_t i = 0; i < r->nstacks; i++)
 		at[i + 1] += at[i];
-	r->waits = calloc(n, sizeof(*r->waits));
-	if (!r->waits)
-		wp_model_oom();
+	r->waits = wp_xcalloc(n, sizeof(*r->waits));
 	struct pipe_index pipes = { NULL, 0 };
 	for (uint32_t k = 0; k < r->nprocs; k++) {
 		/* addresses are per process: a memo per process */
@@ -343,9 +336,7 @@ static void wait_leaf(struct wp_resolved *r, const struct wp_rstack *s, const st
 	wp_wait_frame_name(w, name, sizeof(name));
 	uint32_t fid = wp_resolved_func(r, name, "[wait]");
 	*out = *s;
-	out->frames = malloc((keep + 1) * sizeof(*out->frames) + (nlocs ? nlocs : 1) * sizeof(uint32_t));
-	if (!out->frames)
-		wp_model_oom();
+	out->frames = wp_xmalloc((keep + 1) * sizeof(*out->frames) + (nlocs ? nlocs : 1) * sizeof(uint32_t));
 	memcpy(out->frames, s->frames, keep * sizeof(*out->frames));
 	out->frames[keep] = (struct wp_rframe){ .func = fid, .line = 0, .file = NULL };
 	out->n = keep + 1;
@@ -369,10 +360,7 @@ void wp_waits_split(struct wp_resolved *r)
 		extra += leaf_wait(&r->waits[i]);
 	if (!extra)
 		return;
-	struct wp_rstack *st = realloc(r->stacks, (n + extra) * sizeof(*st));
-	if (!st)
-		wp_model_oom();
-	r->stacks = st;
+	r->stacks = wp_xrealloc(r->stacks, (n + extra) * sizeof(*r->stacks));
 	for (size_t i = 0; i < n; i++) {
 		struct wp_rstack *s = &r->stacks[i];
 		struct wp_rwait *ws = (struct wp_rwait *)s->waits;

@@ -37,6 +37,7 @@
 #include <uthash.h>
 #include <zlib.h>
 
+#include "alloc.h"
 #include "cli.h"
 #include "textfmt.h"
 
@@ -55,16 +56,10 @@ static void b_raw(struct buf *b, const void *d, size_t n)
 	if (b->oom)
 		return;
 	if (b->n + n > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		while (cap < b->n + n)
-			cap *= 2;
-		uint8_t *p = realloc(b->p, cap);
-		if (!p) {
+		if (wp_grow(&b->p, &b->cap, b->n + n, 1)) {
 			b->oom = 1;
 			return;
 		}
-		b->p = p;
-		b->cap = cap;
 	}
 	memcpy(b->p + b->n, d, n);
 	b->n += n;

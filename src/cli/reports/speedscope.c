@@ -36,6 +36,7 @@
 #include <string.h>
 #include <uthash.h>
 
+#include "alloc.h"
 #include "cli.h"
 #include "textfmt.h"
 
@@ -157,15 +158,9 @@ static void flush_pending(struct emitter *em)
 {
 	if (!em->have_pending || !em->pending_w)
 		return;
-	if (em->nweights == em->capweights) {
-		size_t cap = em->capweights ? em->capweights * 2 : 1024;
-		uint64_t *w = realloc(em->weights, cap * sizeof(*w));
-		if (!w) {
-			em->oom = 1;
-			return;
-		}
-		em->weights = w;
-		em->capweights = cap;
+	if (wp_grow(&em->weights, &em->capweights, em->nweights + 1, sizeof(*em->weights))) {
+		em->oom = 1;
+		return;
 	}
 	em->weights[em->nweights++] = em->pending_w;
 	fputs(em->nsamples++ ? ",[" : "[", em->out);
@@ -360,14 +355,8 @@ static uint32_t wframe_get(struct wframes *wf, const char *name)
 	HASH_FIND(hh, wf->by_name, name, len, f);
 	if (f)
 		return f->index;
-	if (wf->n == wf->cap) {
-		size_t cap = wf->cap ? wf->cap * 2 : 64;
-		struct wframe **o = realloc(wf->order, cap * sizeof(*o));
-		if (!o)
-			return UINT32_MAX;
-		wf->order = o;
-		wf->cap = cap;
-	}
+	if (wp_grow(&wf->order, &wf->cap, wf->n + 1, sizeof(*wf->order)))
+		return UINT32_MAX;
 	if (!(f = malloc(sizeof(*f) + len + 1)))
 		return UINT32_MAX;
 	memcpy(f->name, name, len + 1);

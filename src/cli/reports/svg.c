@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "cli.h"
 #include "flame.h"
 
@@ -34,15 +35,9 @@ static int own(struct build *b, void *p)
 {
 	if (!p)
 		return -1;
-	if (b->nowned == b->owned_cap) {
-		size_t cap = b->owned_cap ? 2 * b->owned_cap : 256;
-		void **o = realloc(b->owned, cap * sizeof(*o));
-		if (!o) {
-			free(p);
-			return -1;
-		}
-		b->owned = o;
-		b->owned_cap = cap;
+	if (wp_grow(&b->owned, &b->owned_cap, b->nowned + 1, sizeof(*b->owned))) {
+		free(p);
+		return -1;
 	}
 	b->owned[b->nowned++] = p;
 	return 0;
@@ -62,8 +57,9 @@ static int add_stack(struct build *b, const struct wp_opts *o, const struct wp_r
 		     const struct wp_rstack *s, const struct wp_rwait *w, uint64_t count,
 		     int hotcold)
 {
-	enum wp_flame_state st = hotcold && (s->flags & WP_STACK_WAITING) ? WP_FLAME_WAITING
-									  : WP_FLAME_RUNNING;
+	/* waiting: blocked, or the share that waited for a CPU (rwaits.h's one definition) */
+	int waiting = (s->flags & WP_STACK_WAITING) || (w && w->kind == WP_WAIT_CPU);
+	enum wp_flame_state st = hotcold && waiting ? WP_FLAME_WAITING : WP_FLAME_RUNNING;
 	size_t extra = (o->per_process ? 1 : 0) + (o->per_thread ? 1 : 0) + (s->n ? 0 : 1) +
 		       (w ? 2 + w->holder_n : 0);
 	struct wp_flame_frame *f = malloc((s->n + extra) * sizeof(*f));
@@ -114,14 +110,8 @@ static int add_stack(struct build *b, const struct wp_opts *o, const struct wp_r
 			}
 		}
 	}
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? 2 * b->cap : 256;
-		struct wp_flame_stack *ns = realloc(b->stacks, cap * sizeof(*ns));
-		if (!ns)
-			return -1;
-		b->stacks = ns;
-		b->cap = cap;
-	}
+	if (wp_grow(&b->stacks, &b->cap, b->n + 1, sizeof(*b->stacks)))
+		return -1;
 	b->stacks[b->n++] = (struct wp_flame_stack){ f, k, count, 0 };
 	return 0;
 }

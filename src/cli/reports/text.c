@@ -4,6 +4,7 @@
  * model/tally.h, the call graph model/callgraph.h, who waited and held model/rwaits.h),
  * figures the summary's (model/summary.h); this file only lays them out. Lines stay within
  * 100 columns. */
+#include <assert.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -334,11 +335,15 @@ static void stats(struct text *t)
 	uint64_t duration = s->duration_ns, sampler = s->sampler_cpu_ns, truncated = s->truncated;
 
 	fprintf(t->out, "\n[STATS]   samples: %s", wp_num(t->total));
+	assert(s->waiting <= t->total); /* running is what is left */
 	if (t->wall)
 		fprintf(t->out, " (%s running, %s waiting)", wp_num(t->total - s->waiting),
 			wp_num(s->waiting));
 	fprintf(t->out, " from %s thread%s; %s unique stacks\n", wp_num(s->threads),
 		s->threads == 1 ? "" : "s", wp_num(s->stacks));
+	if (t->wall && s->waiting_cpu) /* waiting for a CPU is waiting (rwaits.h): say so */
+		fprintf(t->out, "          waiting: %s of them for a CPU (runnable, not on one), "
+			"here as in every section\n", wp_num(s->waiting_cpu));
 
 	/* Missed samples, by cause (the agent's missed_<cause> keys), for the whole run. */
 	char causes[512] = "";
@@ -824,6 +829,7 @@ static int thread_section(struct text *t, const struct wp_thread_count *c, uint6
 		th && (th->flags & WP_THREAD_EXITED) ? ", exited" : "", wp_num(c->samples),
 		c->samples == 1 ? "" : "s", wp_pct(c->samples, all),
 		t->r->nprocs > 1 ? "run" : "process");
+	assert(c->waiting <= c->samples); /* running is what is left */
 	if (t->wall)
 		fprintf(t->out, "; running %.1f%%, waiting %.1f%%",
 			wp_pct(c->samples - c->waiting, c->samples), wp_pct(c->waiting, c->samples));

@@ -1,10 +1,55 @@
 #include "alloc.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define CHUNK 65536
+
+void wp_oom(void)
+{
+	fputs("wallprof: out of memory\n", stderr);
+	exit(1);
+}
+
+void *wp_xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		wp_oom();
+	return p;
+}
+
+void *wp_xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+	if (!p)
+		wp_oom();
+	return p;
+}
+
+void *wp_xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+	if (!q)
+		wp_oom();
+	return q;
+}
+
+char *wp_xstrdup(const char *s)
+{
+	char *d = strdup(s);
+	if (!d)
+		wp_oom();
+	return d;
+}
+
+void wp_xgrow(void *pv, size_t *cap, size_t need, size_t size)
+{
+	if (wp_grow(pv, cap, need, size))
+		wp_oom();
+}
 
 int wp_grow(void *pv, size_t *cap, size_t need, size_t size)
 {

@@ -34,7 +34,8 @@ static inline int wp_name_is_pseudo(const char *name)
  * C++ names the way a reader would: the parameter list goes first, then template arguments
  * ("Worker<>"), then leading namespaces ("...::Worker<>::run()"); an identifier still too
  * long keeps its start ("run_th..."); "module+0xOFF" keeps its end. A report's own frame
- * ("[wait ...]") keeps its start. The text report's; --compare and --live have their own. */
+ * ("[wait ...]") keeps its start. The one shortening of a function's name: the text report,
+ * --compare (cmds/compare.c, which cuts its own frames in their middle) and --live use it. */
 const char *wp_fit_name(const char *s, int w, char *buf, size_t cap);
 /* Fits `s` into `w` columns keeping its start ("libstdc++.so.6..."). */
 const char *wp_fit_head(const char *s, int w, char *buf, size_t cap);

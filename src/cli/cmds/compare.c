@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <uthash.h>
 
+#include "alloc.h"
 #include "cli.h"
 #include "procinfo.h"
 #include "flame.h"
@@ -83,24 +84,23 @@ static const char *fit_middle(const char *s, int w, char *buf, size_t cap)
 	return buf;
 }
 
-/* Fits a name into `w` columns: a C++ parameter list goes first ("f(int, char)" -> "f()"),
- * then the start ("...Worker<int>::run()"). */
+/* Fits a function name into `w` columns: textfmt.h's wp_fit_name, the one shortening of C++
+ * names (the text report's and the live view's too); a report's own frame ("[wait ...]") is
+ * cut in its middle (fit_middle). */
 static const char *fit(const char *s, int w, char *buf, size_t cap)
 {
-	size_t n = strlen(s);
-	if ((int)n <= w)
-		return s;
 	if (wp_name_is_pseudo(s))
 		return fit_middle(s, w, buf, cap);
-	snprintf(buf, cap, "%s", s);
-	char *open = strchr(buf, '('), *close = strrchr(buf, ')');
-	if (open && close > open + 1 && open > buf)
-		memmove(open + 1, close, strlen(close) + 1);
-	n = strlen(buf);
-	if ((int)n > w) {
-		memmove(buf + 3, buf + n - (size_t)(w - 3), (size_t)(w - 3) + 1);
-		memcpy(buf, "...", 3);
-	}
+	return wp_fit_name(s, w, buf, cap);
+}
+
+/* A path in `w` columns: its end, which names the file. */
+static const char *fit_path(const char *s, int w, char *buf, size_t cap)
+{
+	size_t n = strlen(s);
+	if ((int)n <= w || w <= 3)
+		return s;
+	snprintf(buf, cap, "...%s", s + n - (size_t)(w - 3));
 	return buf;
 }
 
@@ -252,7 +252,7 @@ static void describe(FILE *out, const char *label, const struct side *s)
 	if (strlen(label) + strlen(s->path) + strlen(what) + 3 <= 100)
 		fprintf(out, "%s %s: %s\n", label, s->path, what);
 	else /* a long path: on its own line (its end, if need be) */
-		fprintf(out, "%s %s\n%*s %s\n", label, fit(s->path, 90, b, sizeof(b)),
+		fprintf(out, "%s %s\n%*s %s\n", label, fit_path(s->path, 90, b, sizeof(b)),
 			(int)strlen(label), "", what);
 }
 
@@ -608,18 +608,15 @@ oom:
 	return -1;
 }
 
-static int text_diff(const struct wp_opts *o, struct side sides[2], FILE *out)
+static int compare_text(const struct wp_opts *o, struct side sides[2], FILE *out)
 {
 	size_t n;
 	struct entry *tab = collect(o, sides, &n), *e, *tmp;
-	struct entry **better = calloc(n + 1, sizeof(*better)), **worse = calloc(n + 1, sizeof(*worse));
-	struct entry **noise = calloc(n + 1, sizeof(*noise));
+	struct entry **better = wp_xcalloc(n + 1, sizeof(*better));
+	struct entry **worse = wp_xcalloc(n + 1, sizeof(*worse));
+	struct entry **noise = wp_xcalloc(n + 1, sizeof(*noise));
 	size_t nb = 0, nw = 0, nn = 0;
 	int rc = -1;
-	if (!better || !worse || !noise) {
-		fprintf(stderr, "wallprof: out of memory\n");
-		goto done;
-	}
 	/* names shared by functions of different modules, to say which is which */
 	size_t all = 0;
 	HASH_ITER(hh, tab, e, tmp) {
@@ -784,7 +781,7 @@ static int add_path(struct path **tab, const struct wp_opts *o, const struct sid
 	return 0;
 }
 
-static int svg_diff(const struct wp_opts *o, struct side sides[2], FILE *out)
+static int compare_flame_graph(const struct wp_opts *o, struct side sides[2], FILE *out)
 {
 	struct path *tab = NULL, *p, *tmp;
 	size_t n = 0;
@@ -847,9 +844,9 @@ int wp_compare(const struct wp_opts *o, const char *before, const char *after, F
 	if (load(o, &sides[0]) != 0 || load(o, &sides[1]) != 0)
 		goto done;
 	if (svg)
-		rc = svg_diff(o, sides, out);
+		rc = compare_flame_graph(o, sides, out);
 	else
-		rc = text_diff(o, sides, out);
+		rc = compare_text(o, sides, out);
 	if (fflush(out) != 0 || rc != 0) {
 		if (ferror(out))
 			fprintf(stderr, "wallprof: could not write the comparison: %s\n", strerror(errno));

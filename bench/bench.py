@@ -140,7 +140,7 @@ class Plan:
             self.fork_max_ms = 2000
             self.fork_rounds = 2
             self.build_objs = 0             # 0: all of the agent (libwallprof.so)
-            self.build_rounds = 2
+            self.build_rounds = 3
         self.report_samples = 10_000_000
 
 
@@ -1617,12 +1617,14 @@ def build_side_by_side(ctx):
     settings += ["wp", "wpcpu"]
     ninja = ["ninja", "-j2"] + targets_
     walls = collections.defaultdict(list)
+    bloads = collections.defaultdict(list)
     for rnd in range(plan.build_rounds):
         k = rnd % len(settings)
         for s in settings[k:] + settings[:k]:
             log("process: build round %d of %d, %s" % (rnd + 1, plan.build_rounds, s))
             run(["ninja", "-t", "clean"], cwd=bdir).check()
             empty_dir(pdir)
+            load = sh("cut -d' ' -f1 /proc/loadavg")
             if s == "perf":
                 cmd = ["perf", "record", "-F", "1000", "-g", "-q", "-o", perf_data, "--"] + ninja
             elif s == "wp":
@@ -1641,12 +1643,14 @@ def build_side_by_side(ctx):
                 continue
             r.check()
             walls[s].append(r.wall)
+            bloads[s].append(load)
             if os.path.exists(perf_data):
                 os.unlink(perf_data)
     rows = {}
     for s in settings:
         ratios = [w / b for w, b in zip(walls[s], walls["base"])]
-        rows[s] = dict(wall=median(walls[s]), ratio=median(ratios), ratios=ratios)
+        rows[s] = dict(wall=median(walls[s]), ratio=median(ratios), ratios=ratios,
+                       loads=bloads[s])
     return dict(what=what, rounds=plan.build_rounds, rows=rows, settings=settings,
                 perf=ctx.perf_ok)
 
@@ -1667,9 +1671,10 @@ def process_heavy(ctx):
     res["loads"] = loads
     res["secs"] = time.monotonic() - t0
     res["date"] = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
-    res["commit"] = "%s%s" % (sh("git -C %s rev-parse --short HEAD" % ROOT),
-                              "+dirty tree" if sh("git -C %s status --porcelain -- src" % ROOT)
-                              else "")
+    res["commit"] = "%s%s (src/ as of %s)" % (
+        sh("git -C %s rev-parse --short HEAD" % ROOT),
+        "+dirty tree" if sh("git -C %s status --porcelain -- src" % ROOT) else "",
+        sh("git -C %s log -1 --format=%%h -- src" % ROOT))
     res["runs"] = ctx.plan.proc_runs
     res["quick"] = ctx.plan.quick
     return res
@@ -1745,7 +1750,9 @@ def render_process(pr):
       "forking thread's own CPU time per fork+wait (p50); *ratio*: fork+wait's p50 over the "
       "unprofiled run's of the same round (median). The agent is preloaded (WALLPROF_MODE, "
       "WALLPROF_HZ). With 8 busy threads on 2 vCPUs the forking thread waits for a CPU: its "
-      "wall times are mostly the scheduler's." % (fk["n"], fk["max_ms"] / 1000, fk["rounds"]))
+      "wall times are mostly the scheduler's. The agent's atfork prepare handler (fork_prepare, "
+      "src/agent/sampler.c) waits for the sampler's tick in progress to end, at most 200 ms: "
+      "a fork p50 or p99 near 200 ms is that bound reached." % (fk["n"], fk["max_ms"] / 1000, fk["rounds"]))
     a("")
     for busy, rows in fk["busy"].items():
         a("*%d busy thread%s*" % (busy, "" if busy == 1 else "s"))
@@ -1768,18 +1775,22 @@ def render_process(pr):
       "the settings' order rotating round by round: unprofiled; `perf record -F 1000 -g -q "
       "-o FILE --`; `wallprof -q -o FILE --` (its defaults: wall mode, 100 Hz); `wallprof "
       "-q --mode=cpu --hz=1000 -o FILE --`. *ratio*: median of the per-round ratios to the "
-      "unprofiled build of the same round.%s" % (
+      "unprofiled build of the same round. Wall time only: the sampler's task is outside the "
+      "program's thread group and nobody waits for it, so wait4's CPU times would leave its "
+      "CPU out.%s" % (
           bd["what"], bd["rounds"],
           "" if bd["perf"] else " **perf record was refused here: no perf row.**"))
     a("")
-    a("| build | wall (median) | ratio to unprofiled | per-round ratios |")
-    a("| --- | ---: | ---: | --- |")
+    a("| build | wall (median) | ratio to unprofiled | per-round ratios | 1-min load at each "
+      "build's start |")
+    a("| --- | ---: | ---: | --- | --- |")
     labels = dict(base="unprofiled", perf="perf record -F 1000 -g",
                   wp="wallprof (defaults: wall, 100 Hz)", wpcpu="wallprof --mode=cpu --hz=1000")
     for s in bd["settings"]:
         r = bd["rows"][s]
-        a("| %s | %.1f s | %.3f× | %s |" % (labels[s], r["wall"], r["ratio"],
-                                           ", ".join("%.3f" % x for x in r["ratios"])))
+        a("| %s | %.1f s | %.3f× | %s | %s |" % (
+            labels[s], r["wall"], r["ratio"], ", ".join("%.3f" % x for x in r["ratios"]),
+            ", ".join(r.get("loads", []))))
     a("")
     # issue 19's targets, judged on these figures
     t = []
@@ -1800,17 +1811,24 @@ def render_process(pr):
     rows = bd["rows"]
     if "perf" in rows:
         p = rows["perf"]["ratio"]
-        t.append(("build: wallprof's defaults within 0.03 of perf's ratio",
-                  "%.3f× against %.3f×" % (rows["wp"]["ratio"], p), rows["wp"]["ratio"] <= p + 0.03))
-        t.append(("build: cpu mode 1000 Hz within 0.05 of perf's ratio",
-                  "%.3f× against %.3f×" % (rows["wpcpu"]["ratio"], p),
-                  rows["wpcpu"]["ratio"] <= p + 0.05))
+        # a target 0.03 wide cannot be judged on rounds whose ratios disagree by more than
+        # a few times that (the machine's load moving under the builds)
+        spread = max(max(r["ratios"]) - min(r["ratios"]) for r in rows.values())
+        for key, label, within in (("wp", "wallprof's defaults", 0.03),
+                                   ("wpcpu", "cpu mode 1000 Hz", 0.05)):
+            x = rows[key]["ratio"]
+            t.append(("build: %s within %.2f of perf's ratio" % (label, within),
+                      "%.3f× against %.3f×%s" % (
+                          x, p, "; the rounds' ratios spread over %.2f" % spread
+                          if spread > 0.1 else ""),
+                      None if spread > 0.1 else x <= p + within))
     a("Issue 19's targets on these figures (one run on a loaded machine, not a verdict):")
     a("")
     a("| target | measured | met |")
     a("| --- | --- | --- |")
     for label, m, ok in t:
-        a("| %s | %s | %s |" % (label, m, "yes" if ok else "**no**"))
+        a("| %s | %s | %s |" % (label, m, "not judged: too noisy" if ok is None else
+                                "yes" if ok else "**no**"))
     a("")
     return L
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """wallprof's benchmark driver: scripts/bench builds everything and runs this.
 
 Sections (each run alternates the settings it compares, round after round, and reports

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* calls: what the agent's interposers cost the program's own calls.
  *
  * Usage: calls SIGMASK_PAIRS WRITES THREADS [COND_ROUNDTRIPS]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fd_waits: a descriptor-heavy program, to measure what naming io waits costs the sampler
  * (issue 13). N waiter threads each block on descriptors of their own, a quarter each: read
  * on a pipe, recv on a loopback TCP connection, recv on a unix socket pair, poll over a pipe

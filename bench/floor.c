@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* floor: the cheapest possible "suspend a running thread" handshake, to compare wallprof's
  * suspension window with. A busy thread is interrupted SAMPLES times, at HZ per second, by
  * tgkill(SIGPROF) from a sampler thread; the handshake is three POSIX semaphores and no work:

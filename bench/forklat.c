@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* forklat: what a fork costs the thread that calls it. BUSY threads spin on CPU work (the
  * profiler has running threads to sample while the main thread forks); after a warm-up (so
  * that a lazy profiler has taken its first ticks), the main thread does FORKS times:

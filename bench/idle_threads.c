@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* idle_threads: N threads blocked on a condition variable (a futex wait in the kernel) and one
  * busy thread doing a fixed amount of CPU work, to see what a profiler's per-tick cost does as
  * the thread count grows.

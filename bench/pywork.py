@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A CPU-bound CPython workload for the benchmark: a mix of what Python programs spend their time
 on (calls and recursion, dicts and strings, sorting, float arithmetic, generators), so the
 interpreter's profile has many distinct stacks.

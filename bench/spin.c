@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* spin: a fixed amount of CPU work in THREADS threads, for overhead measurements.
  *
  * Each thread runs UNITS units of deterministic work through a few levels of calls (so that

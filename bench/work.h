@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What spin.c and idle_threads.c share: the unit of CPU work, a recursive descent of varying
  * depth ending in one of two leaves, so every profiler has real frames to unwind; and finding
  * a profiler's sampler thread by name. Header-only; each program is one file. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* wallprof: a wall-clock and CPU sampling profiler for Linux programs.
  *
  * Most programs never include this header: `wallprof -- ./app` (or

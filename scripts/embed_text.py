@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Turns text files into C strings at build time, so that code kept in its own language
 (the flame graph's flame.js and flame.css) can be linted and tested as such and still ship
 inside the wallprof binary.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The agent's life: the constructor reads the settings and starts the sampler; at the end an
  * exit handler (after every destructor, with the exit status) or _exit (exit.c) stops it and
  * writes the profile, or, when the process took no sample, one line in the run's list of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The agent's life (agent.c), as the rest of the agent sees it.
  * Not async-signal-safe: these stop the sampler (joins, bounded waits) and may write files.
  * wp_agent_meta is (it returns a static buffer built at start). */

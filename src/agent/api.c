@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The public C API (include/wallprof.h) for programs that link libwallprof. */
 #include <errno.h>
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What the public API (api.c) needs from the agent's life (agent.c). Any program thread;
  * not async-signal-safe (they start, stop and wait for the sampler thread). */
 #ifndef WP_API_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Clocks the agent reads. clock_gettime is async-signal-safe and served by the vDSO for the
  * monotonic clock, so the handler may use wp_now_ns(). */
 #ifndef WP_CLOCK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pthread_cond_wait, pthread_cond_timedwait, pthread_cond_clockwait, interposed to publish the
  * mutex a condition waiter waits with (condwait.h). C++ std::condition_variable::wait and
  * wait_until/wait_for call these through libstdc++'s and the program's PLT, so they are seen

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Which mutex a condition waiter waits with (issue 13). glibc's pthread_cond_t (2.25 and
  * later) does not record the mutex passed to pthread_cond_wait, so the waiter says it: the
  * interposed pthread_cond_wait, pthread_cond_timedwait and pthread_cond_clockwait (condwait.c)

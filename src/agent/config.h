@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The agent's settings, read from the environment once, in the constructor. A bad value
  * disables the agent: one line on stderr names the variable and what it accepts, and the
  * program runs exactly as it would without wallprof. */

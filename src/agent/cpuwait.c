@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "cpuwait.h"
 
 #include <stdlib.h>

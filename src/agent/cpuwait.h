@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Waiting without a call to show for it (issue 13): the part of a runnable thread's samples
  * that it spent on a runqueue, waiting for a CPU ("cpu"), and samples of a thread in
  * uninterruptible sleep, state D ("disk": a page fault, a swap-in, a read of a file).

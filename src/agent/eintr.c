@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "eintr.h"
 
 #include <dlfcn.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Calls interrupted by our own signal are retried, invisibly to the program.
  *
  * The sampler signals only threads that /proc says are running, but a thread can enter a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The exec family, interposed: the profile so far is written before the image is replaced
  * (the next image starts afresh and keeps this one's file as NAME.exec1.prof), and no late
  * signal of ours can reach the new image, where it would meet SIG_DFL ("Profiling timer

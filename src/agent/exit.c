@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* _exit and _Exit, interposed: they end the process without destructors or exit handlers
  * (shells end so, and fork children, and programs after a fatal error), so the agent writes
  * the profile here, with the status, before libc's call. exit() and a return from main come

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "fds.h"
 
 #include <dirent.h>

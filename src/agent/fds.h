@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The agent's descriptors, kept out of the program's way.
  *
  * open() hands out the lowest free number, so any descriptor the agent holds in the program's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "handshake.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Suspending threads: a SIGPROF carrying the request (rt_tgsigqueueinfo, SI_QUEUE, value
  * "wprf" << 32 | generation) and the msg2/msg3/msg4 handshake. The signal may be shared with
  * the program (signals.h): the handler serves only deliveries that carry a request in flight

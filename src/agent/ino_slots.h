@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Small caches keyed by inode (pipes: wait_fds.c; sockets: wait_net.c). Each cache is a fixed
  * array whose entries begin with struct wp_ino_slot. An inode lives in one of `ways`
  * neighbouring slots from its hash; when none holds it, the one to take is an empty slot, else

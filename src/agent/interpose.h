@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What every interposer file needs: a pointer to the function it stands in for, the
  * definition the program would have called without us (dlsym RTLD_NEXT). A file lists its
  * functions once, X(name, return type, (argument types)), and expands the list with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The agent's only way to speak: one line at a time, prefixed "wallprof: ".
  *
  * The program's stderr is the program's output (tests compare it), so a line reaches it only

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The module table: where each loaded ELF object's code and unwind tables are.
  *
  * Built by dl_iterate_phdr, only ever outside a suspension window (it takes the loader lock

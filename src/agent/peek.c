@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fault-proof reads of our own memory (peek.h). */
 #include "peek.h"
 

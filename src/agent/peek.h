@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fault-proof reads of the process's own memory, for the sampler: a stack, a mutex's owner, a
  * poll set, code bytes around a pc. process_vm_readv on ourselves cannot fault: it stops at
  * the first unmapped byte, so a pointer freed or unmapped under us gives a short read, never a

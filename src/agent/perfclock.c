@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A perf software clock per thread that blocks the sampling signal: perfclock.h says what and
  * why. */
 #include "perfclock.h"

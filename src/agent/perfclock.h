@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Sampling a thread that blocks the sampling signal, without signalling it: a perf software
  * clock of its own (perf_event_open, PERF_COUNT_SW_TASK_CLOCK, user mode only), whose ring
  * buffer receives, every sampling interval of the thread's CPU time, its user registers and a

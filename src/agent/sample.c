@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Taking samples, one tick at a time: which threads (wall mode: a random subset, running or
  * blocked; cpu mode: those that used CPU since the last tick, in proportion to it), and for
  * each the cheapest faithful way: its last stack again when it has not run, a copy from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Taking samples (sample.c): what the sampler's loop (sampler.c) does at each tick. Sampler
  * thread only, under its tick lock; not async-signal-safe (a tick allocates, reads /proc and
  * unwinds, all outside the windows in which a thread is held; handshake.c is the window). */

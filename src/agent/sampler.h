@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The sampler thread's life: started by the agent, it paces ticks (each tick's samples are
  * sample.c's), does the work other threads hand it (profile writes, on its own descriptor
  * table), keeps fork from catching it mid-tick, notices when the program's last thread has

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "sigmask.h"
 
 #include <dlfcn.h>

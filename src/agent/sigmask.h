@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The program's signal masks, as the agent must know them.
  *
  * 1. Every thread's mask is published (threadmask.h) before the sampler could act on it:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Living with the program's signals.
  *
  * - Which signal samples: SIGPROF unless WALLPROF_SIGNAL names another, or something already

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "sigwaits.h"
 
 #include <dlfcn.h>

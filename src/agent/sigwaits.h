@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The program's own ways of receiving signals never hand it one of ours.
  *
  * A thread that blocks the sampling signal is never sent it (sigmask.h, handshake.h), but

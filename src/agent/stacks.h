@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Distinct stacks, counted per thread, in a uthash table keyed by (tid, flags, frames).
  * Memory grows with the number of distinct stacks, not with the length of the run:
  * each costs sizeof(struct wp_stack_entry) + 8 bytes a frame + uthash's handle.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "stats.h"
 
 struct wp_stats wp_stats;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What the sampler knows about itself: samples taken and missed by cause, how long each
  * sampled thread was held (a log-linear histogram: fixed memory, ~3% resolution), and ticks
  * that ran late. Sampler thread only; read by the writer at the end. */

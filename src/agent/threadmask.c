@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "threadmask.h"
 
 #include "condwait.h"

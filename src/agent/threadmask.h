@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Each thread's signal mask, as the thread itself publishes it, for the sampler to read
  * before it signals anyone.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "threads.h"
 
 #include <dirent.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The registry of the process's threads, from /proc/self/task.
  *
  * Listing costs O(threads), so it is not done every tick: the sampler calls

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pthread_create, interposed so that every thread the program starts publishes its signal
  * mask (threadmask.h) before any of the program's code runs in it: a new thread inherits its
  * creator's mask (or the one pthread_attr_setsigmask_np gives it), and a program that blocks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "title.h"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The process's title as `ps` shows it, read while the program runs: a process may retitle
  * itself (nginx's and PostgreSQL's workers write "nginx: worker process" over their argv,
  * others set their comm with prctl(PR_SET_NAME)), and a fork child starts with its parent's.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* This file defines both pwritev2 and pwritev64v2: without the large-file redirection, each
  * name is its own symbol (the build asks for _FILE_OFFSET_BITS=64, which would make a
  * definition of pwritev2 come out as pwritev64v2). Both take a 64-bit offset on x86-64. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Transfers our signal must not cut short.
  *
  * A blocking write to a pipe, a tty or a stream socket, or a recv that waits for all

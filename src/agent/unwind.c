@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "unwind.h"
 
 #include <dlfcn.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unwinding a copied thread state with libunwind's remote API.
  *
  * libunwind's local address space calls dl_iterate_phdr and malloc on cache misses, which

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What a wait4 or waitid waits for (wait_fds.h): the child's pid and command.
  *
  * The command is /proc/PID/comm, never /proc/PID/cmdline: cmdline reads the child's memory

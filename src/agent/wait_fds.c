@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What a descriptor wait waits for (wait_fds.h): one descriptor, or the set a poll, select or
  * epoll waits on, named from /proc and made readable. Sampler thread only, outside
  * suspension windows; not async-signal-safe. */

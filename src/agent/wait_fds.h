@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What an io or child wait waits FOR, in words (issue 13): the descriptor's target as
  * /proc names it, made readable and completed:
  *   a socket    its protocol and addresses, from /proc/self/net/{unix,tcp,tcp6,udp,udp6}

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Lock holders sampled in the same tick as their waiters: see wait_locks.h. */
 #include "wait_locks.h"
 

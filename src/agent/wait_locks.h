@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Lock holders sampled in the same tick as their waiters (issue 13).
  *
  * When a waiting sample's futex looks like a contended mutex or a writer-held rwlock, waits.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A socket's protocol and addresses by inode (wait_fds.h), from the kernel's socket tables
  * /proc/self/net/{unix,tcp,tcp6,udp,udp6}. readlink of a socket descriptor gives only
  * "socket:[INODE]"; the tables are the one place a process may read the rest without

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What waiting samples wait in (issue 13): for a sample of a thread blocked in a system call,
  * read from /proc/self/task/TID/syscall, the call's number and the arguments that name what
  * it waits for, plus one fact read from memory or /proc (a futex's would-be mutex owner, a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Writing the profile file (format: src/common/format.h, docs/profile-format.md).
  *
  * Written into "<path>.tmp.<pid>" opened O_EXCL|O_NOFOLLOW, then renamed over <path>: a

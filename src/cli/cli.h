@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The wallprof command: its options and the entry points of each subcommand and report. The
  * layout (docs/design.md, "The command"): options.c reads the command line, main.c picks the
  * subcommand; cmds/ one file per subcommand (record, report, compare, overhead, live, whose

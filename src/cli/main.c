@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* wallprof: run a program under the sampling agent and report where its threads spend their
  * time; or re-report, compare and export saved profiles. This file picks the subcommand; the
  * options are read in options.c. */

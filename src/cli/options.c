@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The command line: getopt_long over the options below, each value checked where it is read
  * (numbers by the parser the agent uses for its WALLPROF_* variables), and the usage text.
  *

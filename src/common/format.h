@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The wallprof profile file, version 1: its layout, shared by the agent's writer and the
  * CLI's reader (and read by test/e2e/wpformat.py, the Python tools' reader). The layout is
  * documented for humans in docs/profile-format.md; keep the two in step and bump

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Whole numbers typed by a user (numparse.h). Not strtol: it skips leading white space and
  * takes a sign, so " 5" and "+5" would pass, and it depends on the locale. */
 #include "numparse.h"

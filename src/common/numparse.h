@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Whole numbers typed by a user: the command's options (--hz=N, --top=N) and the agent's
  * WALLPROF_* variables. One parser for both, so the command and the agent accept and refuse
  * the same text. */

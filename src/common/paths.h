@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Paths the command and the agent both check the same way. */
 #ifndef WP_COMMON_PATHS_H
 #define WP_COMMON_PATHS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The profile as the CLI sees it: the file read back into memory, validated. Every file is
  * treated as untrusted input; wp_profile_read never crashes on a corrupt file, it returns an
  * error message instead. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What the reader (profile_read.c) keeps beside a profile, and its lookups
  * (profile_query.c) use: not for the profile's users. */
 #ifndef WP_PROFILE_IMPL_H

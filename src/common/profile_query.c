@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Lookups in a profile the reader (profile_read.c) built: META by key, how the process ended,
  * a stack by id, the module at an address, a thread by tid (over the indexes the reader
  * made), and the totals of its stacks. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Reading a wallprof profile (format v1, see format.h and docs/profile-format.md) back into
  * memory. The file is untrusted: every length is checked against the bytes that remain, every
  * count against the payload that must hold it, and every cross-reference (timeline -> stack,

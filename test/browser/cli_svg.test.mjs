@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The flame graph as a user gets it: `wallprof --flame-graph -- cpu_split` records a real
 // program through the real CLI, and the SVG it prints is opened in real headless Debian
 // chromium (playwright-core): frames render, search finds the hot leaf with the share the

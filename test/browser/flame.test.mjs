@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Opens the flame graphs written by test/unit/flame_demo in real headless Debian chromium
 // (through playwright-core, which never downloads a browser here) and drives them like a
 // person would: hover, search, click to zoom, reset.

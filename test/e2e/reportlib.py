@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Helpers for the report tests (test_report_*.py): where the report_* targets are, and a
 parser for wallprof's text report (flat profile, call graph, thread sections), so that tests
 can compare what the report says with what the targets and the folded output know.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The public C API (include/wallprof.h), from a program that links libwallprof: nothing is
 sampled before wallprof_start; start takes its settings; flush writes while sampling goes on;
 stop writes the profile; a named thread carries its name, an excluded one is never sampled;

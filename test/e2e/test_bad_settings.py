@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Every bad setting turns the agent off and leaves the program untouched.
 
 For each bad value, exit7 (prints a few lines including its thread count, exits 7) runs under

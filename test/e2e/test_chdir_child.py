@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The program's directories are its own (found with CPython's regrtest, whose workers run in
 a temporary directory and report 'env changed' when a test leaves a file in it: under
 `wallprof -o pyt.prof`, test_threading and test_thread failed so).

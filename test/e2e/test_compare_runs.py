@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """--compare on runs (issues 12 and 13): BEFORE and AFTER are runs (a main file finds the rest
 of its run; a directory), processes are matched by command line (theirs and their parents',
 not pids), and the waits are compared per object. Truth: tree_burn's processes measure their

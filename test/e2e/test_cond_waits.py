@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """futex-based waits test_waits.py's target lacks (issue 13): a timed condition wait, a
 condition and mutex on the heap, a semaphore, a raw futex.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """cpu_split: a single CPU-bound thread with a known split of self time (measured by the
 target itself with CLOCK_THREAD_CPUTIME_ID) across leaves reached through distinct callers,
 one of them in a shared library. In wall and cpu mode at 1000 Hz, through the CLI:

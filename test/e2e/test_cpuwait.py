@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Waiting for a CPU (issue 13, kind "cpu"): threads that oversubscribe a CPU each measure
 their own runqueue time; the text report's per-thread time budget says the same.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """cxx_frames: stacks must be whole through C++ frames that carry exception-handling data
 (a personality routine and an LSDA in their CIE, "zPLR": any function with a destructor to run
 or a try/catch), just as through plain frames. cxx_frames spends a third of its time in each of

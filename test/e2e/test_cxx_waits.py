@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """C++ waits name the program's function that waits (issue 13; found profiling a std::mutex /
 std::condition_variable program: its WAITS section said 'in: __gthread_mutex_lock' and
 'in: wait<cv_wait()::<lambda()> >', code of the system headers inlined into the program).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Waiting for the disk (issue 13, kind "disk"): samples of a thread in uninterruptible sleep
 (state D in /proc), inside a system call or outside any (a page fault), say so.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The agent's version script: libwallprof.so exports the wallprof_* API and, deliberately,
 the libc calls it interposes; nothing else.
 

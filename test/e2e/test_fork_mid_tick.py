@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """fork_mid_tick: a fork that lands while the sampler is half-way through a tick starts the
 child's profile clean. The agent's fork handler waits at most 200 ms for the tick to end
 (docs/design.md, "Fork, exec, signals, exit"), so a fork may copy the sampler's half-done

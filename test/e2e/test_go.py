@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A cgo Go program under wallprof (issue 18, point 2: runtimes that take every signal).
 
 go_split (test/targets/go_split.go, built by meson with the installed Go) is dynamically

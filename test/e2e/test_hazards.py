@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """hazards: threads living where a sampling profiler deadlocks or crashes if it is careless
 (dlopen/dlclose loops, dl_iterate_phdr callbacks that sleep and spin while holding the loader
 lock, malloc/free storms, a handler spinning on a signal frame), sampled at 1000 Hz with every

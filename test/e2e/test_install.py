@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """meson install puts everything where users expect it, and the installed wallprof profiles a
 program with the installed agent (not the build tree's)."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Processes whose last thread is not main (issue 11). glibc ends a process with exit(0) when
 the last thread it counts ends, whichever that is: main may call pthread_exit and leave the
 work to its threads, and in a child forked from a thread the forking thread may start helpers

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Waits as real programs make them (issue 13; found profiling CPython 3.11 and xz -T2).
 
 test/targets/lib_waits.c: ticker sleeps to a deadline 20 ms on, again and again, with an

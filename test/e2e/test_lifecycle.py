@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """fork, exec, death by signal, _exit, the program's own SIGPROF, threads blocking the signal,
 posix_spawn: the program behaves as without wallprof, and the samples reach the disk."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """--live: the full-screen view, driven in a real terminal (tmux, on a private server).
 
 Each run starts `wallprof --live ... -- live_target` in a tmux pane through a small wrapper

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """many_threads: 5,000 short-lived threads (batches of 50, ~100 us of work each) under the
 agent at 1000 Hz: in wall mode (16 threads a tick, and every thread every tick) and cpu mode.
 

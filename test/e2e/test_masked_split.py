@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Threads that block every signal (issue 18, point 3): test/targets/masked_split.c starts two
 workers with every signal blocked (as liblzma starts its own) that burn CPU in burn_mul (~65%)
 and burn_hash (~35%) and measure it with their own CPU clocks. The agent never signals them;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """WALLPROF_TEST=no-waits (the benchmark's "cost of waits" section compares runs with it and
 without it): it must turn off all three parts of issue 13's wait machinery, and nothing else.
 

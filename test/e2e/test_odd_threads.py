@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Threads the agent did not see being born: one started by a library constructor that runs
 before the agent's (preloaded ahead of it), and one made with a raw clone() (no pthread, no
 TLS of its own). Both are sampled, at the right function, and nothing waits on them."""

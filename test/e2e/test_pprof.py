@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """--format=pprof, read back by the real consumer: Debian's `go tool pprof`.
 
 Records test/targets/export_threads.c (threads exp-main, exp-alpha with an inlined mix(),

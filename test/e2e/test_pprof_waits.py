@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """pprof's wait labels (issue 13), read back by the real consumer, `go tool pprof`.
 
 test/targets/waits.c: a holder computes holding big_lock, three lockers wait for it, and

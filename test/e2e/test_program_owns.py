@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The program's descriptors, stderr and files are its own (issue 11, parts 3, 5 and 6).
 
 - The agent holds no descriptor in the program's table: the program's first open() gets the

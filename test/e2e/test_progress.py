@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """While recording, wallprof shows progress on stderr: in a pipe, plain lines now and then;
 on a terminal, one line updated in place; --quiet silences both. The report and the program's
 output are not disturbed."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """WALLPROF_QUIET=1 means nothing at all on the program's stderr, and every warning of the
 agent reaches the report through the profile (issue 18, point 4).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """rationed: first looks at blocked threads (a /proc read each, ~50 us in the kernel) are
 rationed so that thousands of idle threads cannot keep the sampler busy; a chosen thread over the
 ration is counted as missed ("rationed") and gets its turn later.

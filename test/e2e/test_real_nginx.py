@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A real server with retitled worker processes, under the command (issue 18: point 4 and the
 gate). Debian's nginx (scripts/deps installs it) runs in the foreground with a configuration
 of our own in a temporary directory: master process on, 2 workers, a loopback port, its pid

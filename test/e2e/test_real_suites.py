@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The gate: test suites that nobody here wrote must pass under the agent as they pass without
 it. CPython's own regression tests (Debian's libpython3.11-testsuite, run by Debian's
 python3.11) and GLib's test programs (Debian's libglib2.0-tests: C, TAP output) run once

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The command line's errors (each with a helpful message and exit status 2, or 1 for runtime
 errors; a number with a space or a sign refused as the agent refuses it in WALLPROF_HZ), the
 GNU spellings (-F1000, bundled short flags -qF250 and -qo FILE), the CSV report (well-formed for Python's csv module, quoted where needed, numbers

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """--compare on report_diff, whose three functions get the CPU time its arguments say:
 before 4/4/4 tenths of a second, after 7/1/4. heavy_work must come out regressed,
 light_work improved and steady_work (same share) neither; two runs of the same thing must

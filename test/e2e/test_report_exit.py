@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Exit status passing: wallprof exits as the program did (same code, or dies of the same
 signal, so a shell sees 128+N), and the report's header says how the program ended."""
 

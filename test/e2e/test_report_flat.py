@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The text report's header, flat profile and call graph, on report_flat: a program whose
 hottest function and line it tells us itself (WP_TRUTH), checked against that truth and, for
 exact counts, against the folded output of the same profile."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """--overhead-test: timing a workload without the agent and at 100, 1000 and 10000 Hz, with
 medians, a recommendation and the details table; the workload's own output kept out of the
 report; failures of the workload reported; temporary profiles cleaned up."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Per-thread sections and --thread, on report_threads: a CPU-bound thread "cruncher", a
 sleeping thread "sleeper" and main joining them. Thread names and tids come from the target
 (WP_TRUTH); sample counts are checked exactly against the folded output and the raw file."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """sampler_syscalls: what the sampler thread asks of the kernel for each sample, counted with
 strace on a real run (cpu_split: one busy thread, cpu mode, 1000 Hz). How fast the sampler is
 gets measured in scripts/bench, never here; this guards the structure that keeps it cheap:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Signals belong to the program. A program that blocks every signal in every thread and reads
 them itself (a signalfd, a sigwait thread) never receives wallprof's signal, in wall mode
 (1000 Hz, every thread) and cpu mode; threads that block and unblock it rapidly never have one

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The program takes SIGPROF, the signal wallprof samples with, and the two share it (chaining,
 as the JVM's libjsig does): the program's disposition gets every signal that is not one of
 wallprof's requests, exactly as unprofiled, and wallprof keeps sampling (sig_share.c).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Programs that must be single-threaded (issue 18, point 1): sandboxes, user namespaces,
 Chromium's zygote. The agent's sampler is a task of its own, outside the program's thread
 group (docs/design.md, "Where the sampler lives"), so the program counts only the threads it

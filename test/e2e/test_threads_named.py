@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """threads_named: named threads doing different things (spinner: CPU loop; sleeper: nanosleep;
 holder: holds a mutex while sleeping; waiter: blocked on that mutex; main: pthread_join),
 profiled with LD_PRELOAD at 1000 Hz.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Per-thread time budgets (issue 13): in a wall-mode text report, each thread's section says
 where its wall time went, "running X%, waiting for a CPU Y%, lock Z%, ..., waiting in no known
 call W%": the parts add up to 100%, and they match what the targets' threads are known to do.

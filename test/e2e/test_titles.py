@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A process that retitles itself is named by the title it had when sampled (issue 18,
 point 4), not by its parent's command line, which a fork child starts with.
 

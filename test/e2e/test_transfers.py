@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """No transfer is cut short by wallprof's signal (issue 11): a blocking write, writev,
 pwritev2, send, sendto or sendmsg of megabytes into a pipe, a socketpair or a TCP connection
 whose reader is slow, and recv/recvfrom/recvmsg with MSG_WAITALL from a slow writer, each

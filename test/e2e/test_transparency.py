@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The profiled program cannot tell: no system call fails with EINTR or returns early because
 of wallprof's signal, in wall or cpu mode, at 1000 Hz with every thread sampled; the program's
 own signals still interrupt; its output and exit status are unchanged. Each protection is also

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Process trees (issue 12): every process of one run is tied together. tree_burn forks a
 child (which forks a grandchild) and a child that execs; each process appends its own pid,
 parent and CPU time to the truth file, and the profiles are compared with it."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """wait churn (issue 13): a wait's object that changes under the sampler (a mutex whose mapping
 is unmapped while others wait on its neighbours, descriptor numbers closed and reused at once
 with other targets, pollfd arrays and fd_sets freed right after the wait, threads and

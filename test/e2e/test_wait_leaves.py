@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Wait leaves (issue 13): in the text report, a waiting sample's C-library waiting frames
 (futex_wait, __GI___libc_read, clock_nanosleep...) are replaced by one leaf frame
 "[wait KIND OBJECT]" whose caller is the program's function that waited, so the flat profile's

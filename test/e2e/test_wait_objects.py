@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """wait objects (issue 13): what io and child waits wait FOR. test/targets/wait_objects.c runs
 threads that each wait on one known thing for their whole life (a pipe's read end, a pipe's
 write end, a loopback TCP connection, a listening socket, a poll over a pipe and a UDP socket,

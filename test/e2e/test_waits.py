@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """waits (issue 13): threads that each wait for one known thing for the whole run; every
 waiting sample of theirs read from /proc names what it waits in.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """waits of C++ programs (issue 13): std::condition_variable waiters are named with the
 condition and the std::mutex their lock holds.
 

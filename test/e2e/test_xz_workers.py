@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """xz -T2, a real program whose worker threads block every signal while they compute (issue
 18, point 3: under cpu mode it gave 71 samples for 42 CPU-seconds, 41,117 missed as
 blocked_signal). liblzma starts its workers with every signal blocked; the agent never

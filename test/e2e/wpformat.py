@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The wallprof profile file (docs/profile-format.md) for the Python tools: the end-to-end
 tests (wplib.read_raw) and the benchmark (bench/bench.py) read profiles with read() here, and
 the benchmark writes its synthetic ones with record() and raw_record().

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Helpers for wallprof's end-to-end tests (python3, standard library only).
 
 A test script looks like this:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target for the profile reader: any bytes must give either an error message or a
  * profile whose every field and lookup can be used. Build with -Dfuzz=true (clang); run with
  * scripts/fuzz. */

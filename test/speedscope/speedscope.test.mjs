@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // --format=speedscope, checked by the real consumer: speedscope's own JSON schema (shipped in
 // its npm package as dist/release/file-format-schema.json, validated with ajv) and its
 // offline viewer (dist/release/index.html, the page `npx speedscope FILE` opens) in headless

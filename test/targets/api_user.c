@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A program that links libwallprof and drives it through include/wallprof.h.
  * Usage: api_user PROFILE1 FLUSHED PROFILE2
  * Prints "check NAME ok|FAIL ..." lines for the return codes; the test reads the files. */

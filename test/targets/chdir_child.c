@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A program that changes directory, then starts a child there (as CPython's regrtest runs its
  * workers in a temporary directory, and checks that a test left no file in it): the child's
  * profile must not land in that directory. Usage: chdir_child DIR. Makes DIR, enters it, forks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Small helpers shared by the end-to-end test targets: clocks, the truth file, attributes
  * that keep functions real frames under -O2. Header-only so every target stays one file. */
 #ifndef WP_TARGETS_COMMON_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cond_waits: threads that each wait for one known futex-based thing for the whole run, the
  * kinds test/targets/waits.c does not have (issue 13; test/e2e/test_cond_waits.py).
  *

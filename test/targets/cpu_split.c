@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cpu_split: one CPU-bound thread whose time is split in known shares across leaf functions
  * reached through distinct callers, and which measures the truth itself.
  *

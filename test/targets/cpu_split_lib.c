@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libcpu_split_lib.so: built -O2 -fomit-frame-pointer like the program; see cpu_split.c. */
 #include "cpu_split_lib.h"
 

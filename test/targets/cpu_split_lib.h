@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The shared-library half of cpu_split: a second copy of the multiply leaf, one call deeper
  * (lib_work -> lib_leaf_mul), so unwinding has to cross libcpu_split_lib.so's frames. */
 #ifndef CPU_SPLIT_LIB_H

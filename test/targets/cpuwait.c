@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cpuwait: threads oversubscribing the CPUs, each measuring how long it waited for a CPU
  * (issue 13's "cpu" kind).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // cxx_frames: C++ frames that carry exception-handling data, which the profiler must unwind
 // through like any other frame. About a third of the time each in spin(), called from:
 //   main -> with_dtor  -> spin   (a local object with a destructor: a cleanup landing pad)

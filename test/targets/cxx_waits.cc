@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // C++ waits (issue 13, found profiling a std::mutex / std::condition_variable program): the
 // waiting function a report names is the program's, not the library code inlined into it
 // from the system headers (std::mutex::lock's __gthread_mutex_lock, condition_variable's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* demo: a small program with the usual shapes of time, for `scripts/demo`.
  *
  *   parser     CPU work: tokenizes and checksums a generated document, over and over

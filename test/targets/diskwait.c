@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* diskwait: threads that wait for the disk (issue 13's "disk" kind: uninterruptible sleep,
  * state D), and one that waits on a pipe (which must not be taken for the disk).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A library whose constructor starts a thread: preloaded before libwallprof.so, that thread
  * exists before the agent's constructor runs. */
 #include <pthread.h>

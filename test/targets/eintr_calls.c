@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Truth for the "the program cannot tell" promise: one thread per blocking call, each calling
  * it in a loop WITHOUT retrying EINTR, the way ordinary code does. Any EINTR, or a timed call
  * that returns before its timeout, is reported and makes the program exit 1.

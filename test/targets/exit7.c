@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exit7: prints a few lines, including how many threads the process has (1 unless something
  * started a thread in it) and how many of its children are named "wallprof" (the agent's
  * sampler is a task of its own, a child of the process), and exits with status 7. The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A program with known hot spots for the pprof and speedscope export tests
  * (test/e2e/test_pprof.py, test/speedscope/speedscope.test.mjs), built -O2 -g
  * -fomit-frame-pointer so the agent has to unwind with DWARF CFI.

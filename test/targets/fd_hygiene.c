@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What a program sees of its own descriptors and stderr, to compare profiled with unprofiled.
  *
  *   fd_hygiene list            busy 300 ms (so the agent is fully set up), then print the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fork_holder: a fork that lands while the sampler is half-way through a tick, in its
  * lock-holder samples (run with WALLPROF_TEST=slow-holders, which makes the first holder batch
  * wait 1 s in poll before signalling; the agent's fork handler gives up waiting for the tick

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // go_split: a cgo Go program (dynamically linked, so the agent loads) that burns CPU in two
 // known Go functions in known proportions and measures its own truth: the CPU time each
 // spent (per-thread CPU clock around each burst, the goroutine locked to its thread). It

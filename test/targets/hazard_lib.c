@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libhazard_lib.so: what hazards' dlopener thread loads and unloads in a loop. It has some
  * state to construct and destroy so that dlopen/dlclose do real work. */
 #include <stdint.h>

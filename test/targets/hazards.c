@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hazards: threads that spend their time where a sampling profiler is most likely to deadlock
  * or crash, all running at once:
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* idle_pool: N threads named "idle" blocked on a condition variable that is never signalled,
  * and the main thread spinning for SECONDS, for the rationing of first looks at blocked threads.
  * Prints "idle_pool: N threads" once all are waiting, and exits 0 (exit() ends the idle ones).

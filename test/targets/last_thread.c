@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Processes whose last thread is not main: glibc ends the process with exit(0) when the last
  * thread it counts ends, whichever it is. One mode per argv[1]:
  *   main-exit SECS     main starts 3 workers that burn SECS each, then calls pthread_exit;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Waits as real programs make them (issue 13, found profiling CPython and xz):
  * - ticker: a periodic loop sleeping with clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME) to
  *   a deadline 20 ms on each time, as CPython's time.sleep does: each call has another

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The library half of test/targets/lib_waits.c: a pool that starts its own worker thread,
  * which waits for work in the library's code only (as liblzma's and GLib's workers do): its
  * stack has no function of the program. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef LIB_WAITS_LIB_H
 #define LIB_WAITS_LIB_H
 #include <sys/types.h>

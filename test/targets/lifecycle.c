@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* One program, one promise per mode (argv[1]); each spends its time in a function named for
  * the mode so the test can find it in the profile.
  *   segv      burn, then dereference NULL              (dies of SIGSEGV)

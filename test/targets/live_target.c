@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* live_target: a program to watch with `wallprof --live` (test/e2e/test_live.py).
  *
  *   live_target [SECONDS [STATUS]]      (default 6 0)

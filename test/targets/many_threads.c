@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* many_threads: thousands of short-lived threads. Creates THREADS threads (default 5000) in
  * batches of 50; each names itself "worker" and does ~100 us of arithmetic, and main joins the
  * batch before starting the next. Usage: many_threads [THREADS].

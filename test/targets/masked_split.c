@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* masked_split: worker threads that block every signal while they compute (liblzma's
  * workers, librdkafka's, libuv's do), burning CPU in two functions in known proportions, and
  * measuring the truth themselves.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Threads the agent did not see being born: one from a library constructor (early_lib.c,
  * preloaded ahead of the agent), and one made with a raw clone(): no pthread, no TLS of its
  * own. Both must be sampled, or reported, and neither may make anything wait.

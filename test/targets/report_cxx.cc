@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // report_cxx: C++ with long demangled names holding commas and spaces, for the reports' name
 // handling (test/e2e/test_report_cli.py): CSV quoting, and text rows kept within 100 columns.
 //

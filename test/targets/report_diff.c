@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* report_diff: three functions whose CPU time is set on the command line, for --compare
  * (test/e2e/test_report_diff.py). Run it twice with different amounts: the function given
  * more became slower, the one given less faster.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* report_exit: works a little, then ends as asked, for exit-status passing
  * (test/e2e/test_report_exit.py).
  *

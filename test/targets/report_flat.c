@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* report_flat: a single-threaded CPU-bound program whose profile is known in advance, for the
  * text report's flat profile and call graph (test/e2e/test_report_flat.py).
  *

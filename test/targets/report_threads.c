@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* report_threads: two named threads doing different things while main joins them, for the
  * text report's per-thread sections and --thread (test/e2e/test_report_threads.py).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A process that forks children which retitle themselves, as servers do, each burning CPU in a
  * function of its own so the report has samples of it:
  *

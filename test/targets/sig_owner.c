@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A program that owns every signal: it blocks them all in every thread and reads them itself,
  * as daemons using signalfd or a sigwait thread do. It sends itself SIGUSR1 now and then and
  * fails on any signal it did not send: under wallprof it must never see the sampling signal.

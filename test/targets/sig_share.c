@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sig_share: a program that takes SIGPROF, the signal wallprof samples with, in the ways a
  * runtime does, and checks it gets exactly what it would get unprofiled (test_sig_share.py).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* solo: a program that must be single-threaded, as sandboxes are (issue 18): it counts its
  * threads (/proc/self/task and "Threads:" in /proc/self/status), enters a new user namespace
  * (unshare(CLONE_NEWUSER) needs a single-threaded process), and does the same in a fork child

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* threads_named: four named threads doing four different things, while main joins them.
  *
  *   spinner  spin_fn: a CPU loop

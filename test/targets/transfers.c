@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Truth for "no transfer is cut short": each case makes ONE blocking call that moves a big
  * buffer (the way code that does not loop on short counts does, CPython's sys.stdout.write
  * among them) while the other side is slow, so the call blocks and wakes many times. The

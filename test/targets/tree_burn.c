@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A process tree that measures its own truth: the root forks a child (which forks a
  * grandchild) and a second child that execs this program again; each process burns a known
  * amount of CPU in a function of its own and appends "pid ppid main_thread_cpu_ns role" to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A process tree started every way a program starts processes, each process measuring its
  * own truth: its lifetime (CLOCK_MONOTONIC from the start of main to its end), its CPU time,
  * and how it ends. It appends "pid ppid lifetime_ns cpu_ns role end" to $WP_TRUTH (O_APPEND,

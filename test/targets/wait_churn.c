@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* wait_churn: everything a wait's object can do to change under the sampler's feet (issue
  * 13: "a lock object, a descriptor or a TID that changes under us gives a wrong name at
  * worst, never a crash or a hang"), for SECONDS:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* wait_objects: threads that each wait on one known descriptor or child for their whole
  * life, so that every waiting sample of theirs has one right object, which this program
  * writes itself from what it knows of its descriptors (issue 13: what io and child waits

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* wait_split: one thread whose waits, from one and the same stack, split over two objects,
  * so that an export that carries the wait per sample must split the stack (issue 13).
  *

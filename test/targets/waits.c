@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* waits: threads that each wait for one known thing, for the whole run, so that every waiting
  * sample of theirs has one right answer (issue 13).
  *

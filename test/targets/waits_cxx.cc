@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // waits_cxx: C++ threads waiting on std::condition_variable for the whole run, so that each
 // waiting sample names the condition and its std::mutex (issue 13; test/e2e/test_waits_cxx.py).
 //

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The unit tests' assertions: they count passes and failures and print each failure with its
  * place, what was checked and, when given, a message, so a run reports every broken check,
  * not just the first. Each test ends with `return failed ? 1 : 0;`.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Writes a sample flame graph for the browser test (test/browser/flame.test.mjs):
  *   flame_demo OUT.svg [--diff]
  * The numbers are fixed and known to the browser test: 1000 samples in all; "compute_"

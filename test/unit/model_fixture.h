@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A profile of this very test program, for the tests of the model (test_resolve.c) and of the
  * pprof encoder (test_pprof_encode.c): real addresses of the fixture functions below, in a
  * module map read from /proc/self/maps, so the real symbolizer names them; a fake

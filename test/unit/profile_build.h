@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A tiny builder of profile files in memory, for the unit tests (test_profile_read.c,
  * test_model.c). Deliberately independent of the agent's writer: it encodes
  * docs/profile-format.md directly. Read the result with wp_profile_parse(b.d, b.len, ...). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // C++ part of the symbolizer test target (see test_symbolize.c): a (static) member function in a
 // namespace, and a namespaced always_inline function inlined into another, for demangling.
 #include <cstdint>

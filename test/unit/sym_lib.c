@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shared library of the symbolizer test (see test_symbolize.c): a static function, only in
  * .symtab (not exported), and an exported one. */
 #include <stdint.h>

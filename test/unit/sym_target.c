@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Target of the symbolizer test (see test_symbolize.c). Prints the runtime addresses of its
  * functions with the source lines the symbolizer must find, then waits for EOF on stdin so
  * the test can read /proc/PID/maps:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* White-box tests of the agent's pieces that have logic of their own: settings parsing, the
  * output path, the async-signal-safe formatter, the suspension-window histogram, the
  * signal-name parser. */

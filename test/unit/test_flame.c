@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for the SVG flame graph writer (src/cli/reports/flame.c). Every produced document is
  * also checked with `xmllint --noout` (Debian: libxml2-utils). */
 #include "cli/reports/flame.h"

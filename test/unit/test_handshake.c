@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The suspension handshake itself (src/agent/handshake.c), with real threads and real signals:
  * - a batch of busy threads is served as they answer, each one really held while read (a
  *   counter it bumps without pause does not move during the read);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The live view's counts (src/cli/model/live_counts.c) over checkpoints of two processes of
  * the fixture profile (model_fixture.h): each stack's leaf counted per thread and per
  * function, the same function of both processes one function, the last interval as the

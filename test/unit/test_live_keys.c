@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The live view's key parser (src/cli/live/keys.c): escape sequences give the same keys
  * however the terminal's bytes are cut into reads. Every sequence is fed whole, then cut at
  * every point into two reads; a read may also hold several keys. The previous parser looked

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The live view's processes (src/cli/live/procfiles.c): which names beside the main file are
  * the other processes' checkpoint files. NAME.PID.EXT is; the main file itself, an image
  * replaced by exec (NAME[.PID].execN.EXT), another run's stem or extension, and anything else

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The number parser shared by the command and the agent (src/common/numparse.c), checked on
  * its own and through both of its users: each text is given to wp_parse_int, to the agent as
  * WALLPROF_HZ (wp_config_load) and to the command as --hz=TEXT, -F TEXT and --sample-rate

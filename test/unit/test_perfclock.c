@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* White-box tests of perfclock.c, the perf clock that samples a thread blocking the sampling
  * signal: a thread of this process with every signal blocked spins in spin_here() while a
  * clock samples it; its records must carry its registers (rip in spin_here, rsp in its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests of the pprof encoder (src/cli/reports/pprof.c): the model of a profile of this
  * program (model_fixture.h) written with --format=pprof, gunzipped and decoded here by a
  * small protobuf reader of its own (varints, length-delimited fields, packed repeated

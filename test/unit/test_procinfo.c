@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests of what a profile says of its process (src/cli/model/procinfo.c): the name and
  * command line a process goes by (its title with most samples: a title over its argv, a comm
  * set by PR_SET_NAME, neither; files without titles, as older agents wrote them) and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests of the profile reader (src/common/profile_read.c).
  *
  * Profiles are built in memory by a tiny builder below (deliberately independent of the

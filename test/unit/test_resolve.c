@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests of the model (src/cli/model/resolve.c): a profile of this program
  * (model_fixture.h) symbolized for real, then checked stack by stack: frames root first,
  * locations leaf first and shared, one address in two roles, the agent's frames left out,

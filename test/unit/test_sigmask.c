@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sigmask.c: on the thread that asked for it (the sampler), calls that cannot change its
  * all-blocked mask are answered without the system call and report the real mask; anything
  * else, and every call on any other thread, behaves exactly as libc's sigprocmask. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests of the summary module (src/cli/model/summary.c): thread lifetimes (threads that
  * exited, threads alive at the end, no duration, the duration x threads fallback), rates,
  * units per sample, what one sample stands for, missed samples, the overhead estimate, the

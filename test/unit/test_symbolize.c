@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests of the symbolizer (src/cli/model/symbolize.c).
  *
  * Runs sym_target (sym_target.c + sym_cxx.cc, linked with the shared sym_lib.c), which prints

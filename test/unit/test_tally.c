@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The counts the reports show, computed in the model (model/tally.c, callgraph.c, rwaits.c):
  * per thread and per name, per pid, the call graph of the fixture profile
  * (model_fixture.h), and who waited on a lock and held it. */

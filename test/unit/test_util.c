@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for the CLI's shared helpers (src/cli/util/): the u64 map and the string
  * interner (symbolizer caches, flame graph tree), address ranges (symbol tables, module
  * maps), growable arrays and the arena, and the text helpers every report uses. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The agent's descriptions of io and child waits (src/agent/wait_fds.c): the bounded,
  * fault-proof reads of the program's memory (a poll's pollfd array, a select's fd_set
  * bitmaps) given unmapped, half-mapped and absurd arguments, and what a description says of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for the classification of waits (src/cli/model/waits.c): a WAIT record's system
  * call and the waiting stack's functions (leaf first) give the kind; the record's arguments
  * and what the caller found (a symbol, the waiting function, a joined thread's name) give

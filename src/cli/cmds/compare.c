@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* --compare BEFORE AFTER: which functions take a bigger or smaller share of the samples after a
  * change, separating real changes from sampling noise; or, with --flame-graph, a differential
  * flame graph (widths: AFTER; red: more than before, blue: less).

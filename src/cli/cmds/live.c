@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* --live: a full-screen terminal view of where the program's threads are, refreshed as it
  * runs, like top for stacks; then the usual final report.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* --overhead-test: how much slower a workload runs under the agent at 100, 1000 and 10000 Hz
  * than without it. Runs alternate (each round visits every setting, starting one further
  * along each time, so that a machine getting busier or quieter does not favour one setting)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Running a program under the agent: LD_PRELOAD, the settings as WALLPROF_* variables, a
  * channel on a high descriptor (the agent's progress lines and warnings: the agent moves it
  * into its own descriptor table at start, so the program never sees it), and the program's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Loading a profile, building its one model (symbolized and filtered, model/resolve.h) and
  * its figures (model/summary.h), and handing both to the report the user asked for; where
  * the report goes; the report at the end of a recorded run. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* --live: the keyboard's bytes to keys (keys.h).
  *
  * Arrows and the like come as escape sequences: ESC [ A (CSI), ESC O A (SS3, the keypad in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* --live: the keyboard's bytes to keys (keys.c). A pure function of its state and the bytes:
  * no reads, no clock, so that a unit test can cut the input anywhere. */
 #ifndef WP_LIVE_KEYS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* --live: the other processes' files beside the main file (procfiles.h). */
 #include "procfiles.h"
 

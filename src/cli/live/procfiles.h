@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* --live: which files beside the run's main file are the other processes' of the tree
  * (procfiles.c). Names only: the profiles themselves are read by the caller (cmds/live.c).
  *

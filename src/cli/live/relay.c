@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* --live: the program's output (relay.h).
  *
  * The program's own terminal output would scribble over the view: while the view is up, its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* --live: the program's terminal output, relayed through a pseudo-terminal of ours while the
  * view is up (relay.c). */
 #ifndef WP_LIVE_RELAY_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* --live: the run. The program is started under the agent with WALLPROF_CHECKPOINT=1: once a
  * second the agent of every process of the tree replaces its profile file (atomically, by
  * rename) with everything sampled so far: the main file for the process started here,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* --live: the screen, drawn into one buffer and written at once (no flicker, no torn
  * frames). The s* functions append to it, counting columns, so that nothing runs past the
  * screen's width (the terminal's line wrap is off while the view is up). */

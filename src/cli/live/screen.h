@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* --live: the screen buffer (screen.c). A frame is built with these, then written at once. */
 #ifndef WP_LIVE_SCREEN_H
 #define WP_LIVE_SCREEN_H

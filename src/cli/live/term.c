@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* --live: the terminal and the signals (term.h).
  *
  * The view takes the terminal: the alternate screen, no cursor, no line wrap, keys one at a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* --live: the terminal (taken for the view, given back on every way out) and the signals that
  * reach wallprof while the view is up. One terminal per process: the state is global, as the
  * signal handlers that give the terminal back need it. */

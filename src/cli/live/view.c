@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* --live: the view. The rows of the current view (functions, threads, waits) built from the
  * counts (model/live_counts.h), the whole screen drawn into one buffer and written at once,
  * and what each key does.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* --live: the state of the view and of the run it watches, shared by the view (view.c: the
  * rows, drawing, what keys do) and the run (run.c: the program started under the agent, its
  * checkpoints found and counted, the loop). The counts themselves are the model's

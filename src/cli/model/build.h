@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The model's build as its two files share it, not for reports: resolve.c builds the model
  * (locations, functions, kept stacks and threads, counts) and wait_attach.c attaches the
  * WAIT records to its kept stacks and splits the waits off into leaves of their own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "callgraph.h"
 
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The call graph of a model: for each call between two functions (adjacent frames of a kept
  * stack, caller first), the samples that went through it, once per sample; a thread's first
  * frame is called by WP_NO_FUNC, the thread root. Recursion (a function calling itself) is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What kind of code a function is: the model says it (resolve.c), reports colour or group by
  * it. Kept apart so that a report's own header (flame.h) can use it without the model
  * depending on that report. */

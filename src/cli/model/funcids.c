@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "funcids.h"
 
 #include <stdlib.h>

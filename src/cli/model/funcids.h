@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Functions numbered by (name, module): the model's one interning of functions. wp_resolve
  * and wp_resolve_many number their functions so, over every process; the live view, which
  * counts over one model per process, numbers the functions of all of them with the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "live_counts.h"
 
 #include <assert.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The live view's counts (--live): what every process of a running tree did, brought up to
  * date with each process's checkpoints, overall and over the last interval.
  *

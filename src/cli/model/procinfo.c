@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "procinfo.h"
 
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What a profile says of its process besides its samples: the name it goes by, and what the
  * agent said while it ran. Every report names processes and shows warnings through these, so
  * that they cannot disagree.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "proctree.h"
 
 struct wp_proc_id wp_proc_id_of(const struct wp_profile *p)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The processes of a tree, as their files describe them (META pid, ppid, start_unix_ns and
  * CPU time): who is whose parent, and whose CPU time is whose. One answer for the run's list
  * (run.c), the model's filter (--process-tree, resolve.c), --compare's process keys and CPU

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The model every report reads: one profile with every address symbolized, filtered once.
  *
  * wp_resolve(profile, filter) builds it in one pass over the profile's stacks (and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The processes of one run. Every process of a tree writes its own file (the agent: the
  * main file NAME.EXT for the root, NAME.PID.EXT for the others, NAME[.PID].execN.EXT for an
  * image replaced by exec) and tags it with META run=, the same in every file of the run. From

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "rwaits.h"
 
 #include <assert.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The model's waits: what a kept stack's waiting samples waited in (waits.h's kinds and
  * objects, attached to resolve.h's stacks when the model is built: wait_attach.c), how every
  * report shows and counts them (a stack's share per wait, the leaf frame, the totals per

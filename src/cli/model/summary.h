@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The figures every report shows about a run, computed once: how long the threads lived,
  * the sampling rates delivered, what one sample stands for, the overhead estimate, and the
  * statistics (confidence intervals, the two-proportion test of --compare). A report prints

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Opening a module's file for symbols: one Dwfl per distinct file (path + build-id), reported
  * at bias 0 so every address inside it is an ELF virtual address; each module record keeps
  * its own load bias, computed from the ELF program headers and the record's file_offset.

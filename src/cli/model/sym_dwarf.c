@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* DWARF: source lines and inlined frames. dwarf_getscopes would walk a whole compile unit for
  * every address; instead:
  *   CUs:    the address ranges of every CU DIE, sorted;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A module's ELF symbol table, sorted by address for binary search. libdwfl's own
  * address-to-symbol search is linear in the symbol count; and an address in no symbol is not
  * given the nearest name here. */

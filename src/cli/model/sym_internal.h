@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The symbolizer's insides, shared by its files (symbolize.h is the API):
  *   symbolize.c     the module map, the per-address cache, resolving one address
  *   sym_debugfile.c opening a module's file (or its separate debug file), its load bias

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Names of JIT-compiled code from /tmp/perf-PID.map (the perf convention: "START SIZE name"
  * lines, hexadecimal), PID from the profile's "pid" META key. Read on the first address that
  * falls outside every module, or in anonymous executable memory. */

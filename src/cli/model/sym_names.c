@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Names as people read them: C++ names demangled, symbol versions shown only when they tell
  * two functions apart. */
 #include <dlfcn.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Symbolizer: runtime pc -> module -> ELF symbol + DWARF line and inline chain (see
  * sym_internal.h for the files that do each part). This file holds the module map built from
  * the profile, the lookup of one address, the per-address cache and the interning of every

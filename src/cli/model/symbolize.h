@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Turning raw addresses from a profile into function names and source lines, in the CLI only
  * (never in the profiled process). Uses elfutils' libdw over the module files named by the
  * profile's module map, so it works after the process is gone and across ASLR. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "tally.h"
 
 #include <stdlib.h>

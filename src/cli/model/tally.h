@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Counts over the model's stacks that the reports show (resolve.h is the model itself): per
  * function over a subset of stacks (a thread's, a process's) and the one ranking of
  * functions; per thread and per process, the images of one pid taken as one process; which

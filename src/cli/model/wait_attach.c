@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The model's waits, attached when it is built (build.h): each WAIT record of a process goes
  * to the kept stack it describes, named with that process's symbolizer and THREAD records
  * (waits.h classifies and describes it); a stack's waits are capped at its samples; with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "waits.h"
 
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Why a waiting sample waited (issue 13): the agent's WAIT records (format.h: a system call,
  * the arguments naming its object, one fact it read) turned into a kind and an object, with
  * the program's own words: the waiting stack's functions tell a mutex from a condition or a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* CSV for spreadsheets and scripts (RFC 4180 quoting, \n line ends): one row per function that
  * has samples, the hottest (self) first, after a header row:
  *   function,module,file,line,self_samples,self_percent,total_samples,total_percent

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Self-contained interactive SVG flame graphs; see flame.h.
  *
  * Stacks are merged into a prefix tree (names interned, children found through a hash map

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Self-contained SVG flame graphs: one file, no network, hover details, click to zoom,
  * search with the matched share, and a differential mode. */
 #ifndef WP_FLAME_H

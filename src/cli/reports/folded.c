@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Folded stacks, the format flamegraph.pl and speedscope read: "root;caller;leaf COUNT",
  * one distinct stack a line (stacks that symbolize alike are merged), sorted. With --waits,
  * a waiting sample's stack ends with "[wait KIND OBJECT]" and, for a lock whose holder is

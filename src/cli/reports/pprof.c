@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* --format=pprof: the profile as a gzipped perftools.profiles.Profile (profile.proto), as
  * `go tool pprof` and the other pprof readers load it.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* --format=speedscope: the speedscope file format (JSON, "$schema"
  * https://www.speedscope.app/file-format-schema.json), for https://www.speedscope.app or
  * `npx speedscope FILE`.

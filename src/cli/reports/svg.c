@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The SVG flame graph of a profile, or of the processes of a run: the resolved stacks handed
  * to the flame graph writer, each frame coloured by what it is (program, library, unknown),
  * with a "[PROGRAM pid=N]" root per process under --per-process and a "[NAME tid=N]" root

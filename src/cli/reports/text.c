@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The text report: what ran and how well it was sampled, a flat profile with confidence
  * intervals and file:line, a call graph of the hottest functions, and one section per thread.
  * Counts are the model's (filtered by --thread when it was built: per thread and process

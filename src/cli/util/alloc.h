@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Memory helpers the CLI shares: the allocators that exit when out of memory, growable
  * arrays and a string arena.
  *

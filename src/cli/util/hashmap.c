@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "hashmap.h"
 
 #include <stdlib.h>

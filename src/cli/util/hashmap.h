@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Hash tables the CLI shares: a map from 64-bit keys to 32-bit values (addresses, pointers,
  * pairs of ids), open addressing with linear probing over a power-of-two table kept under 2/3
  * full, and a string interner made of two of them; large tables are anonymous mappings with

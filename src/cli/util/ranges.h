@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Address ranges sorted by start, looked up by address: symbol tables, compile units, JIT
  * maps, module maps. Ranges may nest or overlap; each carries the largest end of itself and
  * every range before it, so a lookup walks back from the last start at or below the address

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "textfmt.h"
 
 #include <stdio.h>

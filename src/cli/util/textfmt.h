@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Small text helpers every report shares: numbers, shares and durations for people, and
  * UTF-8 validation. The one copy of each. */
 #ifndef WP_TEXTFMT_H

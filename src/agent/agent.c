@@ -251,9 +251,8 @@ static int note_unsampled(const char *extra)
 		return 1;
 	char end[32];
 	end_word(extra, end, sizeof(end));
-	uint64_t user = 0, sys = 0;
-	wp_program_cpu(owner_pid, &user, &sys);
-	unsigned long long cpu = (unsigned long long)(user + sys);
+	/* the total alone, from the clock: no /proc read for a process that never sampled */
+	unsigned long long cpu = (unsigned long long)wp_program_cpu_total(owner_pid);
 	size_t n = wp_format(line, sizeof(line) - 1,
 			     "run=%s pid=%d ppid=%d end=%s start_unix_ns=%llu wall_ns=%llu "
 			     "cpu_ns=%llu command=%s",

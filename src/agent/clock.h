@@ -82,6 +82,9 @@ void wp_cpuclock_forget(void);
 /* The CPU time process `pid` has used, user and system, from any of its threads or the
  * sampler's task (which is not one of them). 0 or -1. */
 int wp_program_cpu(pid_t pid, uint64_t *user_ns, uint64_t *sys_ns);
+/* The same total alone, from the process CPU clock only (no /proc read): for the one line
+ * of a process that took no sample. 0 when unreadable. */
+uint64_t wp_program_cpu_total(pid_t pid);
 
 /* CPU time of the calling thread in ns: what a piece of the sampler's own work cost it (time
  * it spent preempted does not count). A system call. */

@@ -257,6 +257,13 @@ static int stat_user_sys(pid_t pid, uint64_t *user, uint64_t *sys)
 	return field >= 15 ? 0 : -1;
 }
 
+uint64_t wp_program_cpu_total(pid_t pid)
+{
+	struct timespec ts;
+	clockid_t c = getpid() == pid ? CLOCK_PROCESS_CPUTIME_ID : process_clock(pid);
+	return clock_gettime(c, &ts) == 0 ? wp_ts_ns(&ts) : 0;
+}
+
 int wp_program_cpu(pid_t pid, uint64_t *user_ns, uint64_t *sys_ns)
 {
 	*user_ns = *sys_ns = 0;

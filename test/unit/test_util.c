@@ -6,9 +6,14 @@
 #include "cli/util/hashmap.h"
 #include "cli/util/ranges.h"
 #include "cli/util/textfmt.h"
+#include "cli/util/uthash_cfg.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -166,8 +171,58 @@ static void test_text(void)
 		CHECK(wp_utf8_seq((const unsigned char *)utf8[i].s) == utf8[i].n, "case %zu", i);
 }
 
+/* uthash's tables follow the CLI's out-of-memory policy (uthash_cfg.h): a table that cannot
+ * grow prints "wallprof: out of memory" and exits 1, not uthash's bare exit(-1). A child with
+ * its address space capped adds entries (made before the cap) until the table cannot grow. */
+struct uh_item {
+	int key;
+	UT_hash_handle hh;
+};
+
+static void test_uthash_oom(void)
+{
+#ifdef __SANITIZE_ADDRESS__
+	return; /* ASan's allocator aborts on its own when the cap is hit: the plain and
+		 * valgrind builds check this */
+#endif
+	int err[2];
+	if (pipe(err))
+		return;
+	pid_t pid = fork();
+	if (pid == 0) {
+		enum { N = 4000000 };
+		struct uh_item *items = calloc(N, sizeof(*items)), *head = NULL;
+		dup2(err[1], 2);
+		struct rlimit rl = { 0, 0 };
+		if (!items || getrlimit(RLIMIT_AS, &rl))
+			_exit(3);
+		FILE *f = fopen("/proc/self/statm", "r");
+		unsigned long pages = 0;
+		if (!f || fscanf(f, "%lu", &pages) != 1)
+			_exit(3);
+		rl.rlim_cur = pages * (unsigned long)sysconf(_SC_PAGESIZE) + (1ul << 20);
+		if (setrlimit(RLIMIT_AS, &rl))
+			_exit(3);
+		for (int i = 0; i < N; i++) {
+			items[i].key = i;
+			HASH_ADD_INT(head, key, &items[i]);
+		}
+		_exit(4); /* the table grew past the cap: no test */
+	}
+	close(err[1]);
+	char buf[256] = { 0 };
+	ssize_t n = read(err[0], buf, sizeof(buf) - 1);
+	close(err[0]);
+	int st = 0;
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1, "a uthash table that cannot grow exits 1 (%d)",
+	      WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st));
+	CHECK(n > 0 && strstr(buf, "wallprof: out of memory"), "with the CLI's one line: %s", buf);
+}
+
 int main(void)
 {
+	test_uthash_oom();
 	test_u64map();
 	test_interner();
 	test_ranges();

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <uthash.h>
+#include "uthash_cfg.h"
 
 #include "alloc.h"
 #include "live/screen.h"

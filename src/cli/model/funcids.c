@@ -3,7 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <uthash.h>
+#include "uthash_cfg.h"
 
 struct wp_func_key {
 	UT_hash_handle hh;

@@ -21,7 +21,7 @@
 #include <limits.h>
 #include <stdint.h>
 #include <sys/stat.h>
-#include <uthash.h>
+#include "uthash_cfg.h"
 
 #include "funcids.h"
 #include "resolve.h"

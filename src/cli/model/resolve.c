@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <uthash.h>
+#include "uthash_cfg.h"
 
 #include "alloc.h"
 #include "build.h"

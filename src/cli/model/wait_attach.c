@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <uthash.h>
+#include "uthash_cfg.h"
 
 #include "alloc.h"
 #include "build.h"

@@ -35,7 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <uthash.h>
+#include "uthash_cfg.h"
 #include <zlib.h>
 
 #include "alloc.h"

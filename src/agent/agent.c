@@ -470,17 +470,30 @@ static int start(void)
 	return 0;
 }
 
-/* In a fork child the sampler thread does not exist. Forget the parent's samples and profile
- * this process afresh, into its own file. */
-static void atfork_child(void)
+/* In a fork child the sampler does not exist: stop acting as if it did. Inside the C
+ * library's fork: allocates nothing (forks.c). */
+static int restart_child;
+
+void wp_agent_fork_child(void)
 {
-	if (!atomic_load(&running))
+	restart_child = atomic_exchange(&running, 0);
+	if (!restart_child)
 		return;
-	atomic_store(&running, 0);
 	is_fork_child = 1;
 	if (!cfg.root_pid)
 		cfg.root_pid = owner_pid; /* the parent owns the plain file name */
 	wp_log_forked();
+}
+
+/* Then, once the child's allocator is whole: forget the parent's samples and profile this
+ * process afresh, into its own file. */
+void wp_agent_fork_child_restart(void)
+{
+	if (!restart_child)
+		return;
+	restart_child = 0;
+	/* in this order: the parent's descriptor numbers are closed only where they were the
+	 * program's table too, which wp_fds_private still tells (threads.c, title.c) */
 	wp_sampler_forget();
 	wp_fds_forget(); /* the parent's private table stayed with the parent's sampler */
 	start();
@@ -509,8 +522,7 @@ int wp_agent_begin(const struct wp_config *c)
 		previous_image_check = 1;
 		wp_signals_install_fatal(flush_on_signal);
 		wp_sampler_set_orphan(write_orphaned);
-		wp_sampler_atfork();
-		pthread_atfork(NULL, NULL, atfork_child);
+		wp_forks_init();
 		initialized = 1;
 	} else {
 		wp_sampler_forget(); /* a new profile */

@@ -21,4 +21,12 @@ void wp_agent_before__exit(int status);
  * sampler's task: the agent stops (the profile is written, the task ends). */
 void wp_agent_before_wall_wait(void);
 
+/* Fork (forks.c). In the child, inside the C library's fork: stop acting as the parent's
+ * agent, allocating nothing. Then, once every fork handler has run: profile the child
+ * afresh (allocates; starts its sampler). */
+void wp_agent_fork_child(void);
+void wp_agent_fork_child_restart(void);
+/* Registers the fork handlers (once, at the first start). */
+void wp_forks_init(void);
+
 #endif

@@ -546,6 +546,10 @@ void wp_modules_fork_child(void)
 	fork_locked = 0;
 	watching = 0; /* the watcher does not exist here */
 	atomic_store(&watcher_tid, 0);
+}
+
+void wp_modules_forget_pending(void)
+{
 	struct table *t = atomic_exchange(&pending, NULL);
 	if (t) {
 		free_table(t);

@@ -59,7 +59,9 @@ void wp_modules_watch_stop(void);
 pid_t wp_modules_watcher_tid(void);
 void wp_modules_fork_prepare(void);
 void wp_modules_fork_parent(void);
-void wp_modules_fork_child(void);
+void wp_modules_fork_child(void); /* allocates and frees nothing (forks.c) */
+/* Frees a table the watcher built but the sampler had not adopted (a fork child's, later). */
+void wp_modules_forget_pending(void);
 
 /* Lookups for the unwinder; no locks, no allocation. */
 const struct wp_rt_module *wp_modules_find(uintptr_t pc);

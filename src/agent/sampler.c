@@ -563,7 +563,7 @@ int wp_sampler_stop_async(uint64_t timeout_ns, void (*last)(void))
  * forks may itself hold the loader lock the sampler is waiting for (fork from a constructor or
  * a dl_iterate_phdr callback); then fork goes ahead and the child starts without the parent's
  * half-done tick. */
-static void fork_prepare(void)
+void wp_sampler_fork_prepare(void)
 {
 	if (!started || syscall(SYS_gettid) == atomic_load(&sampler_tid))
 		return;
@@ -579,7 +579,7 @@ static void fork_prepare(void)
 	wp_modules_fork_prepare();
 }
 
-static void fork_parent(void)
+void wp_sampler_fork_parent(void)
 {
 	wp_modules_fork_parent();
 	if (fork_locked)
@@ -587,7 +587,7 @@ static void fork_parent(void)
 	fork_locked = 0;
 }
 
-static void fork_child(void)
+void wp_sampler_fork_child(void)
 {
 	/* The sampler does not exist here; whatever it held is ours to reset. */
 	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
@@ -595,11 +595,6 @@ static void fork_child(void)
 	fork_locked = 0;
 	atomic_store(&forks_waiting, 0);
 	wp_modules_fork_child();
-}
-
-void wp_sampler_atfork(void)
-{
-	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
 void wp_sampler_forget(void)
@@ -616,6 +611,7 @@ void wp_sampler_forget(void)
 	atomic_store(&exit_tid, 0); /* a fork child has no exit thread: its leader starts one */
 	atomic_store(&exit_word, 0);
 	atomic_store(&exit_thread_asked, 0);
+	wp_modules_forget_pending(); /* a table the parent's watcher had not handed over */
 	wp_task_forget(); /* the parent's task is not here */
 	wp_cpuclock_forget();
 	program_fd = -1; /* the parent task's number */

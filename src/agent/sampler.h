@@ -42,10 +42,14 @@ void wp_sampler_prepare_exit_thread(void);
  * mask and has the sampler look soon whether it was the program's last thread.
  * Async-signal-safe (system calls and atomics only). */
 void wp_sampler_leader_leaving(void);
-/* Registers the fork handlers that keep fork from catching the sampler mid-tick. Call before
- * the agent's own atfork child handler is registered (so it runs first in the child). */
-void wp_sampler_atfork(void);
-/* In a fork child: forget the parent's sampler (it does not exist here) and its samples. */
+/* Fork (forks.c): prepare and parent keep fork from catching the sampler mid-tick; child
+ * resets what the parent's sampler held. None of them allocates or frees: they may run
+ * inside the C library's fork, between the program's allocator's own handlers. */
+void wp_sampler_fork_prepare(void);
+void wp_sampler_fork_parent(void);
+void wp_sampler_fork_child(void);
+/* In a fork child, once its allocator is usable: forget the parent's sampler (it does not
+ * exist here) and its samples, freeing the parent's tables. */
 void wp_sampler_forget(void);
 /* Called on the sampler thread every `every_ns` (checkpoints). */
 void wp_sampler_set_checkpoint(void (*fn)(void), uint64_t every_ns);

@@ -47,7 +47,7 @@ INTERPOSED = {
     "execve", "execv", "execvp", "execvpe", "fexecve", "execl", "execlp", "execle",
     "_exit", "_Exit",
     # waitall.c
-    "waitpid", "wait4", "waitid",
+    "waitpid", "wait4", "waitid", "fork",
     # agent.c
     "pthread_exit",
     # condwait.c

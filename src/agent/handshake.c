@@ -476,8 +476,17 @@ static size_t sweep(struct wp_hs_request *reqs, struct pending *ps, size_t n, wp
 		struct pending *p = &ps[i];
 		if (p->state != S_ASKED)
 			continue;
-		uint32_t ph = PHASE(atomic_load(&p->t->word));
-		if (ph == P_CAPTURED) {
+		uint32_t w = atomic_load(&p->t->word);
+		uint32_t ph = PHASE(w);
+		if (GEN(w) != p->gen) {
+			/* The slot moved on: its handler captured, waited out msg3 and gave up while
+			 * the sampler was still asking the others (preempted), and a later request of
+			 * this same batch took the slot. Ours is over; waiting for its phases, which
+			 * are now another request's, never ended (a task left spinning after its
+			 * program was gone, seen under signal-all at load 16). */
+			reqs[i].result = WP_HS_LATE;
+			p->state = S_DONE;
+		} else if (ph == P_CAPTURED) {
 			if (serve(i, p, read, arg)) {
 				p->state = S_RELEASED;
 			} else {
@@ -495,8 +504,11 @@ static size_t sweep(struct wp_hs_request *reqs, struct pending *ps, size_t n, wp
 			 * Its slot stays busy until the handler gives up on msg3 by itself. */
 			reqs[i].result = WP_HS_TIMEOUT;
 			p->state = S_DONE;
+		} else if (ph == P_REQUEST || ph == P_CLAIMED) {
+			asked++; /* msg2 comes next */
 		} else {
-			asked++; /* still P_REQUEST, or P_CLAIMED: msg2 comes next */
+			reqs[i].result = WP_HS_LATE; /* no phase of an asked request: never wait */
+			p->state = S_DONE;
 		}
 	}
 	return asked;
@@ -578,6 +590,16 @@ void wp_handshake_batch(struct wp_hs_request *reqs, size_t n, wp_hs_read_fn read
 			next_alive_check = now + 2000000;
 		if (!sweep(reqs, ps, n, read, arg, deadline, check_alive))
 			break;
+		if (now > deadline + 2 * msg2_deadline_ns + msg3_deadline_ns) {
+			/* Every asked request ends by the phases above; this bound is for a case
+			 * nobody foresaw: the batch ends whatever the slots say. */
+			for (size_t i = 0; i < n; i++)
+				if (ps[i].state == S_ASKED) {
+					reqs[i].result = WP_HS_TIMEOUT;
+					ps[i].state = S_DONE;
+				}
+			break;
+		}
 		uint64_t until = next_alive_check;
 		if (deadline > now && deadline < until)
 			until = deadline;

@@ -192,6 +192,60 @@ static void test_many_batches(void)
 	normal_deadlines();
 }
 
+/* A handler that gives up waiting for msg3 frees its slot; a later request of the same
+ * batch may take it while ours is still counted as asked. The batch must still end: it used
+ * to wait for good on phases that were another request's (an orphaned sampler task spun so
+ * after its program ended, under signal-all at load 16). msg3's deadline ~0 makes every
+ * handler give up at once after msg2; a watchdog turns a batch that never ends into a
+ * failure rather than a hang. */
+static _Atomic int batches_done;
+
+static void *watchdog(void *arg)
+{
+	(void)arg;
+	int last = -1;
+	for (;;) {
+		sleep(20);
+		int now = atomic_load(&batches_done);
+		if (now < 0)
+			return NULL;
+		if (now == last) {
+			printf("FAIL %s: a batch never ended (after %d)\n", __FILE__, now);
+			fflush(stdout);
+			_exit(1);
+		}
+		last = now;
+	}
+}
+
+static void test_slot_reused(void)
+{
+	wp_handshake_set_deadlines(20 * 1000000ull, 1);
+	pthread_t dog;
+	pthread_create(&dog, NULL, watchdog, NULL);
+	int late = 0, bad = 0;
+	for (int round = 0; round < 2000; round++) {
+		struct wp_hs_request reqs[NBUSY];
+		struct seen seen[NBUSY];
+		memset(seen, 0, sizeof(seen));
+		memset(reqs, 0, sizeof(reqs));
+		for (int i = 0; i < NBUSY; i++)
+			reqs[i].tid = atomic_load(&workers[i].tid);
+		wp_handshake_batch(reqs, NBUSY, read_held, seen);
+		for (int i = 0; i < NBUSY; i++) {
+			late += reqs[i].result == WP_HS_LATE;
+			bad += reqs[i].result == WP_HS_NOSLOT || reqs[i].result == WP_HS_ERROR;
+		}
+		atomic_fetch_add(&batches_done, 1);
+	}
+	atomic_store(&batches_done, -1000000);
+	pthread_detach(dog);
+	CHECK(bad == 0, "%d requests found no slot or failed", bad);
+	printf("note: slot reuse: %d of %d requests late\n", late, 2000 * NBUSY);
+	normal_deadlines();
+	usleep(50000); /* handlers of the last batch settle */
+}
+
 static void test_stray(void)
 {
 	/* what a withdrawn request's signal looks like when it lands late: our tag, a
@@ -292,6 +346,7 @@ int main(void)
 	test_batch();
 	test_exited();
 	test_many_batches();
+	test_slot_reused();
 	test_stray();
 	test_program_signals();
 

@@ -227,6 +227,32 @@ static void write_cpuwaits(void)
 	}
 }
 
+/* Each live thread's last sample: what it was blocked in (format.h's WP_REC_LAST). The final
+ * write of a program that ends stuck (killed while deadlocked) so keeps who waited on whom. */
+static void write_lasts(void)
+{
+	for (struct wp_athread *t = wp_threads_all(); t; t = t->hh.next) {
+		const struct wp_stack_entry *s = t->last_stack;
+		if (!t->alive || !s)
+			continue;
+		struct wp_rec_last r = { .tid = abs_tid(t->tid), .stack_id = s->id,
+					 .at_ns = t->tl_last_us * 1000 };
+		if (s->flags & WP_STACK_WAITING)
+			r.flags |= WP_LAST_WAITING;
+		const struct wp_wait_entry *w = t->last_wait;
+		if (w) {
+			r.flags |= WP_LAST_IN_CALL;
+			r.nr = w->key.nr;
+			r.a0 = w->key.a0;
+			r.a1 = w->key.a1;
+			r.a2 = w->key.a2;
+			r.aux = w->key.aux;
+			r.cond_mutex = w->key.cond_mutex;
+		}
+		record(WP_REC_LAST, &r, sizeof(r), 0);
+	}
+}
+
 static void write_timelines(void)
 {
 	for (struct wp_athread *t = wp_threads_all(); t; t = t->hh.next) {
@@ -286,6 +312,7 @@ static int write_locked(const char *path, const char *extra)
 	write_stacks();
 	write_waits();
 	write_cpuwaits();
+	write_lasts();
 	write_timelines();
 	record(WP_REC_END, NULL, 0, 0);
 	flush();

@@ -135,6 +135,8 @@ int wp_report(const struct wp_opts *opts, const struct wp_resolved *r, const str
  * from it, and computes nothing of its own. Each returns 0 or -1 (write error). */
 int wp_report_text(const struct wp_opts *opts, const struct wp_resolved *r,
 		   const struct wp_summary *s, FILE *out);
+/* The text report's DEADLOCK sections (reports/text_deadlock.c): nothing when r has none. */
+void wp_text_deadlocks(const struct wp_resolved *r, FILE *out);
 int wp_report_folded(const struct wp_opts *opts, const struct wp_resolved *r,
 		     const struct wp_summary *s, FILE *out);
 /* One stack as folded text (with the thread root when opts->per_thread); returns its length. */

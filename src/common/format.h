@@ -54,6 +54,7 @@ enum wp_record_type {
 	/* Empty: the file is complete. */
 	WP_REC_END = 6,
 	WP_REC_WAIT = 7,     /* struct wp_rec_wait (added in 0.2; older readers skip it) */
+	WP_REC_LAST = 8,     /* struct wp_rec_last (newer agents; older readers skip it) */
 };
 
 /* One executable mapping [start, end); file_offset is the file offset that `start` maps.
@@ -142,6 +143,27 @@ struct wp_rec_wait {
 } __attribute__((packed));
 _Static_assert(sizeof(struct wp_rec_wait) == 60, "WAIT's fixed fields are 60 bytes");
 #define WP_WAIT_NO_HOLDER_STACK 0xffffffffu
+
+/* One thread's state at its last sample, as of this write: one record for each thread alive
+ * at the write that was sampled. A final write made while the program is stuck (it is killed,
+ * or ends with threads still blocked) so says what each thread was blocked in at the end: the
+ * command looks there for a cycle of waits, a deadlock (docs/design.md). stack_id: the STACK
+ * record of that sample (a reader ignores a LAST whose stack it does not have). With
+ * WP_LAST_IN_CALL, it was blocked in system call `nr` and a0..aux and cond_mutex say on what,
+ * as in the WAIT record of that sample (a futex's aux: a mutex's owner, an rwlock's writer,
+ * read again at each sample of a thread that has not run since); without it, those are 0.
+ * at_ns: when that sample was taken, since the run's start. */
+struct wp_rec_last {
+	uint32_t tid, flags;
+	uint32_t stack_id, nr;
+	uint64_t a0, a1, a2, aux;
+	uint64_t cond_mutex, at_ns;
+} __attribute__((packed));
+_Static_assert(sizeof(struct wp_rec_last) == 64, "LAST's fixed fields are 64 bytes");
+
+/* WP_REC_LAST flags */
+#define WP_LAST_IN_CALL 0x1u  /* blocked in a system call: nr and its arguments are set */
+#define WP_LAST_WAITING 0x2u  /* its stack was flagged WP_STACK_WAITING (blocked, or not running) */
 
 #define WP_WAIT_NR_CPU 0x10000u  /* WAIT pseudo call: runnable, waiting for a CPU */
 #define WP_WAIT_NR_DISK 0x10001u /* WAIT pseudo call: uninterruptible sleep (state D) */

@@ -55,6 +55,15 @@ struct wp_wait {
 	uint64_t cond_mutex;
 };
 
+/* One thread's state at its last sample (format.h's struct wp_rec_last): what it was blocked
+ * in when the profile was written. */
+struct wp_last {
+	uint32_t tid, flags; /* WP_LAST_* */
+	uint32_t stack_id, nr;
+	uint64_t a0, a1, a2, aux;
+	uint64_t cond_mutex, at_ns;
+};
+
 struct wp_tl_entry {
 	uint64_t t_us; /* since the run's start */
 	uint32_t tid;
@@ -97,6 +106,8 @@ struct wp_profile {
 	size_t nstacks;
 	struct wp_wait *waits; /* in file order (WAIT records: none in files of older agents) */
 	size_t nwaits;
+	struct wp_last *lasts; /* in file order (LAST records: none in files of older agents) */
+	size_t nlasts;
 	struct wp_tl_entry *timeline; /* per thread in time order, threads in file order */
 	size_t ntimeline;
 };

@@ -51,7 +51,7 @@ struct parser {
 	unsigned what;             /* WP_READ_*: what to leave out */
 
 	/* sizes found by the scan */
-	size_t nmeta_max, nmodules, nthreads, nstacks, nwaits;
+	size_t nmeta_max, nmodules, nthreads, nstacks, nwaits, nlasts;
 	size_t str_bytes, npcs_max, ntl_entries;
 	struct tl_rec *tl;
 	size_t ntl, tl_cap;
@@ -97,6 +97,7 @@ static const char *rec_name(uint32_t type, char buf[24])
 	case WP_REC_TIMELINE: return "TIMELINE";
 	case WP_REC_END: return "END";
 	case WP_REC_WAIT: return "WAIT";
+	case WP_REC_LAST: return "LAST";
 	default:
 		snprintf(buf, 24, "of type %" PRIu32, type);
 		return buf;
@@ -223,6 +224,9 @@ static int scan(struct parser *ps)
 		case WP_REC_WAIT:
 			ps->nwaits++;
 			ps->str_bytes += n + 1;
+			break;
+		case WP_REC_LAST:
+			ps->nlasts++;
 			break;
 		case WP_REC_TIMELINE: /* left out: neither decoded nor checked */
 			if (!(ps->what & WP_READ_NO_TIMELINE) && scan_timeline(ps, off, pl, plen) < 0)
@@ -452,6 +456,8 @@ static int allocate(struct parser *ps)
 		return oom(ps, "stacks", ps->nstacks);
 	if (!(p->waits = alloc_array(ps->nwaits, sizeof *p->waits)))
 		return oom(ps, "waits", ps->nwaits);
+	if (!(p->lasts = alloc_array(ps->nlasts, sizeof *p->lasts)))
+		return oom(ps, "last states", ps->nlasts);
 	if (!(p->timeline = alloc_array(ps->ntl_entries, sizeof *p->timeline)))
 		return oom(ps, "timeline entries", ps->ntl_entries);
 	if (!(im->strings = alloc_array(ps->str_bytes, 1)))
@@ -475,6 +481,7 @@ static int parse_records(struct parser *ps)
 			struct wp_rec_thread t;
 			struct wp_rec_stack s;
 			struct wp_rec_wait w;
+			struct wp_rec_last l;
 		} f;
 		int r = 0;
 		switch (type) {
@@ -494,6 +501,17 @@ static int parse_records(struct parser *ps)
 		case WP_REC_WAIT:
 			r = fixed(ps, "WAIT", off, pl, n, &f.w, sizeof(f.w)) ?:
 			    parse_wait(ps, off, &f.w, pl, n, &p->waits[p->nwaits++]);
+			break;
+		case WP_REC_LAST:
+			r = fixed(ps, "LAST", off, pl, n, &f.l, sizeof(f.l));
+			if (r == 0)
+				p->lasts[p->nlasts++] = (struct wp_last){
+					.tid = le32toh(f.l.tid), .flags = le32toh(f.l.flags),
+					.stack_id = le32toh(f.l.stack_id), .nr = le32toh(f.l.nr),
+					.a0 = le64toh(f.l.a0), .a1 = le64toh(f.l.a1),
+					.a2 = le64toh(f.l.a2), .aux = le64toh(f.l.aux),
+					.cond_mutex = le64toh(f.l.cond_mutex),
+					.at_ns = le64toh(f.l.at_ns) };
 			break;
 		case WP_REC_END: return 0;
 		default: break;
@@ -778,6 +796,7 @@ void wp_profile_free(struct wp_profile *p)
 	free(p->stacks);
 	free(p->timeline);
 	free(p->waits);
+	free(p->lasts);
 	free(im->strings);
 	free(im->pcs);
 	free(im->thread_by_tid);

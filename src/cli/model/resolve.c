@@ -10,6 +10,7 @@
 
 #include "alloc.h"
 #include "build.h"
+#include "deadlock_model.h"
 #include "funcids.h"
 #include "procinfo.h"
 #include "rwaits.h"
@@ -510,6 +511,7 @@ static void build(struct wp_resolved *r, struct last *last)
 		wp_waits_split(r);
 		count_funcs(r);
 	}
+	wp_deadlocks_build(r);
 }
 
 /* Whether process k of ps can use an earlier process's symbolizer: the same module map (a
@@ -662,6 +664,7 @@ void wp_resolved_free(struct wp_resolved *r)
 		drop_locations(r);
 		free_stacks(r->stacks, r->nstacks);
 		wp_waits_drop(r);
+		wp_deadlocks_drop(r);
 		free(r->threads);
 		free(r->thread_procs);
 		free(pv->stack_at);

@@ -102,6 +102,8 @@ struct wp_rstack {
 	uint32_t leaf0, nleaves;
 };
 
+struct wp_deadlock;
+
 struct wp_resolved {
 	const struct wp_profile *p;     /* what it was built from (the first of procs) */
 	const struct wp_profile **procs; /* the profiles of every process it is over; procs[0] == p */
@@ -121,6 +123,10 @@ struct wp_resolved {
 	uint64_t total;                 /* samples in the kept stacks */
 	struct wp_rwait *waits;         /* every kept stack's, grouped by stack */
 	size_t nwaits;
+	/* the loops of threads waiting for each other as each profile was last written
+	 * (deadlock_model.h), whatever the filter: a deadlock stops the whole process */
+	const struct wp_deadlock *deadlocks;
+	size_t ndeadlocks;
 	struct wp_symbolizer *sym;
 	void *priv;
 };

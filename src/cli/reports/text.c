@@ -1021,6 +1021,7 @@ int wp_report_text(const struct wp_opts *o, const struct wp_resolved *r,
 	struct text t = { o, r->p, r, s, out, !s->cpu_mode, s->samples };
 	header(&t);
 	stats(&t);
+	wp_text_deadlocks(r, out);
 	if (!t.total) {
 		fprintf(out, "\nNo samples%s. The program may have ended before the first tick "
 			     "(raise --hz), blocked the\nsampling signal, or replaced its environment "

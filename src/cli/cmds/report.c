@@ -15,6 +15,7 @@
 
 #include "alloc.h"
 #include "cli.h"
+#include "deadlock_model.h"
 #include "procinfo.h"
 
 struct wp_filter wp_opts_filter(const struct wp_opts *o)
@@ -56,6 +57,17 @@ static void agent_said(const struct wp_resolved *r)
 	free(m);
 }
 
+/* A format other than text says each deadlock on the command's stderr too, as it says the
+ * agent's warnings (folded and csv have no room for it; the others carry it as well). */
+static void deadlocks_said(const struct wp_resolved *r)
+{
+	char line[4096];
+	for (size_t i = 0; i < r->ndeadlocks; i++) {
+		wp_deadlock_line(&r->deadlocks[i], line, sizeof(line));
+		fprintf(stderr, "wallprof: %s\n", line);
+	}
+}
+
 int wp_report(const struct wp_opts *o, const struct wp_resolved *r, const struct wp_run *run,
 	      FILE *out)
 {
@@ -73,8 +85,10 @@ int wp_report(const struct wp_opts *o, const struct wp_resolved *r, const struct
 	wp_summarize(r->p, r, &s);
 	s.run = run && (run->n > 1 || run->skipped || run->nunsampled) ? run : NULL;
 	int rc = -1;
-	if (o->format != WP_FMT_TEXT)
+	if (o->format != WP_FMT_TEXT) {
 		agent_said(r);
+		deadlocks_said(r);
+	}
 	if ((size_t)o->format < sizeof(reports) / sizeof(reports[0]) && reports[o->format])
 		rc = reports[o->format](o, r, &s, out);
 	if (fflush(out) != 0 || rc != 0) {

@@ -296,6 +296,14 @@ static int draw_header(struct live *L, struct scr *s, uint64_t now)
 	if (L->m.nprocs_loaded > 1)
 		y = draw_procs(L, s, y, L->rows >= 24 ? 3 : 1);
 
+	if (L->m.deadlock[0]) { /* what matters most, on a line of its own */
+		srow(s, y++);
+		sesc(s, "\033[1;31m");
+		sput(s, "DEADLOCK ", INT_MAX);
+		sesc(s, "\033[22;39m");
+		sput(s, L->m.deadlock, INT_MAX);
+		srow_end(s);
+	}
 	srow(s, y++);
 	if (L->status[0]) {
 		sesc(s, "\033[1m");

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "deadlock_model.h"
 #include "rwaits.h"
 #include "summary.h"
 
@@ -256,6 +257,9 @@ void wp_live_absorb(struct wp_live_counts *m, uint32_t k, struct wp_profile *p)
 		th->wait_now += wp_rstack_waiting(s);
 	}
 	count_waits(m, k, r);
+	P->deadlock[0] = 0;
+	if (r->ndeadlocks)
+		wp_deadlock_line(&r->deadlocks[0], P->deadlock, sizeof(P->deadlock));
 	P->threads_live = 0;
 	for (size_t i = 0; i < p->nthreads; i++) {
 		struct wp_live_thread *th = thread_of(m, k, p->threads[i].tid);
@@ -346,10 +350,13 @@ void wp_live_tally(struct wp_live_counts *m)
 	m->total_now = m->total_ivl = m->ivl_ns = 0;
 	m->threads_seen = m->nthreads_live = m->nprocs_live = m->nprocs_loaded = 0;
 	m->sampler_pct = m->held_pct = 0;
+	m->deadlock[0] = 0;
 	for (size_t k = 0; k < m->nprocs; k++) {
 		struct wp_live_proc *P = m->procs[k];
 		if (!P->loaded)
 			continue;
+		if (!m->deadlock[0] && !P->ended && P->deadlock[0])
+			snprintf(m->deadlock, sizeof(m->deadlock), "%s", P->deadlock);
 		m->nprocs_loaded++;
 		m->nprocs_live += !P->ended;
 		m->total_now += P->total;

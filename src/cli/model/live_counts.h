@@ -56,6 +56,8 @@ struct wp_live_proc {
 	int threads_live;
 	double sampler_pct, held_pct;
 	char prog[64];
+	/* its latest checkpoint's first deadlock, one line (deadlock_model.h), "" when none */
+	char deadlock[512];
 };
 
 /* A thread's samples of one function. */
@@ -126,6 +128,8 @@ struct wp_live_counts {
 	long long threads_seen;
 	double sampler_pct, held_pct;
 	int nthreads_live, nprocs_live, nprocs_loaded;
+	/* a deadlock of a process still running (the first such), one line, "" when none */
+	char deadlock[512];
 	/* from the main process's META */
 	char command[1024], mode[16];
 	long long hz, per_tick;

@@ -40,6 +40,7 @@
 
 #include "alloc.h"
 #include "cli.h"
+#include "deadlock_model.h"
 #include "textfmt.h"
 
 /* ---- wire format ---- */
@@ -486,6 +487,11 @@ int wp_report_pprof(const struct wp_opts *o, const struct wp_resolved *r,
 
 	if (r->filter.process)
 		comment(&e, &head, "only process: ", r->filter.process);
+	for (size_t i = 0; i < r->ndeadlocks; i++) {
+		char line[4096];
+		wp_deadlock_line(&r->deadlocks[i], line, sizeof(line));
+		comment(&e, &head, "", line);
+	}
 
 	/* Mappings: the main executable first, then the others in address order; the first
 	 * process's, then each other's (a mapping per process: their address spaces differ). */

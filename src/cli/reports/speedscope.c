@@ -39,6 +39,7 @@
 
 #include "alloc.h"
 #include "cli.h"
+#include "deadlock_model.h"
 #include "textfmt.h"
 
 
@@ -491,8 +492,13 @@ int wp_report_speedscope(const struct wp_opts *o, const struct wp_resolved *r,
 	const char *ver = p->info.version;
 	const char *cmd = p->info.command;
 	char name[4200];
-	snprintf(name, sizeof(name), "%s (%s, %lld Hz)", cmd && *cmd ? cmd : "wallprof",
-		 mode ? mode : "wall", hz);
+	int nl = snprintf(name, sizeof(name), "%s (%s, %lld Hz)", cmd && *cmd ? cmd : "wallprof",
+			  mode ? mode : "wall", hz);
+	for (size_t i = 0; i < r->ndeadlocks && nl > 0 && (size_t)nl < sizeof(name); i++) {
+		char line[2048];
+		wp_deadlock_line(&r->deadlocks[i], line, sizeof(line));
+		nl += snprintf(name + nl, sizeof(name) - (size_t)nl, "; %s", line);
+	}
 	char exporter[256];
 	int n = snprintf(exporter, sizeof(exporter), "wallprof %s", ver ? ver : "");
 	if (nfallback && n > 0 && (size_t)n < sizeof(exporter))

@@ -16,6 +16,7 @@
 
 #include "alloc.h"
 #include "cli.h"
+#include "deadlock_model.h"
 #include "flame.h"
 
 static const char *or(const char *v, const char *dflt)
@@ -156,8 +157,17 @@ int wp_report_svg(const struct wp_opts *o, const struct wp_resolved *r,
 		sl += snprintf(sub + sl, sizeof(sub) - (size_t)sl, ", process %s%s",
 			       r->filter.process, r->filter.descendants ? " and its descendants" : "");
 	if (r->filter.thread && sl > 0 && (size_t)sl < sizeof(sub))
-		snprintf(sub + sl, sizeof(sub) - (size_t)sl, ", thread %s", r->filter.thread);
-	struct wp_flame_opts fo = { .title = title, .subtitle = sub, .hotcold = hotcold };
+		sl += snprintf(sub + sl, sizeof(sub) - (size_t)sl, ", thread %s", r->filter.thread);
+	/* a deadlock first: the graph of a stuck program is mostly its waits */
+	char dl[512], with_dl[sizeof(dl) + sizeof(sub) + 2];
+	if (r->ndeadlocks) {
+		wp_deadlock_line(&r->deadlocks[0], dl, sizeof(dl) - 40);
+		if (r->ndeadlocks > 1)
+			snprintf(dl + strlen(dl), 40, " (and %zu more)", r->ndeadlocks - 1);
+		snprintf(with_dl, sizeof(with_dl), "%s. %s", dl, sub);
+	}
+	struct wp_flame_opts fo = { .title = title, .subtitle = r->ndeadlocks ? with_dl : sub,
+				    .hotcold = hotcold };
 	int e = wp_flame_write(out, b.stacks, b.n, &fo);
 	if (e)
 		fprintf(stderr, "wallprof: could not write the flame graph: %s\n", strerror(-e));

@@ -1,0 +1,196 @@
+# SPDX-License-Identifier: MIT
+"""Deadlocks named (issue 21 point 3, recorded runs). test/targets/deadlock.c deadlocks its
+threads (abba: two threads, two mutexes taken in opposite orders; ring: three threads; self:
+a thread relocking its own normal mutex), writes its truth (which thread holds and waits for
+which lock, the line of the call that blocks) and says "stuck" once each thread of the loop
+sleeps in futex; then it blocks for good, its main thread joining a thread of the loop.
+
+Run under `wallprof` in wall mode, it is stopped as a user would: SIGINT to the command (which
+passes it on; the program dies of it), and for abba also SIGKILL to the program (the agent's
+task writes the profile after it). Checked against the truth:
+  * the text report has a DEADLOCK section before the flat profile naming each thread of the
+    loop with its tid, the lock it waits for by its symbol, the holder (the thread that holds
+    it, or itself), and its stack: lock_second at the line that blocks, then locker_main;
+    main, which waits for the loop (a join) but is not in it, is not named in it;
+  * every other format carries the loop in a line: folded and csv on the command's stderr,
+    pprof as a comment (read back by `go tool pprof -comments` when go is there), speedscope
+    in its "name", the flame graph in its subtitle.
+Negative: contend (four threads taking two mutexes in the same order, over and over: heavy
+contention, every thread's last sample blocked on a lock held by another) stopped by SIGINT
+reports no deadlock in any format.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import wplib as wp  # noqa: E402
+
+HZ = 200
+
+
+def run_stuck(t, mode, stop):
+    """Runs the target's `mode` under wallprof until it says it is stuck, stops it with
+    `stop` ("int": SIGINT to wallprof, "kill": SIGKILL to the program), -> (Result-like
+    (returncode, stdout, stderr), truth, profile path)."""
+    prof = wp.tmp_path("%s-%s.prof" % (mode, stop))
+    truth_path = wp.tmp_path("%s-%s.truth" % (mode, stop))
+    ready = wp.tmp_path("%s-%s.ready" % (mode, stop))
+    env = dict(os.environ)
+    for k in list(env):
+        if k.startswith("WALLPROF_") or k == "LD_PRELOAD":
+            del env[k]
+    env["WP_TRUTH"] = truth_path
+    argv = [wp.cli(), "-q", "--hz=%d" % HZ, "-o", prof, "--",
+            wp.target("deadlock"), mode, ready]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30 * wp.timeout_mult()
+        while not os.path.exists(ready) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        t.check(os.path.exists(ready), "%s: the target says it is stuck" % mode)
+        time.sleep(0.4)  # a few ticks of the stuck program
+        truth = wp.read_truth(truth_path) if os.path.exists(truth_path) else {}
+        t.check(proc.poll() is None, "%s: the stuck program is still running" % mode)
+        if stop == "int":
+            proc.send_signal(signal.SIGINT)
+        elif "pid" in truth:
+            os.kill(int(truth["pid"]), signal.SIGKILL)
+        out, err = proc.communicate(timeout=60 * wp.timeout_mult())
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.wait()
+    res = wp.Result(argv, proc.returncode, out.decode("utf-8", "replace"),
+                    err.decode("utf-8", "replace"), 0.0)
+    want = -signal.SIGINT if stop == "int" else -signal.SIGKILL
+    t.check(res.returncode == want, "%s: wallprof dies of the program's signal (%d)" % (mode, want),
+            res.describe())
+    return res, truth, prof
+
+
+def expected_members(truth):
+    """{thread name: (tid, lock it waits for, holder name)} from the truth."""
+    tids = wp.truth_tids(truth)
+    holder_of = {truth["holds." + n]: n for n in tids if "holds." + n in truth}
+    return {n: (tids[n], truth["waits." + n], holder_of[truth["waits." + n]]) for n in tids}
+
+
+def section(text):
+    """The DEADLOCK sections of a text report (everything from the first to FLAT PROFILE)."""
+    at = text.find("DEADLOCK")
+    end = text.find("FLAT PROFILE")
+    return text[at:end] if 0 <= at < end else ""
+
+
+def check_text(t, mode, res, truth):
+    members = expected_members(truth)
+    sec = section(res.stdout)
+    n = len(members)
+    title = ("DEADLOCK: a thread waits for itself, for good" if n == 1 else
+             "DEADLOCK: %d threads wait for each other, for good" % n)
+    t.check(title in sec, "%s: the text report's DEADLOCK section (%s) comes before the flat "
+            "profile" % (mode, title), res.stdout[:3000])
+    t.check(sec.count("DEADLOCK:") == 1, "%s: one deadlock" % mode, sec)
+    # each member's block: its line, then its frames, up to the next member's line
+    blocks = re.split(r"\n(?=\S+ \(tid \d+\) )", sec)
+    line_no = int(truth["line.lock"])
+    for name, (tid, lock, holder) in sorted(members.items()):
+        if holder == name:
+            head = "%s (tid %d) waits for lock %s, which it holds itself" % (name, tid, lock)
+        else:
+            head = "%s (tid %d) waits for lock %s, held by %s (tid %d)" % (
+                name, tid, lock, holder, members[holder][0])
+        block = next((b for b in blocks if b.startswith(head)), "")
+        t.check(block != "", "%s: the section says '%s'" % (mode, head), sec)
+        frames = [ln.split() for ln in block.splitlines()[1:]]
+        funcs = [f[0] for f in frames if f]
+        t.check("lock_second" in funcs and "locker_main" in funcs and
+                funcs.index("lock_second") < funcs.index("locker_main"),
+                "%s: %s's stack, leaf first, has lock_second then locker_main" % (mode, name),
+                block)
+        t.check(any(f[0] == "lock_second" and f[1] == "deadlock.c:%d" % line_no
+                    for f in frames if len(f) > 1),
+                "%s: %s's stack shows lock_second at the line that blocks (deadlock.c:%d)" %
+                (mode, name, line_no), block)
+    main_tid = int(truth["pid"])
+    t.check("(tid %d)" % main_tid not in sec, "%s: main (joining the loop, not in it) is not "
+            "named in the section" % mode, sec)
+    return members
+
+
+def line_names(line, members):
+    """Whether a one-line form names every member with its tid and its lock."""
+    return all("%s tid=%d" % (n, tid) in line and "waits for lock %s" % lock in line
+               for n, (tid, lock, _) in members.items())
+
+
+def check_formats(t, mode, prof, members):
+    for fmt in ("folded", "csv"):
+        r = wp.wallprof(["--report", prof, "--single-file", "--format=" + fmt])
+        said = [l for l in r.stderr.splitlines() if l.startswith("wallprof: deadlock: ")]
+        t.check(r.returncode == 0 and len(said) == 1 and line_names(said[0], members),
+                "%s: --format=%s says the deadlock on stderr, one line naming each thread "
+                "and lock" % (mode, fmt), r.describe())
+XX
+                (mode, fmt))
+    r = wp.wallprof(["--report", prof, "--single-file", "--format=speedscope"])
+    try:
+        name = json.loads(r.stdout)["name"]
+    except ValueError:
+        name = ""
+    t.check("; deadlock: " in name and line_names(name, members),
+            "%s: speedscope's name carries the deadlock" % mode, name)
+    r = wp.wallprof(["--report", prof, "--single-file", "--format=svg"])
+    m = re.search(r'<text id="wp-subtitle"[^>]*>([^<]*)<', r.stdout)
+    sub = m.group(1).replace("&amp;", "&") if m else ""
+    t.check(sub.startswith("deadlock: ") and line_names(sub, members),
+            "%s: the flame graph's subtitle names the deadlock" % mode, sub)
+    pb = wp.tmp_path("%s.pb.gz" % mode)
+    r = wp.wallprof(["--report", prof, "--single-file", "--format=pprof",
+                     "--report-output=" + pb])
+    t.check(r.returncode == 0, "%s: --format=pprof" % mode, r.describe())
+    go = shutil.which("go")
+    if not go:
+        t.note("go not installed: pprof's comment not read back (./scripts/deps)")
+        return
+    r = wp.run([go, "tool", "pprof", "-comments", pb], timeout=120)
+    said = [l for l in r.stdout.splitlines() if l.startswith("deadlock: ")]
+    t.check(r.returncode == 0 and len(said) == 1 and line_names(said[0], members),
+            "%s: go tool pprof -comments shows the deadlock" % mode, r.describe() + r.stdout)
+
+
+def check_contend(t):
+    res, truth, prof = run_stuck(t, "contend", "int")
+    t.check("[RUN]" in res.stdout and "DEADLOCK" not in res.stdout,
+            "contend: heavy contention is no deadlock in the text report", res.stdout[:3000])
+    t.check("lock contend_lock_1" in res.stdout or "lock contend_lock_2" in res.stdout,
+            "contend: the report shows the threads waiting for the locks (the test can fail)",
+            res.stdout[:4000])
+    for fmt in ("folded", "speedscope", "svg"):
+        r = wp.wallprof(["--report", prof, "--single-file", "--format=" + fmt])
+        t.check(r.returncode == 0 and "deadlock" not in r.stderr and "deadlock:" not in r.stdout,
+                "contend: no deadlock in --format=%s" % fmt, r.describe())
+
+
+def main(t):
+    if not wp.require_built(wp.target("deadlock")):
+        return
+    for mode, stop in (("abba", "int"), ("abba", "kill"), ("ring", "int"), ("self", "int")):
+        res, truth, prof = run_stuck(t, mode, stop)
+        label = "%s (%s)" % (mode, "SIGINT" if stop == "int" else "SIGKILL")
+        members = check_text(t, label, res, truth)
+        if stop == "int":
+            check_formats(t, label, prof, members)
+    check_contend(t)
+
+
+wp.main(main)

@@ -140,7 +140,7 @@ def check_formats(t, mode, prof, members):
         t.check(r.returncode == 0 and len(said) == 1 and line_names(said[0], members),
                 "%s: --format=%s says the deadlock on stderr, one line naming each thread "
                 "and lock" % (mode, fmt), r.describe())
-XX
+        t.check("deadlock:" not in r.stdout, "%s: --format=%s's own output has no line of it" %
                 (mode, fmt))
     r = wp.wallprof(["--report", prof, "--single-file", "--format=speedscope"])
     try:

@@ -29,6 +29,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import wpformat as wf  # noqa: E402
 import wplib as wp  # noqa: E402
 
 HZ = 200
@@ -127,6 +128,24 @@ def check_text(t, mode, res, truth):
     return members
 
 
+def check_lasts(t, mode, prof, members):
+    """The profile's LAST records: each thread of the loop blocked in futex (202) with its
+    lock's holder as the owner read; main blocked joining the first locker."""
+    raw = wp.read_raw(prof)
+    last = {l["tid"]: l for l in raw.lasts}
+    for name, (tid, _, holder) in sorted(members.items()):
+        l = last.get(tid, {})
+        t.check(l.get("flags", 0) & wf.LAST_IN_CALL and l.get("nr") == 202 and
+                l.get("aux") == members[holder][0],
+                "%s: %s's LAST record: blocked in futex, owned by %s" % (mode, name, holder),
+                str(l))
+    first = next(iter(members.values()))[0]  # lockers[0], the thread main joins
+    m = last.get(int(raw.meta.get("pid", 0)), {})
+    t.check(m.get("nr") == 202 and m.get("a2") == first,
+            "%s: main's LAST record: blocked in futex on the first locker's tid (a join)" % mode,
+            str(m))
+
+
 def line_names(line, members):
     """Whether a one-line form names every member with its tid and its lock."""
     return all("%s tid=%d" % (n, tid) in line and "waits for lock %s" % lock in line
@@ -188,6 +207,7 @@ def main(t):
         res, truth, prof = run_stuck(t, mode, stop)
         label = "%s (%s)" % (mode, "SIGINT" if stop == "int" else "SIGKILL")
         members = check_text(t, label, res, truth)
+        check_lasts(t, label, prof, members)
         if stop == "int":
             check_formats(t, label, prof, members)
     check_contend(t)

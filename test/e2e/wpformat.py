@@ -71,6 +71,10 @@ WAIT_NO_HOLDER_STACK = _CONSTS["WP_WAIT_NO_HOLDER_STACK"]
 # WAIT pseudo calls: waiting for a CPU, uninterruptible sleep (state D)
 WAIT_NR_CPU = _CONSTS["WP_WAIT_NR_CPU"]
 WAIT_NR_DISK = _CONSTS["WP_WAIT_NR_DISK"]
+# LAST: each live thread's last sample, what it was blocked in (newer agents)
+REC_LAST = _CONSTS["WP_REC_LAST"]
+LAST_IN_CALL = _CONSTS["WP_LAST_IN_CALL"]
+LAST_WAITING = _CONSTS["WP_LAST_WAITING"]
 MODULE_MAIN = _CONSTS["WP_MODULE_MAIN"]
 MODULE_VDSO = _CONSTS["WP_MODULE_VDSO"]
 MODULE_UNLOADED = _CONSTS["WP_MODULE_UNLOADED"]
@@ -80,7 +84,7 @@ RECORD_HEADER = _STRUCTS["wp_rec_header"][0]
 # record type -> (struct.Struct of its fixed fields, their names)
 FIXED = {REC_MODULE: _STRUCTS["wp_rec_module"], REC_THREAD: _STRUCTS["wp_rec_thread"],
          REC_STACK: _STRUCTS["wp_rec_stack"], REC_TIMELINE: _STRUCTS["wp_rec_timeline"],
-         REC_WAIT: _STRUCTS["wp_rec_wait"]}
+         REC_WAIT: _STRUCTS["wp_rec_wait"], REC_LAST: _STRUCTS["wp_rec_last"]}
 
 
 def file_header():
@@ -149,6 +153,7 @@ class Profile:
         self.threads = {}           # tid -> fields + name
         self.stacks = []            # + pcs (leaf first)
         self.waits = []             # WAIT records + target (str)
+        self.lasts = []             # LAST records (none in files of older agents)
         self.timeline_entries = 0
         self.timeline_bytes = 0     # of entries, the fixed fields left out
 
@@ -223,6 +228,8 @@ def read(path):
             f["cond_mutex"] = (struct.unpack_from("<Q", rest, tl + 4)[0] if len(rest) >= tl + 12
                                else 0)
             p.waits.append(f)
+        elif rtype == REC_LAST:
+            p.lasts.append(f)
         elif rtype == REC_TIMELINE:
             p.timeline_entries += f["count"]
             p.timeline_bytes += len(rest)

@@ -253,6 +253,27 @@ static inline void rec_wait_cond(struct buf *b, uint32_t stack_id, uint64_t a0, 
 	rec_wait_futex(b, stack_id, a0, 0, 0, count, WP_WAIT_NO_HOLDER_STACK, &cond_mutex);
 }
 
+/* A LAST record (a thread's last sample): blocked in futex on a0 (WP_LAST_IN_CALL) when nr is
+ * 202, owned by `aux`; `extra` more bytes after the fixed fields (a later version's). */
+static inline void rec_last(struct buf *b, uint32_t tid, uint32_t stack_id, uint32_t nr,
+			    uint64_t a0, uint64_t a2, uint64_t aux, size_t extra)
+{
+	size_t r = rec_begin(b, WP_REC_LAST);
+	put_u32(b, tid);
+	put_u32(b, nr ? WP_LAST_IN_CALL | WP_LAST_WAITING : 0);
+	put_u32(b, stack_id);
+	put_u32(b, nr);
+	put_u64(b, a0);
+	put_u64(b, 128);
+	put_u64(b, a2);
+	put_u64(b, aux);
+	put_u64(b, 0);
+	put_u64(b, 5000);
+	for (size_t i = 0; i < extra; i++)
+		put(b, "", 1);
+	rec_end(b, r);
+}
+
 static inline void rec_end_marker(struct buf *b)
 {
 	size_t r = rec_begin(b, WP_REC_END);

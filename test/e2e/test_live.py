@@ -33,7 +33,11 @@ settings it left (`stty -a`), then keeps the pane open so the screen can still b
     ended once it exits while waits runs on;
   * a root that execs after a child ended (`sh -c 'live_target; sleep 1; exec waits'`): the
     processes line names the root's new image with the same pid, and the library functions
-    of the last interval have their names (the models share one symbol cache).
+    of the last interval have their names (the models share one symbol cache);
+  * a deadlock (issue 21): test/targets/deadlock.c's abba stuck for good, the header has a
+    line "DEADLOCK deadlock: abba-1 tid=N ... waits for lock abba_lock_b held by abba-2 ..."
+    naming both threads (tids from the target's truth) and locks; Ctrl-C ends it and the
+    final report opens with the DEADLOCK section.
 """
 import os
 import re
@@ -550,11 +554,41 @@ def exec_view(t):
         pane.close()
 
 
+def deadlock_view(t):
+    prof = wp.tmp_path("deadlock.prof")
+    truth_path = wp.tmp_path("deadlock.truth")
+    ready = wp.tmp_path("deadlock.ready")
+    cmd = ["env", "WP_TRUTH=" + truth_path, wp.cli(), "--live", "-o", prof, "--",
+           wp.target("deadlock"), "abba", ready]
+    pane = Pane(cmd, width=200)
+    try:
+        s = pane.wait(lambda s: "DEADLOCK deadlock:" in s, 15)
+        line = next((l for l in (s or "").splitlines() if "DEADLOCK deadlock:" in l), "")
+        tids = wp.truth_tids(wp.read_truth(truth_path)) if os.path.exists(truth_path) else {}
+        t.check(s is not None and tids and all(
+            "%s tid=%d" % (n, tid) in line for n, tid in tids.items()) and
+            "waits for lock abba_lock_b held by abba-2" in line and
+            "waits for lock abba_lock_a held by abba-1" in line,
+            "[deadlock] the header names the deadlock: its threads and locks", lambda: (
+                line or getattr(pane, "last", "")) + "\ntruth: %r" % tids)
+        pane.keys("C-c")
+        st = pane.wait_exit(10)
+        if not t.check(st is not None, "[deadlock] Ctrl-C stops the stuck program",
+                       lambda: pane.screen()):
+            return
+        full = pane.tmux("capture-pane", "-p", "-t", pane.name, "-S", "-400")
+        t.check("DEADLOCK: 2 threads wait for each other" in full,
+                "[deadlock] the final report has the DEADLOCK section", full[-3000:])
+    finally:
+        pane.close()
+
+
 def main(t):
     if not shutil.which("tmux"):
         t.fail("tmux is missing: run ./scripts/deps")
         return
-    if not wp.require_built(wp.target("live_target"), wp.target("waits")):
+    if not wp.require_built(wp.target("live_target"), wp.target("waits"),
+                            wp.target("deadlock")):
         return
     sock = wp.tmp_path("tmux.sock")
     try:
@@ -563,7 +597,8 @@ def main(t):
         steps = [("not_a_terminal", not_a_terminal), ("full_run", full_run),
                  ("quit_key", quit_key), ("ctrl_c", lambda t: interrupted(t, "ctrl-c")),
                  ("sigterm", lambda t: interrupted(t, "sigterm")), ("waits_view", waits_view),
-                 ("tree_view", tree_view), ("exec_view", exec_view), ("slowdown", slowdown)]
+                 ("tree_view", tree_view), ("exec_view", exec_view), ("slowdown", slowdown),
+                 ("deadlock_view", deadlock_view)]
         for name, fn in steps:
             if not only or name in only:
                 fn(t)

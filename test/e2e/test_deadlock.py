@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Deadlocks named (issue 21 point 3, recorded runs). test/targets/deadlock.c deadlocks its
 threads (abba: two threads, two mutexes taken in opposite orders; ring: three threads; self:
-a thread relocking its own normal mutex), writes its truth (which thread holds and waits for
+a thread relocking its own normal mutex; join: a thread holding a mutex joins a thread
+waiting for it), writes its truth (which thread holds and waits for
 which lock, the line of the call that blocks) and says "stuck" once each thread of the loop
 sleeps in futex; then it blocks for good, its main thread joining a thread of the loop.
 
@@ -10,7 +11,8 @@ passes it on; the program dies of it), and for abba also SIGKILL to the program 
 task writes the profile after it). Checked against the truth:
   * the text report has a DEADLOCK section before the flat profile naming each thread of the
     loop with its tid, the lock it waits for by its symbol, the holder (the thread that holds
-    it, or itself), and its stack: lock_second at the line that blocks, then locker_main;
+    it, or itself; for join, the joined thread), and its stack: lock_second at the line that
+    blocks, then the thread's function (join_other then joiner_main for the joiner);
     main, which waits for the loop (a join) but is not in it, is not named in it;
   * every other format carries the loop in a line: folded and csv on the command's stderr,
     pprof as a comment (read back by `go tool pprof -comments` when go is there), speedscope
@@ -79,10 +81,15 @@ def run_stuck(t, mode, stop):
 
 
 def expected_members(truth):
-    """{thread name: (tid, lock it waits for, holder name)} from the truth."""
+    """{thread name: (tid, lock it waits for, holder name)} from the truth; a thread that
+    joins another: (tid, None, the joined thread's name)."""
     tids = wp.truth_tids(truth)
     holder_of = {truth["holds." + n]: n for n in tids if "holds." + n in truth}
-    return {n: (tids[n], truth["waits." + n], holder_of[truth["waits." + n]]) for n in tids}
+    out = {}
+    for n in tids:
+        w = truth["waits." + n]
+        out[n] = (tids[n], None, w) if w in tids else (tids[n], w, holder_of[w])
+    return out
 
 
 def section(text):
@@ -105,7 +112,9 @@ def check_text(t, mode, res, truth):
     blocks = re.split(r"\n(?=\S+ \(tid \d+\) )", sec)
     line_no = int(truth["line.lock"])
     for name, (tid, lock, holder) in sorted(members.items()):
-        if holder == name:
+        if lock is None:
+            head = "%s (tid %d) joins %s (tid %d)" % (name, tid, holder, members[holder][0])
+        elif holder == name:
             head = "%s (tid %d) waits for lock %s, which it holds itself" % (name, tid, lock)
         else:
             head = "%s (tid %d) waits for lock %s, held by %s (tid %d)" % (
@@ -114,9 +123,16 @@ def check_text(t, mode, res, truth):
         t.check(block != "", "%s: the section says '%s'" % (mode, head), sec)
         frames = [ln.split() for ln in block.splitlines()[1:]]
         funcs = [f[0] for f in frames if f]
-        t.check("lock_second" in funcs and "locker_main" in funcs and
-                funcs.index("lock_second") < funcs.index("locker_main"),
-                "%s: %s's stack, leaf first, has lock_second then locker_main" % (mode, name),
+        if lock is None:
+            t.check("join_other" in funcs and "joiner_main" in funcs and
+                    funcs.index("join_other") < funcs.index("joiner_main"),
+                    "%s: %s's stack, leaf first, has join_other then joiner_main" % (mode, name),
+                    block)
+            continue
+        entry = "locker_main" if "locker_main" in funcs else "lockee_main"
+        t.check("lock_second" in funcs and entry in funcs and
+                funcs.index("lock_second") < funcs.index(entry),
+                "%s: %s's stack, leaf first, has lock_second then %s" % (mode, name, entry),
                 block)
         t.check(any(f[0] == "lock_second" and f[1] == "deadlock.c:%d" % line_no
                     for f in frames if len(f) > 1),
@@ -133,8 +149,14 @@ def check_lasts(t, mode, prof, members):
     lock's holder as the owner read; main blocked joining the first locker."""
     raw = wp.read_raw(prof)
     last = {l["tid"]: l for l in raw.lasts}
-    for name, (tid, _, holder) in sorted(members.items()):
+    for name, (tid, lock, holder) in sorted(members.items()):
         l = last.get(tid, {})
+        if lock is None:  # a join sleeps on the joined thread's tid word, expecting its tid
+            t.check(l.get("flags", 0) & wf.LAST_IN_CALL and l.get("nr") == 202 and
+                    l.get("a2") == members[holder][0],
+                    "%s: %s's LAST record: blocked in futex, joining %s" % (mode, name, holder),
+                    str(l))
+            continue
         t.check(l.get("flags", 0) & wf.LAST_IN_CALL and l.get("nr") == 202 and
                 l.get("aux") == members[holder][0],
                 "%s: %s's LAST record: blocked in futex, owned by %s" % (mode, name, holder),
@@ -148,8 +170,9 @@ def check_lasts(t, mode, prof, members):
 
 def line_names(line, members):
     """Whether a one-line form names every member with its tid and its lock."""
-    return all("%s tid=%d" % (n, tid) in line and "waits for lock %s" % lock in line
-               for n, (tid, lock, _) in members.items())
+    return all("%s tid=%d" % (n, tid) in line and
+               ("waits for lock %s" % lock if lock else "joins %s tid=" % holder) in line
+               for n, (tid, lock, holder) in members.items())
 
 
 def check_formats(t, mode, prof, members):
@@ -203,7 +226,8 @@ def check_contend(t):
 def main(t):
     if not wp.require_built(wp.target("deadlock")):
         return
-    for mode, stop in (("abba", "int"), ("abba", "kill"), ("ring", "int"), ("self", "int")):
+    for mode, stop in (("abba", "int"), ("abba", "kill"), ("ring", "int"), ("self", "int"),
+                       ("join", "int")):
         res, truth, prof = run_stuck(t, mode, stop)
         label = "%s (%s)" % (mode, "SIGINT" if stop == "int" else "SIGKILL")
         members = check_text(t, label, res, truth)

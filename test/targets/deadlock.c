@@ -3,6 +3,7 @@
  *   abba     two threads lock two mutexes in opposite orders: each holds one, waits for the other
  *   ring     three threads in a ring: each holds its lock and waits for the next one's
  *   self     a thread locks the normal mutex it already holds (glibc's lock just blocks)
+ *   join     a thread holding a mutex joins a thread that waits for that mutex
  *   contend  no deadlock: four threads take two mutexes in the same order, over and over
  * The truth ($WP_TRUTH) says which thread holds and waits for which lock ("tid.NAME N",
  * "holds.NAME LOCK", "waits.NAME LOCK"), the line of the call that blocks ("line.lock N"),
@@ -22,6 +23,7 @@ static pthread_mutex_t ring_lock_1 = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t ring_lock_2 = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t ring_lock_3 = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t self_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t join_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t contend_lock_1 = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t contend_lock_2 = PTHREAD_MUTEX_INITIALIZER;
 
@@ -56,6 +58,34 @@ static KEEP void *locker_main(void *arg)
 	lock_second(l);
 	pthread_mutex_unlock(l->second); /* never reached */
 	pthread_mutex_unlock(l->first);
+	return NULL;
+}
+
+/* join: the joiner holds join_lock and joins the other locker, which waits for join_lock */
+static KEEP void join_other(struct locker *l)
+{
+	pthread_join(l[1].t.handle, NULL);
+	BARRIER();
+}
+
+static KEEP void *joiner_main(void *arg)
+{
+	struct locker *l = arg;
+	target_thread_begin(&l->t);
+	pthread_mutex_lock(l->first);
+	pthread_barrier_wait(&all_hold_first);
+	join_other(l);
+	pthread_mutex_unlock(l->first); /* never reached */
+	return NULL;
+}
+
+static KEEP void *lockee_main(void *arg)
+{
+	struct locker *l = arg;
+	target_thread_begin(&l->t);
+	pthread_barrier_wait(&all_hold_first);
+	lock_second(l);
+	pthread_mutex_unlock(l->second); /* never reached */
 	return NULL;
 }
 
@@ -109,7 +139,7 @@ static void say_stuck(const char *path)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: deadlock abba|ring|self|contend READY_FILE\n");
+		fprintf(stderr, "usage: deadlock abba|ring|self|join|contend READY_FILE\n");
 		return 2;
 	}
 	const char *mode = argv[1];
@@ -122,6 +152,9 @@ int main(int argc, char **argv)
 		add("ring-3", &ring_lock_3, "ring_lock_3", &ring_lock_1, "ring_lock_1");
 	} else if (!strcmp(mode, "self")) {
 		add("relocker", &self_lock, "self_lock", &self_lock, "self_lock");
+	} else if (!strcmp(mode, "join")) {
+		add("joiner", &join_lock, "join_lock", NULL, "lockee");
+		add("lockee", NULL, "", &join_lock, "join_lock");
 	} else if (!strcmp(mode, "contend")) {
 		for (int i = 0; i < MAX_THREADS; i++)
 			add(i == 0 ? "contend-1" : i == 1 ? "contend-2" : i == 2 ? "contend-3"
@@ -131,12 +164,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "deadlock: unknown mode %s\n", mode);
 		return 2;
 	}
-	int contend = !strcmp(mode, "contend");
+	int contend = !strcmp(mode, "contend"), join = !strcmp(mode, "join");
 	truth_open();
 	pthread_barrier_init(&all_hold_first, NULL, (unsigned)nlockers);
-	for (int i = 0; i < nlockers; i++)
-		pthread_create(&lockers[i].t.handle, NULL, contend ? contender_main : locker_main,
-			       &lockers[i]);
+	/* the lockee first: the joiner joins its handle */
+	for (int i = nlockers; i-- > 0;)
+		pthread_create(&lockers[i].t.handle, NULL,
+			       contend ? contender_main : !join ? locker_main :
+			       i == 0 ? joiner_main : lockee_main, &lockers[i]);
 	/* every locker asleep in futex, three looks in a row 20 ms apart (contend: a while) */
 	for (int calm = 0; calm < 3;) {
 		sleep_ns(20 * 1000000ull);
@@ -152,10 +187,10 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nlockers; i++) {
 		const struct locker *l = &lockers[i];
 		truth("tid.%s %d", l->t.name, (int)l->t.tid);
-		if (!contend) {
+		if (!contend && l->first)
 			truth("holds.%s %s", l->t.name, l->first_name);
+		if (!contend)
 			truth("waits.%s %s", l->t.name, l->second_name);
-		}
 	}
 	truth_close();
 	say_stuck(argv[2]);

@@ -12,6 +12,7 @@
 #include "textfmt.h"
 
 #define STACK_FRAMES 16 /* frames shown per thread, from the leaf */
+#define WIDTH 100       /* no line is longer */
 
 static const char rule[] =
 	"================================================================================";
@@ -36,21 +37,52 @@ static void frame_line(const struct wp_resolved *r, const struct wp_rframe *f, F
 		fn->module ? fn->module : "?");
 }
 
+/* Prints s broken at spaces into lines of at most WIDTH columns, continuation lines indented
+ * by 4 (the text report's lines stay within 100 columns). */
+static void wrapped(const char *s, FILE *out)
+{
+	int indent = 0;
+	size_t len = strlen(s);
+	while (len > 0) {
+		size_t room = (size_t)(WIDTH - indent), n = len;
+		if (n > room) {
+			n = room;
+			while (n > 0 && s[n] != ' ')
+				n--;
+			if (n == 0) /* one word longer than the line: cut it */
+				n = room;
+		}
+		fprintf(out, "%*s%.*s\n", indent, "", (int)n, s);
+		s += n;
+		len -= n;
+		while (len > 0 && *s == ' ') {
+			s++;
+			len--;
+		}
+		indent = 4;
+	}
+}
+
 static void member(const struct wp_resolved *r, const struct wp_dl_member *m, FILE *out)
 {
-	char pid[32] = "";
+	char pid[32] = "", head[3 * WP_WAIT_OBJECT_MAX];
 	if (r->nprocs > 1)
 		snprintf(pid, sizeof(pid), ", pid %lld", r->procs[m->proc]->info.pid);
-	fprintf(out, "%s (tid %u%s) ", m->name, (unsigned)m->tid, pid);
+	int n = snprintf(head, sizeof(head), "%s (tid %u%s) ", m->name, (unsigned)m->tid, pid);
+	size_t at = n > 0 && (size_t)n < sizeof(head) ? (size_t)n : 0;
 	if (m->kind == WP_WAIT_JOIN)
-		fprintf(out, "joins %s (tid %u)", m->target_name, (unsigned)m->target);
+		snprintf(head + at, sizeof(head) - at, "joins %s (tid %u)", m->target_name,
+			 (unsigned)m->target);
 	else if (m->target == m->tid)
-		fprintf(out, "waits for %s %s, which it holds itself", wp_wait_kind_name(m->kind),
-			m->object);
+		snprintf(head + at, sizeof(head) - at, "waits for %s %s, which it holds itself",
+			 wp_wait_kind_name(m->kind), m->object);
 	else
-		fprintf(out, "waits for %s %s, held by %s (tid %u)", wp_wait_kind_name(m->kind),
-			m->object, m->target_name, (unsigned)m->target);
-	fprintf(out, "%s%s\n", m->waiter ? ", in " : "", m->waiter ? m->waiter : "");
+		snprintf(head + at, sizeof(head) - at, "waits for %s %s, held by %s (tid %u)",
+			 wp_wait_kind_name(m->kind), m->object, m->target_name, (unsigned)m->target);
+	at = strlen(head);
+	if (m->waiter)
+		snprintf(head + at, sizeof(head) - at, ", in %s", m->waiter);
+	wrapped(head, out);
 	for (uint32_t j = 0; j < m->nframes && j < STACK_FRAMES; j++)
 		frame_line(r, &m->frames[j], out);
 	if (m->nframes > STACK_FRAMES)

@@ -214,6 +214,13 @@ void wp_waits_set_holder(struct wp_athread *t, struct wp_wait_entry *e, uint32_t
 	e->weight_ns -= weight_ns < e->weight_ns ? weight_ns : e->weight_ns;
 }
 
+uint64_t wp_waits_holder_now(const struct wp_wait_key *k)
+{
+	if (k->nr != SYS_futex || (!looks_like_mutex(k->a1, k->a2) && !looks_like_rwlock(k->a1, k->a2)))
+		return k->aux;
+	return futex_holder(k->a0, k->a1, k->a2);
+}
+
 struct wp_wait_entry *wp_waits_all(void)
 {
 	return table;

@@ -57,6 +57,11 @@ void wp_waits_again(struct wp_athread *t, uint32_t units, uint64_t weight_ns, in
  * stay where they are, without the holder's stack. */
 void wp_waits_set_holder(struct wp_athread *t, struct wp_wait_entry *e, uint32_t units,
 			 uint64_t weight_ns, uint32_t holder_stack);
+/* A futex wait's holder as it is now (a mutex's owner, an rwlock's writer: waits.c reads it
+ * the same way at each sample), for the profile's LAST records; for any other wait, the one
+ * its sample read (key->aux). One bounded read of memory (peek.h), no lock, no allocation:
+ * usable from the writer's fatal-signal path. */
+uint64_t wp_waits_holder_now(const struct wp_wait_key *k);
 /* Whose memory is read (the sampler's tid, as sample.c's stack copies). */
 
 struct wp_wait_entry *wp_waits_all(void);

@@ -240,13 +240,19 @@ static void write_lasts(void)
 		if (s->flags & WP_STACK_WAITING)
 			r.flags |= WP_LAST_WAITING;
 		const struct wp_wait_entry *w = t->last_wait;
-		if (w) {
+		/* The lock's holder read again now: the samples of one tick are taken one after
+		 * the other, and a thread seen waiting for a lock may have taken it before the
+		 * thread seen next waited for it in turn (two such records would make a loop of
+		 * threads that were never stuck). One that holds the lock now is not waiting for
+		 * it, unless it already held it when sampled (a normal mutex locked twice). */
+		uint64_t holder = w ? wp_waits_holder_now(&w->key) : 0;
+		if (w && !(holder == r.tid && w->key.aux != r.tid)) {
 			r.flags |= WP_LAST_IN_CALL;
 			r.nr = w->key.nr;
 			r.a0 = w->key.a0;
 			r.a1 = w->key.a1;
 			r.a2 = w->key.a2;
-			r.aux = w->key.aux;
+			r.aux = holder;
 			r.cond_mutex = w->key.cond_mutex;
 		}
 		record(WP_REC_LAST, &r, sizeof(r), 0);

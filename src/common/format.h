@@ -150,8 +150,9 @@ _Static_assert(sizeof(struct wp_rec_wait) == 60, "WAIT's fixed fields are 60 byt
  * command looks there for a cycle of waits, a deadlock (docs/design.md). stack_id: the STACK
  * record of that sample (a reader ignores a LAST whose stack it does not have). With
  * WP_LAST_IN_CALL, it was blocked in system call `nr` and a0..aux and cond_mutex say on what,
- * as in the WAIT record of that sample (a futex's aux: a mutex's owner, an rwlock's writer,
- * read again at each sample of a thread that has not run since); without it, those are 0.
+ * as in the WAIT record of that sample, but a futex's aux (a mutex's owner, an rwlock's
+ * writer) is read again at the write: a thread that holds that lock by then (and did not
+ * when sampled) is written without WP_LAST_IN_CALL. Without it, those are 0.
  * at_ns: when that sample was taken, since the run's start. */
 struct wp_rec_last {
 	uint32_t tid, flags;

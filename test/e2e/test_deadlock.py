@@ -7,8 +7,8 @@ which lock, the line of the call that blocks) and says "stuck" once each thread 
 sleeps in futex; then it blocks for good, its main thread joining a thread of the loop.
 
 Run under `wallprof` in wall mode, it is stopped as a user would: SIGINT to the command (which
-passes it on; the program dies of it), and for abba also SIGKILL to the program (the agent's
-task writes the profile after it). Checked against the truth:
+passes it on; the program dies of it), for ring also SIGTERM to the command, and for abba also
+SIGKILL to the program (the agent's task writes the profile after it). Checked against the truth:
   * the text report has a DEADLOCK section before the flat profile naming each thread of the
     loop with its tid, the lock it waits for by its symbol, the holder (the thread that holds
     it, or itself; for join, the joined thread), and its stack: lock_second at the line that
@@ -39,7 +39,8 @@ HZ = 200
 
 def run_stuck(t, mode, stop):
     """Runs the target's `mode` under wallprof until it says it is stuck, stops it with
-    `stop` ("int": SIGINT to wallprof, "kill": SIGKILL to the program), -> (Result-like
+    `stop` ("int": SIGINT to wallprof, "term": SIGTERM to wallprof, "kill": SIGKILL to the
+    program), -> (Result-like
     (returncode, stdout, stderr), truth, profile path)."""
     prof = wp.tmp_path("%s-%s.prof" % (mode, stop))
     truth_path = wp.tmp_path("%s-%s.truth" % (mode, stop))
@@ -61,8 +62,8 @@ def run_stuck(t, mode, stop):
         time.sleep(0.4)  # a few ticks of the stuck program
         truth = wp.read_truth(truth_path) if os.path.exists(truth_path) else {}
         t.check(proc.poll() is None, "%s: the stuck program is still running" % mode)
-        if stop == "int":
-            proc.send_signal(signal.SIGINT)
+        if stop in ("int", "term"):
+            proc.send_signal(signal.SIGINT if stop == "int" else signal.SIGTERM)
         elif "pid" in truth:
             os.kill(int(truth["pid"]), signal.SIGKILL)
         out, err = proc.communicate(timeout=60 * wp.timeout_mult())
@@ -74,7 +75,7 @@ def run_stuck(t, mode, stop):
         proc.wait()
     res = wp.Result(argv, proc.returncode, out.decode("utf-8", "replace"),
                     err.decode("utf-8", "replace"), 0.0)
-    want = -signal.SIGINT if stop == "int" else -signal.SIGKILL
+    want = {"int": -signal.SIGINT, "term": -signal.SIGTERM, "kill": -signal.SIGKILL}[stop]
     t.check(res.returncode == want, "%s: wallprof dies of the program's signal (%d)" % (mode, want),
             res.describe())
     return res, truth, prof
@@ -226,10 +227,10 @@ def check_contend(t):
 def main(t):
     if not wp.require_built(wp.target("deadlock")):
         return
-    for mode, stop in (("abba", "int"), ("abba", "kill"), ("ring", "int"), ("self", "int"),
-                       ("join", "int")):
+    for mode, stop in (("abba", "int"), ("abba", "kill"), ("ring", "int"), ("ring", "term"),
+                       ("self", "int"), ("join", "int")):
         res, truth, prof = run_stuck(t, mode, stop)
-        label = "%s (%s)" % (mode, "SIGINT" if stop == "int" else "SIGKILL")
+        label = "%s (SIG%s)" % (mode, stop.upper())
         members = check_text(t, label, res, truth)
         check_lasts(t, label, prof, members)
         if stop == "int":

@@ -494,7 +494,7 @@ void wp_agent_fork_child_restart(void)
 	restart_child = 0;
 	/* in this order: the parent's descriptor numbers are closed only where they were the
 	 * program's table too, which wp_fds_private still tells (threads.c, title.c) */
-	wp_sampler_forget();
+	wp_sampler_forget_fork(); /* the parent's tables abandoned, never freed */
 	wp_fds_forget(); /* the parent's private table stayed with the parent's sampler */
 	start();
 }

@@ -80,7 +80,8 @@ uint64_t wp_cpuwait_bytes(void);
 uint64_t wp_cpuwait_reads(void);
 uint64_t wp_cpuwait_state_reads(void);
 uint64_t wp_cpuwait_read_ns(void);
-/* Forgets every entry (a fork child, a new profile). */
-void wp_cpuwait_reset(void);
+/* Forgets every entry (a fork child, a new profile). With `abandon` (a fork child) the table
+ * is dropped, never walked or freed (see wp_stacks_reset). */
+void wp_cpuwait_reset(int abandon);
 
 #endif

@@ -17,6 +17,7 @@
 
 #include "clock.h"
 #include "fds.h"
+#include "forkguard.h"
 #include "handshake.h"
 
 /* The history lives in fixed chunks so published entries never move (a fatal-signal
@@ -460,10 +461,6 @@ static pthread_t watcher;
 static int watching;
 static _Atomic uint32_t watch_stop;
 static _Atomic pid_t watcher_tid;
-/* Held around every dl_iterate_phdr of the watcher, so fork() can wait until the watcher
- * holds no loader lock (see wp_sampler_atfork). */
-static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
-static int fork_locked;
 
 static void *watch(void *arg)
 {
@@ -472,9 +469,10 @@ static void *watch(void *arg)
 	syscall(SYS_futex, (uint32_t *)&watcher_tid, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
 	prctl(PR_SET_NAME, "wallprof-mods", 0, 0, 0);
 	while (!atomic_load(&watch_stop)) {
-		pthread_mutex_lock(&watch_lock);
+		/* inside the guard: a fork must not copy the loader's lock held (forkguard.h) */
+		wp_guard_enter();
 		wp_modules_refresh();
-		pthread_mutex_unlock(&watch_lock);
+		wp_guard_leave();
 		struct timespec ts = { 0, 50 * 1000000 };
 		syscall(SYS_futex, (uint32_t *)&watch_stop, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, 0, &ts,
 			NULL, 0);
@@ -526,24 +524,8 @@ pid_t wp_modules_watcher_tid(void)
 	return atomic_load(&watcher_tid);
 }
 
-void wp_modules_fork_prepare(void)
-{
-	struct timespec ts = wp_realtime_in_ms(200);
-	fork_locked = watching && pthread_mutex_timedlock(&watch_lock, &ts) == 0;
-}
-
-void wp_modules_fork_parent(void)
-{
-	if (fork_locked)
-		pthread_mutex_unlock(&watch_lock);
-	fork_locked = 0;
-}
-
 void wp_modules_fork_child(void)
 {
-	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-	watch_lock = fresh;
-	fork_locked = 0;
 	watching = 0; /* the watcher does not exist here */
 	atomic_store(&watcher_tid, 0);
 }
@@ -557,10 +539,23 @@ void wp_modules_forget_pending(void)
 	}
 }
 
+/* Reachable for leak checkers; never touched. */
+static struct table abandoned_cur;
+static struct table *abandoned_pending;
+
+void wp_modules_abandon(void)
+{
+	abandoned_cur = cur;
+	memset(&cur, 0, sizeof(cur));
+	abandoned_pending = atomic_exchange(&pending, NULL);
+	seen_adds = seen_subs = 0;
+	generation++;
+}
+
 int wp_modules_init(void)
 {
-	if (exe_path[0])
-		return 0; /* already built (a fork child keeps the parent's table) */
+	if (exe_path[0]) /* a fork child: the same executable, a table of its own */
+		return wp_modules_rebuild();
 	/* thread-self: /proc/self is the leader, and once main has ended (pthread_exit) that
 	 * zombie has no executable to show */
 	ssize_t n = readlink("/proc/thread-self/exe", exe_path, sizeof(exe_path) - 1);

@@ -43,7 +43,8 @@ struct wp_module_rec {
 	char *path;
 };
 
-/* Builds the first table. Returns 0 or -ENOMEM. */
+/* Builds the first table (again in a fork child, after wp_modules_abandon). Returns 0 or
+ * -ENOMEM. */
 int wp_modules_init(void);
 /* Cheap check (one dl_iterate_phdr callback) whether objects were loaded or unloaded since the
  * last build; if so builds a new table for the sampler to adopt. Returns 1 when it did. The
@@ -57,10 +58,15 @@ int wp_modules_adopt(void);
 int wp_modules_watch_start(void);
 void wp_modules_watch_stop(void);
 pid_t wp_modules_watcher_tid(void);
-void wp_modules_fork_prepare(void);
-void wp_modules_fork_parent(void);
+/* A fork child: the watcher does not exist here. (A fork waits for the watcher's
+ * dl_iterate_phdr through the guard, forkguard.h.) */
 void wp_modules_fork_child(void); /* allocates and frees nothing (forks.c) */
-/* Frees a table the watcher built but the sampler had not adopted (a fork child's, later). */
+/* A fork child, before its sampler starts: drops the module table and any table the watcher
+ * had built, never walked or freed (the parent's sampler may have been adopting one); the
+ * history of modules stays (it only grows, inside the guard). */
+void wp_modules_abandon(void);
+/* Frees a table the watcher built but the sampler had not adopted (a new profile after a
+ * stop). */
 void wp_modules_forget_pending(void);
 
 /* Lookups for the unwinder; no locks, no allocation. */

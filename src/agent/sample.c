@@ -28,6 +28,7 @@
 #include "wait_locks.h"
 #include "waits.h"
 #include "cpuwait.h"
+#include "forkguard.h"
 #include "fds.h"
 
 /* Stack bytes copied while a thread is held. A thread whose root we have reached before gets
@@ -241,7 +242,9 @@ static struct wp_stack_entry *record_copy(struct wp_athread *t, const greg_t *gr
 	struct wp_unwind_input in = { gregs, (uintptr_t)gregs[REG_RSP], stack, stack_len };
 	struct wp_unwind_result res;
 	uint64_t u0 = wp_now_ns();
+	wp_guard_enter(); /* libunwind's locks: a fork child must not copy them held */
 	wp_unwind(&in, pcs, WP_AGENT_MAX_FRAMES, &res);
+	wp_guard_leave();
 	last_nframes = res.n;
 	wp_stats.unwind_ns += wp_now_ns() - u0;
 	if (res.truncated) {

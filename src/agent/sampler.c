@@ -24,6 +24,7 @@
 #include "../common/format.h"
 #include "clock.h"
 #include "fds.h"
+#include "forkguard.h"
 #include "handshake.h"
 #include "peek.h"
 #include "log.h"
@@ -39,6 +40,7 @@
 #include "threads.h"
 #include "title.h"
 #include "unwind.h"
+#include "writer.h"
 
 static struct wp_config cfg;
 static pthread_t thread;
@@ -56,14 +58,9 @@ static uint64_t start_ns, start_unix_ns, interval_ns;
 static _Atomic uint64_t cpu_ns_final;
 static _Atomic uint32_t done_word; /* 1 once the loop has exited */
 static void (*checkpoint_fn)(void);
-/* Held by the sampler for each tick and its set-up. fork() takes it first (atfork prepare),
- * so a fork never happens while the sampler holds the loader's lock (dl_iterate_phdr,
- * dlopen), libunwind's or a half-updated table: the child would inherit them locked and
- * deadlock on its first dlopen or C++ exception. */
-static pthread_mutex_t tick_lock = PTHREAD_MUTEX_INITIALIZER;
-static int fork_locked;
-/* 1 while the sampler thread holds tick_lock (a tick, its set-up, a job): the tables are
- * changing, and wp_sampler_stop_async must not hand the caller a profile to write then. */
+/* 1 while the sampler thread is in a tick, its set-up or a job: the tables are changing, and
+ * wp_sampler_stop_async must not hand the caller a profile to write then. A fork does not
+ * wait for it: the child abandons those tables (forkguard.h). */
 static _Atomic uint32_t busy_word;
 /* How long wp_sampler_stop_async waits, at most, for a tick to end. */
 #define BUSY_WAIT_NS (5000 * 1000000ull)
@@ -133,29 +130,18 @@ static int wait_word(_Atomic uint32_t *w, uint32_t seen, uint64_t deadline)
 	return 1;
 }
 
-/* Forks waiting for tick_lock in fork_prepare: the sampler lets them go first. The lock is
- * not fair: a sampler whose ticks ran back to back (a loaded machine, 1000 Hz) took it again
- * before a waiting fork woke, and fork() waited out its 200 ms (forklat, 8 busy threads,
- * 1000 Hz: fork p50 80 ms, unprofiled 0.3 ms). */
-static _Atomic int forks_waiting;
-
-/* tick_lock on the sampler thread (fork_prepare takes it plainly: a forking thread changes
- * nothing). A waiting fork goes first, for at most 50 ms: one stuck behind the loader's lock
- * (a fork from a dl_iterate_phdr callback) must not stop sampling for good. */
+/* A tick, its set-up or a job on the sampler thread. (Before issue 19 this took a lock that
+ * fork_prepare took too, so a fork waited for the tick in progress: 15 ms at the median with
+ * 8 busy threads at 1000 Hz, against 0.3 ms unprofiled. The fork child now abandons what a
+ * tick changes, and a fork waits only for the guard, forkguard.h.) */
 static void lock_tick(void)
 {
-	for (int i = 0; atomic_load(&forks_waiting) > 0 && i < 500; i++) {
-		struct timespec ts = { 0, 100000 };
-		nanosleep(&ts, NULL);
-	}
-	pthread_mutex_lock(&tick_lock);
 	atomic_store(&busy_word, 1);
 }
 
 static void unlock_tick(void)
 {
 	atomic_store(&busy_word, 0);
-	pthread_mutex_unlock(&tick_lock);
 }
 
 static void run_job(void)
@@ -308,7 +294,7 @@ pid_t wp_sampler_exit_tid(void)
 	return atomic_load(&exit_tid);
 }
 
-/* No program thread is left (sampler thread, tick_lock not held). */
+/* No program thread is left (sampler thread, between ticks). */
 static void end_process(void)
 {
 	if (!ending && atomic_load(&exit_tid)) {
@@ -325,8 +311,8 @@ static void end_process(void)
 	 * signal blocked. Under the hook the sampler stayed on the program's descriptor table;
 	 * otherwise the program's files are closed by now (its last thread took its table with
 	 * it), so its exit handlers find no descriptors: the price of a thread that could not be
-	 * created. wp_sampler_stop knows not to wait for this thread; tick_lock is free, so a
-	 * flush or fork from an exit handler goes ahead. On the task, exit() would run the
+	 * created. wp_sampler_stop knows not to wait for this thread; no tick is in progress,
+	 * so a flush from an exit handler goes ahead. On the task, exit() would run the
 	 * program's exit handlers outside it: the thread group ends by itself as its last thread
 	 * leaves, and the task writes the profile then (program_gone). */
 	if (!on_task)
@@ -393,22 +379,28 @@ static int wait_tick(uint64_t next)
  * libunwind), once per process, and the module watcher, once per start: at the first tick,
  * not at start, so that a process that ends before its first tick (a shell's commands, a
  * build's compilers) never pays for it, and the program's main() is never kept waiting. A
- * fork child keeps the parent's tables (fork waits for tick_lock, which this holds). */
+ * fork child makes its own (set_up_done is cleared in it): the parent's may have been half
+ * changed when it forked. Inside the guard: dlopen and dl_iterate_phdr take the loader's
+ * lock, which a fork child must not inherit held. */
+static int set_up_done;
+
 static int set_up(void)
 {
-	static int ready;
 	lock_tick();
-	if (!ready) {
+	wp_guard_enter();
+	if (!set_up_done) {
 		wp_fds_hide_new_pipes(1);
 		int bad = wp_modules_init() != 0 || wp_unwind_init() != 0;
 		wp_fds_hide_new_pipes(0);
 		if (bad) {
+			wp_guard_leave();
 			unlock_tick();
 			return -1;
 		}
-		ready = 1;
+		set_up_done = 1;
 	}
 	wp_modules_watch_start();
+	wp_guard_leave();
 	unlock_tick();
 	return 0;
 }
@@ -472,7 +464,9 @@ static void *run(void *arg)
 		wp_stats.ticks++;
 		/* New or unloaded libraries: the watcher thread waits for the loader lock and
 		 * builds the table; the sampler never takes that lock. */
+		wp_guard_enter(); /* a fork child keeps the table when no fork came mid-swap */
 		wp_modules_adopt();
+		wp_guard_leave();
 		wp_threads_refresh(now, start_ns);
 		int left = wp_threads_program_left();
 		wp_sample_tick(now);
@@ -559,45 +553,51 @@ int wp_sampler_stop_async(uint64_t timeout_ns, void (*last)(void))
 	return last_done(5000 * 1000000ull) ? 0 : -1;
 }
 
-/* atfork prepare: wait for the sampler to finish its tick. Bounded, because the thread that
- * forks may itself hold the loader lock the sampler is waiting for (fork from a constructor or
- * a dl_iterate_phdr callback); then fork goes ahead and the child starts without the parent's
- * half-done tick. */
+/* atfork prepare: a fork waits for no tick (the child abandons the tables a tick changes,
+ * wp_sampler_forget_fork), only until no agent task is inside a call that holds a lock of
+ * the loader's or libunwind's (forkguard.h): microseconds. Bounded, because the thread that
+ * forks may itself hold the loader lock the watcher is waiting for (fork from a constructor
+ * or a dl_iterate_phdr callback); then fork goes ahead, and the child, which never reuses
+ * the parent's libunwind state, builds its tables again at its first tick. */
+/* Whether this thread's fork_prepare closed the guard (the sampler may stop meanwhile,
+ * from another thread: the parent handler must undo exactly what prepare did), and whether
+ * no agent task was inside it as the process forked (the child's copy of this thread's
+ * value says so: then the module table and libunwind's state, changed only inside the
+ * guard, are whole in the child, which keeps them). */
+static __thread int fork_closed __attribute__((tls_model("initial-exec")));
+static __thread int fork_whole __attribute__((tls_model("initial-exec")));
+
 void wp_sampler_fork_prepare(void)
 {
+	fork_closed = fork_whole = 0;
 	if (!started || syscall(SYS_gettid) == atomic_load(&sampler_tid))
 		return;
-	struct timespec ts = wp_realtime_in_ms(200);
-	atomic_fetch_add(&forks_waiting, 1);
-	fork_locked = pthread_mutex_timedlock(&tick_lock, &ts) == 0;
-	atomic_fetch_sub(&forks_waiting, 1); /* the sampler now waits on the lock itself */
-	/* Then the watcher's lock. In this order: the sampler starts the watcher while it holds
-	 * tick_lock, so the watcher is now either known or not started. The other way round, a
-	 * fork just after the start found the watcher running its first dl_iterate_phdr but not
-	 * yet known, and the child inherited the loader's lock held (its own watcher then hung,
-	 * and would any dlopen). */
-	wp_modules_fork_prepare();
+	fork_closed = 1;
+	fork_whole = wp_guard_fork_prepare(200 * 1000000ull);
 }
 
 void wp_sampler_fork_parent(void)
 {
-	wp_modules_fork_parent();
-	if (fork_locked)
-		pthread_mutex_unlock(&tick_lock);
-	fork_locked = 0;
+	if (fork_closed)
+		wp_guard_fork_parent();
+	fork_closed = fork_whole = 0;
 }
 
 void wp_sampler_fork_child(void)
 {
-	/* The sampler does not exist here; whatever it held is ours to reset. */
-	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-	tick_lock = fresh;
-	fork_locked = 0;
-	atomic_store(&forks_waiting, 0);
+	/* The sampler does not exist here; whatever it held is void. */
+	fork_closed = 0;
+	wp_guard_fork_child();
 	wp_modules_fork_child();
 }
 
-void wp_sampler_forget(void)
+/* What a new profile forgets: `abandon` in a fork child, whose tables the parent's sampler
+ * may have been changing as it forked: they are dropped, never walked or freed (copies of the
+ * parent's pages, untouched, they cost the child nothing). The module table and libunwind's
+ * address space are kept when the fork found the guard free (`whole`): they change only
+ * inside it, and making them again costs the child's first tick milliseconds (a module
+ * table copies every module's unwind tables). */
+static void forget(int abandon, int whole)
 {
 	started = 0;
 	atomic_store(&stop_word, 0);
@@ -608,20 +608,43 @@ void wp_sampler_forget(void)
 	atomic_store(&job_busy, 0);
 	atomic_store(&last_fn, NULL);
 	atomic_store(&private_word, 0);
+	atomic_store(&busy_word, 0);
 	atomic_store(&exit_tid, 0); /* a fork child has no exit thread: its leader starts one */
 	atomic_store(&exit_word, 0);
 	atomic_store(&exit_thread_asked, 0);
-	wp_modules_forget_pending(); /* a table the parent's watcher had not handed over */
+	/* A table the watcher built but the sampler had not adopted: freed for a new profile; a
+	 * fork child whose fork found the guard free adopts it (it is whole, and the watcher
+	 * would not build it again), one that did not drops it (wp_modules_abandon). */
+	if (!abandon)
+		wp_modules_forget_pending();
 	wp_task_forget(); /* the parent's task is not here */
 	wp_cpuclock_forget();
 	program_fd = -1; /* the parent task's number */
 	memset(&wp_stats, 0, sizeof(wp_stats));
 	wp_sample_forget();
-	wp_stacks_reset();
-	wp_waits_reset();
-	wp_cpuwait_reset();
-	wp_threads_reset();
+	if (abandon && !whole) {
+		set_up_done = 0; /* the parent's module table and libunwind state are not trusted */
+		wp_modules_abandon();
+		wp_unwind_abandon();
+	}
+	if (abandon)
+		wp_writer_abandon();
+	wp_stacks_reset(abandon);
+	wp_waits_reset(abandon);
+	wp_cpuwait_reset(abandon);
+	wp_threads_reset(abandon);
 	wp_handshake_reset();
+}
+
+void wp_sampler_forget(void)
+{
+	forget(0, 1);
+}
+
+void wp_sampler_forget_fork(void)
+{
+	forget(1, fork_whole);
+	fork_whole = 0;
 }
 
 static void run_on_task(void *arg)

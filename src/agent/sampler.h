@@ -42,15 +42,20 @@ void wp_sampler_prepare_exit_thread(void);
  * mask and has the sampler look soon whether it was the program's last thread.
  * Async-signal-safe (system calls and atomics only). */
 void wp_sampler_leader_leaving(void);
-/* Fork (forks.c): prepare and parent keep fork from catching the sampler mid-tick; child
- * resets what the parent's sampler held. None of them allocates or frees: they may run
- * inside the C library's fork, between the program's allocator's own handlers. */
+/* Fork (forks.c): prepare waits only for the fork guard (forkguard.h), never for a tick;
+ * parent reopens it; child resets what the parent's sampler held. None of them allocates or
+ * frees: they may run inside the C library's fork, between the program's allocator's own
+ * handlers. */
 void wp_sampler_fork_prepare(void);
 void wp_sampler_fork_parent(void);
 void wp_sampler_fork_child(void);
-/* In a fork child, once its allocator is usable: forget the parent's sampler (it does not
- * exist here) and its samples, freeing the parent's tables. */
+/* Before a new profile (a restart after wallprof_stop): forget the samples so far. */
 void wp_sampler_forget(void);
+/* In a fork child, once its allocator is usable: forget the parent's sampler (it does not
+ * exist here) and its samples, abandoning every table it may have been changing as the
+ * process forked (never walked or freed), and, unless the fork found the guard free, the
+ * module table and libunwind state (made again at the child's first tick). */
+void wp_sampler_forget_fork(void);
 /* Called on the sampler thread every `every_ns` (checkpoints). */
 void wp_sampler_set_checkpoint(void (*fn)(void), uint64_t every_ns);
 /* The sampler's own CPU time so far, ns. */

@@ -130,9 +130,17 @@ int wp_stacks_timeline_truncated(void)
 	return timeline_truncated;
 }
 
-void wp_stacks_reset(void)
+/* A fork child's view of its parent's table: kept only so that leak checkers see it as
+ * reachable (the pages are the parent's copies, never touched). */
+static struct wp_stack_entry *abandoned;
+
+void wp_stacks_reset(int abandon)
 {
 	struct wp_stack_entry *e, *tmp;
+	if (abandon) {
+		abandoned = table;
+		table = NULL;
+	}
 	HASH_ITER(hh, table, e, tmp) {
 		HASH_DEL(table, e);
 		free(e);

@@ -45,8 +45,10 @@ void wp_stacks_again(struct wp_athread *t, struct wp_stack_entry *e, uint32_t un
 		     uint64_t weight_ns, uint64_t rel_us);
 
 struct wp_stack_entry *wp_stacks_all(void);
-/* Forgets every stack (a fork child starts its own profile). */
-void wp_stacks_reset(void);
+/* Forgets every stack (a new profile; a fork child starts its own). With `abandon` (a fork
+ * child) the table is dropped, never walked or freed: the parent's sampler may have been
+ * changing it as the process forked. */
+void wp_stacks_reset(int abandon);
 uint64_t wp_stacks_count(void);
 uint64_t wp_stacks_bytes(void);
 int wp_stacks_timeline_truncated(void);

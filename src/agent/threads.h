@@ -134,8 +134,10 @@ ssize_t wp_threads_read_proc(pid_t tid, const char *file, char *buf, size_t cap)
 char wp_threads_state(pid_t tid);
 /* Re-reads the thread's name from /proc (threads often name themselves just after start). */
 void wp_threads_reread_name(struct wp_athread *t);
-/* Forgets every thread (a fork child has only the thread that forked). */
-void wp_threads_reset(void);
+/* Forgets every thread (a new profile; a fork child has only the thread that forked). With
+ * `abandon` (a fork child) the table and the live array are dropped, never walked or freed
+ * (see wp_stacks_reset). */
+void wp_threads_reset(int abandon);
 /* The public API's per-thread choices (any thread may call these; the sampler reads them). */
 int wp_threads_exclude(pid_t tid, int exclude);
 int wp_threads_is_excluded(pid_t tid);

@@ -146,10 +146,14 @@ static int load_libunwind(void)
 	return 0;
 }
 
+static int loaded;
+static unw_addr_space_t abandoned; /* reachable for leak checkers; never touched */
+
 int wp_unwind_init(void)
 {
-	if (load_libunwind() != 0)
+	if (!loaded && load_libunwind() != 0)
 		return -1;
+	loaded = 1;
 	as = lu.create_addr_space(&accessors, 0);
 	if (!as)
 		return -1;
@@ -158,6 +162,13 @@ int wp_unwind_init(void)
 	lu.set_caching_policy(as, UNW_CACHE_GLOBAL);
 	seen_generation = wp_modules_generation();
 	return 0;
+}
+
+void wp_unwind_abandon(void)
+{
+	if (as)
+		abandoned = as;
+	as = NULL;
 }
 
 /* A word of the copied stack, or 0 when it is not in the copy. */

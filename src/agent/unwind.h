@@ -29,8 +29,12 @@ struct wp_unwind_result {
 	uintptr_t max_sp;         /* highest stack pointer reached, to size later copies */
 };
 
+/* Loads libunwind (once) and makes an address space (again in a fork child). */
 int wp_unwind_init(void);
-/* Unwinds into pcs[0..max), leaf first. */
+/* A fork child: the parent's address space (its caches) is not trusted, nor freed. */
+void wp_unwind_abandon(void);
+/* Unwinds into pcs[0..max), leaf first. libunwind takes locks of its own (its memory pools,
+ * the cache): the caller holds the fork guard (forkguard.h). */
 void wp_unwind(const struct wp_unwind_input *in, uint64_t *pcs, uint32_t max,
 	       struct wp_unwind_result *res);
 

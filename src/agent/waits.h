@@ -67,7 +67,8 @@ uint64_t wp_waits_holder_now(const struct wp_wait_key *k);
 struct wp_wait_entry *wp_waits_all(void);
 uint64_t wp_waits_count(void);
 uint64_t wp_waits_bytes(void);
-/* Forgets every entry and cached descriptor (a fork child, a new profile). */
-void wp_waits_reset(void);
+/* Forgets every entry and cached descriptor (a fork child, a new profile). With `abandon` (a
+ * fork child) the table is dropped, never walked or freed (see wp_stacks_reset). */
+void wp_waits_reset(int abandon);
 
 #endif

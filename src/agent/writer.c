@@ -288,6 +288,12 @@ static int acquire(void)
 
 static int write_locked(const char *path, const char *extra);
 
+void wp_writer_abandon(void)
+{
+	atomic_store(&busy, 0);
+	out_fd = -1; /* the parent task's number */
+}
+
 int wp_writer_write(const char *path, const char *extra)
 {
 	if (acquire() != 0)

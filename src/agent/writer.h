@@ -20,5 +20,8 @@
  * and says nothing: the caller knows whether a failure loses the profile. Opens a file: call
  * it on the agent's own descriptor table (the sampler thread) but from the fallback paths. */
 int wp_writer_write(const char *path, const char *extra);
+/* A fork child: a write the parent's sampler had under way (a checkpoint) is not the child's;
+ * without this its final write would wait 2 s for it and give up. */
+void wp_writer_abandon(void);
 
 #endif

@@ -1,8 +1,7 @@
 # SPDX-License-Identifier: MIT
 """fork_mid_tick: a fork that lands while the sampler is half-way through a tick starts the
-child's profile clean. The agent's fork handler waits at most 200 ms for the tick to end
-(docs/design.md, "Fork, exec, signals, exit"), so a fork may copy the sampler's half-done
-tick: here, the lock-holder samples of wait_locks.c (WALLPROF_TEST=slow-holders makes the
+child's profile clean. A fork does not wait for the tick (docs/design.md, "Fork, exec,
+signals, exit"), so a fork may copy the sampler's half-done tick: here, the lock-holder samples of wait_locks.c (WALLPROF_TEST=slow-holders makes the
 first holder batch wait 1 s in poll, with the holder already queued for a signal, and
 fork_holder forks while the sampler sits there).
 

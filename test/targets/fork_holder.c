@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* fork_holder: a fork that lands while the sampler is half-way through a tick, in its
  * lock-holder samples (run with WALLPROF_TEST=slow-holders, which makes the first holder batch
- * wait 1 s in poll before signalling; the agent's fork handler gives up waiting for the tick
- * after 200 ms and the fork goes ahead).
+ * wait 1 s in poll before signalling; a fork does not wait for the tick, so it lands there).
  *
  *   holder  holds lock while computing (a CPU loop) until the end
  *   waiter  pthread_mutex_lock(&lock): blocked behind holder, so ticks read its owner

@@ -166,7 +166,7 @@ static void test_cpuwait(void)
 	struct wp_athread t;
 	memset(&t, 0, sizeof(t));
 	t.tid = -1;
-	wp_cpuwait_reset();
+	wp_cpuwait_reset(0);
 	/* 6 ms owed; a 10 ms sample in which it ran 7 ms can have waited 3 */
 	t.cw_owed_ns = 6000000;
 	t.cw_ran_ns = 7000000;
@@ -202,7 +202,7 @@ static void test_cpuwait(void)
 	wp_cpuwait_not_disk(&t);
 	wp_cpuwait_again(&t, 1, 5000000);
 	CHECK_EQ_U(wp_cpuwait_count(), 3); /* stacks 1, 2 (cpu), 4 (disk): 3 never waited */
-	wp_cpuwait_reset();
+	wp_cpuwait_reset(0);
 	CHECK_EQ_U(wp_cpuwait_count(), 0);
 }
 

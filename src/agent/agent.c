@@ -520,13 +520,20 @@ int wp_agent_begin(const struct wp_config *c)
 			return e;
 		}
 		previous_image_check = 1;
-		wp_signals_install_fatal(flush_on_signal);
 		wp_sampler_set_orphan(write_orphaned);
 		wp_forks_init();
 		initialized = 1;
-	} else {
-		wp_sampler_forget(); /* a new profile */
+		e = start();
+		/* On the task the fatal handlers wait for the first tick (signals.h): a process
+		 * that ends before it never installs them, and the task sees a death by a signal
+		 * before it. A sampler on a thread of the program's would die with it. */
+		if (e == 0 && wp_sampler_on_task())
+			wp_signals_defer_fatal(flush_on_signal);
+		else
+			wp_signals_install_fatal(flush_on_signal);
+		return e;
 	}
+	wp_sampler_forget(); /* a new profile */
 	return start();
 }
 

@@ -31,6 +31,7 @@
 #include "modules.h"
 #include "sample.h"
 #include "sigmask.h"
+#include "signals.h"
 #include "stacks.h"
 #include "waits.h"
 #include "cpuwait.h"
@@ -386,6 +387,7 @@ static int set_up_done;
 
 static int set_up(void)
 {
+	wp_signals_finish_setup(); /* the fatal handlers, deferred to the first tick */
 	lock_tick();
 	wp_guard_enter();
 	if (!set_up_done) {

@@ -163,15 +163,44 @@ static int install_flush(int sig)
 	return 0;
 }
 
-void wp_signals_install_fatal(void (*flush)(int))
+/* 1 from wp_signals_defer_fatal until the sampler's first tick has done the set-up. */
+static _Atomic int setup_deferred;
+
+static void install_fatal_now(void)
 {
-	flush_fn = flush;
 	for (size_t i = 0; i < NFATAL; i++) {
 		int s = fatal_sigs[i];
 		if (s != wp_handshake_signal() && !atomic_load(&chained[s]) && is_default(s))
 			install_flush(s);
 	}
 	wrap_existing();
+}
+
+void wp_signals_install_fatal(void (*flush)(int))
+{
+	flush_fn = flush;
+	install_fatal_now();
+}
+
+void wp_signals_defer_fatal(void (*flush)(int))
+{
+	flush_fn = flush;
+	atomic_store(&setup_deferred, 1);
+}
+
+static void lock_chain(uint64_t *saved);
+static void unlock_chain(const uint64_t *saved);
+
+void wp_signals_finish_setup(void)
+{
+	if (!atomic_load(&setup_deferred))
+		return;
+	uint64_t saved;
+	lock_chain(&saved); /* the program's sigaction waits meanwhile (about 60 system calls) */
+	if (atomic_load(&setup_deferred))
+		install_fatal_now();
+	atomic_store(&setup_deferred, 0);
+	unlock_chain(&saved);
 }
 
 static int is_handler(const struct sigaction *a)
@@ -742,14 +771,24 @@ EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old
 		}
 		return 0;
 	}
+	/* The sampler's first tick may be installing our stand-ins and wrapping handlers now
+	 * (wp_signals_defer_fatal): one at a time, so that it never installs over this. */
+	uint64_t saved;
+	int locked = atomic_load(&setup_deferred);
+	if (locked) {
+		lock_chain(&saved);
+		ours_fatal = sig > 0 && sig < 65 && fatal_ours[sig];
+	}
 	void *prev_h = sig > 0 && sig < 65 ? atomic_load(&prog_handler[sig]) : NULL;
 	int prev_si = sig > 0 && sig < 65 ? atomic_load(&prog_siginfo[sig]) : 0;
 	struct sigaction kold;
 	int r = install_program(sig, act, &kold);
+	if (r == 0 && act && ours_fatal)
+		fatal_ours[sig] = 0; /* the program's handler (or SIG_IGN) replaced our stand-in */
+	if (locked)
+		unlock_chain(&saved);
 	if (r != 0)
 		return r;
-	if (act && ours_fatal)
-		fatal_ours[sig] = 0; /* the program's handler (or SIG_IGN) replaced our stand-in */
 	if (old)
 		program_view(sig, &kold, old, ours_fatal, prev_h, prev_si);
 	return 0;

@@ -61,9 +61,18 @@ void wp_signals_fork_child(void);
  * after a failed exec our handler goes back. */
 void wp_signals_before_exec(void);
 void wp_signals_after_failed_exec(void);
-/* Installs the fatal-signal handlers that flush the profile. `flush` runs in a signal
- * handler and must be async-signal-safe. */
+/* Installs the fatal-signal handlers that flush the profile, and wraps the handlers other
+ * libraries' constructors installed before ours. `flush` runs in a signal handler and must
+ * be async-signal-safe. */
 void wp_signals_install_fatal(void (*flush)(int sig));
+/* The same, deferred to the sampler's first tick (wp_signals_finish_setup, on the sampler's
+ * task, which shares the program's handler table): about 60 rt_sigaction calls a process
+ * that ends before its first tick never makes (issue 19). Until then there is nothing to
+ * flush, and a death by a signal is seen by the task (the program's pidfd) and written as
+ * the exit hooks would have; the program's sigaction calls meanwhile take the chain lock, so
+ * the deferred set-up never installs over a handler the program has just set. */
+void wp_signals_defer_fatal(void (*flush)(int sig));
+void wp_signals_finish_setup(void);
 /* Notes where libc's code lies, so the program's handlers can tell a system call they leave
  * to be restarted (which they did not cut short) from one they interrupted (constructor). */
 void wp_signals_find_libc(void);

@@ -51,7 +51,7 @@ static struct wp_cpuwait_entry *count(uint32_t stack_id, uint32_t nr, uint64_t a
 	probe.key.a1 = a1;
 	HASH_FIND(hh, table, &probe.key, sizeof(probe.key), e);
 	if (!e) {
-		e = malloc(sizeof(*e) + target_len);
+		e = wp_task_malloc(sizeof(*e) + target_len);
 		if (!e)
 			return NULL;
 		memset(e, 0, sizeof(*e));
@@ -248,7 +248,7 @@ void wp_cpuwait_reset(int abandon)
 	}
 	HASH_ITER(hh, table, e, tmp) {
 		HASH_DEL(table, e);
-		free(e);
+		wp_task_free(e);
 	}
 	bytes = reads = state_reads = read_ns = 0;
 }

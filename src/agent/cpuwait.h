@@ -26,6 +26,7 @@
 #define WP_CPUWAIT_H
 
 #include <stdint.h>
+#include "taskalloc.h" /* before uthash: its allocations inside the fork guard */
 #include <uthash.h>
 
 #include "threads.h"

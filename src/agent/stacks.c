@@ -30,7 +30,7 @@ static void timeline_add(struct wp_athread *t, uint32_t id, uint64_t rel_us)
 			timeline_truncated = 1;
 			return;
 		}
-		uint8_t *p = realloc(t->tl, n);
+		uint8_t *p = wp_task_realloc(t->tl, n);
 		if (!p) {
 			timeline_truncated = 1;
 			return;
@@ -80,7 +80,7 @@ struct wp_stack_entry *wp_stacks_intern(struct wp_athread *t, const uint64_t *pc
 	struct wp_stack_entry *e;
 	HASH_FIND(hh, table, &key, keylen, e);
 	if (!e) {
-		e = malloc(sizeof(*e) + n * sizeof(uint64_t));
+		e = wp_task_malloc(sizeof(*e) + n * sizeof(uint64_t));
 		if (!e) {
 			lost++;
 			return NULL;
@@ -143,7 +143,7 @@ void wp_stacks_reset(int abandon)
 	}
 	HASH_ITER(hh, table, e, tmp) {
 		HASH_DEL(table, e);
-		free(e);
+		wp_task_free(e);
 	}
 	next_id = 0;
 	bytes = timeline_bytes = lost = 0;

@@ -9,6 +9,7 @@
 #define WP_STACKS_H
 
 #include <stdint.h>
+#include "taskalloc.h" /* before uthash: its allocations inside the fork guard */
 #include <uthash.h>
 
 #include "threads.h"

@@ -168,7 +168,7 @@ void wp_threads_reread_name(struct wp_athread *t)
 
 static struct wp_athread *add(pid_t tid, uint64_t rel_ns)
 {
-	struct wp_athread *t = calloc(1, sizeof(*t));
+	struct wp_athread *t = wp_task_calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
 	t->tid = tid;
@@ -184,7 +184,7 @@ static int push_live(struct wp_athread *t)
 {
 	if (nlive == caplive) {
 		size_t n = caplive ? caplive * 2 : 64;
-		struct wp_athread **l = realloc(live, n * sizeof(*l));
+		struct wp_athread **l = wp_task_realloc(live, n * sizeof(*l));
 		if (!l)
 			return -ENOMEM;
 		live = l;
@@ -205,8 +205,8 @@ static void forget_or_keep(struct wp_athread *t)
 		 * (sample.c closes it, then calls wp_threads_forget_unsampled); one that ran
 		 * unseen because no clock could be had has that to report. */
 		HASH_DEL(by_tid, t);
-		free(t->tl);
-		free(t);
+		wp_task_free(t->tl);
+		wp_task_free(t);
 	}
 }
 
@@ -479,8 +479,8 @@ void wp_threads_reset(int abandon)
 	}
 	HASH_ITER(hh, by_tid, t, tmp) {
 		HASH_DEL(by_tid, t);
-		free(t->tl);
-		free(t);
+		wp_task_free(t->tl);
+		wp_task_free(t);
 	}
 	nlive = 0;
 	last_nlink = 0;

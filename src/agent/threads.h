@@ -17,6 +17,7 @@
 
 #include <stdint.h>
 #include <sys/types.h>
+#include "taskalloc.h" /* before uthash: its allocations inside the fork guard */
 #include <uthash.h>
 
 #include "clock.h"

@@ -101,7 +101,7 @@ static struct wp_wait_entry *count(struct wp_athread *t, const struct wp_wait_ke
 	struct wp_wait_entry *e;
 	HASH_FIND(hh, table, k, sizeof(*k), e);
 	if (!e) {
-		e = malloc(sizeof(*e) + target_len);
+		e = wp_task_malloc(sizeof(*e) + target_len);
 		if (!e)
 			return NULL;
 		memset(e, 0, sizeof(*e));
@@ -252,7 +252,7 @@ void wp_waits_reset(int abandon)
 	}
 	HASH_ITER(hh, table, e, tmp) {
 		HASH_DEL(table, e);
-		free(e);
+		wp_task_free(e);
 	}
 	bytes = 0;
 	wp_wait_fds_reset();

@@ -14,6 +14,7 @@
 #define WP_WAITS_H
 
 #include <stdint.h>
+#include "taskalloc.h" /* before uthash: its allocations inside the fork guard */
 #include <uthash.h>
 
 #include "threads.h"

@@ -1752,8 +1752,10 @@ def render_process(pr):
       "unprofiled run's of the same round (median). The agent is preloaded (WALLPROF_MODE, "
       "WALLPROF_HZ). With 8 busy threads on 2 vCPUs the forking thread waits for a CPU: its "
       "wall times are mostly the scheduler's. The agent's atfork prepare handler (fork_prepare, "
-      "src/agent/sampler.c) waits for the sampler's tick in progress to end, at most 200 ms: "
-      "a fork p50 or p99 near 200 ms is that bound reached." % (
+      "src/agent/sampler.c) waits for no tick, only for the fork guard (an unwind or a "
+      "loader call in progress, microseconds; before issue 19 it waited for the tick in "
+      "progress, at most 200 ms). *fork+wait* includes the child's whole life: under the "
+      "agent its sampler's start and its end, as for any process (the start cost above)." % (
           fk["n"], fk["max_ms"] / 1000, fk["rounds"]))
     a("")
     for busy, rows in fk["busy"].items():

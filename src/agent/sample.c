@@ -2,11 +2,14 @@
 /* Taking samples, one tick at a time: which threads (wall mode: a random subset, running or
  * blocked; cpu mode: those that used CPU since the last tick, in proportion to it), and for
  * each the cheapest faithful way: its last stack again when it has not run, a copy from
- * /proc's SP/PC when it is blocked in the kernel, the handshake (handshake.c) when it runs.
- * The copies are unwound (unwind.c) after the threads run again, and counted (stacks.c).
+ * /proc's SP/PC when it is blocked in the kernel (those two without a signal:
+ * sample_nosignal.c), the handshake (handshake.c) when it runs, a perf clock's record when it
+ * blocks the signal. The copies are unwound (unwind.c) after the threads run again, and
+ * counted (stacks.c).
  * Pacing, the sampler thread's life, fork and the process's end are sampler.c's. Everything
  * here runs on the sampler thread, under its tick lock. */
 #include "sample.h"
+#include "sample_internal.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -190,17 +193,13 @@ static int may_be_syscall(const greg_t *g)
 	return rax == -EINTR || (rax <= -512 && rax >= -516) || (nr >= 0 && nr < 1024);
 }
 
-/* How many sampling intervals a sample worth `weight_ns` stands for (at least one). */
-static uint32_t units_of(uint64_t weight_ns)
+uint32_t wp_sample_units(uint64_t weight_ns)
 {
 	uint64_t u = (weight_ns + interval_ns / 2) / interval_ns;
 	return u < 1 ? 1 : u > 100000 ? 100000 : (uint32_t)u;
 }
 
-static void note_runnable(struct wp_athread *t, struct wp_stack_entry *e, uint64_t weight_ns,
-			  int unmoved, uint64_t now);
-
-static void miss(enum wp_miss why)
+void wp_sample_miss(enum wp_miss why)
 {
 	if (holder_only) {
 		/* a holder's extra look is no sample of the program: nothing it missed */
@@ -210,11 +209,26 @@ static void miss(enum wp_miss why)
 	wp_stats.missed[why]++;
 }
 
-static size_t copy_len_for(const struct wp_athread *t, uintptr_t sp)
+size_t wp_sample_copy_len(const struct wp_athread *t, uintptr_t sp)
 {
 	if (t->stack_top > sp && t->stack_top - sp + STACK_SLACK <= STACK_MAX)
 		return t->stack_top - sp + STACK_SLACK;
 	return STACK_DEFAULT;
+}
+
+int wp_sample_holder_only(void)
+{
+	return holder_only;
+}
+
+uint8_t *wp_sample_spare_buffer(void)
+{
+	return stack_bufs[0];
+}
+
+uint64_t wp_sample_rel_us(uint64_t now)
+{
+	return (now - start_ns) / 1000;
 }
 
 /* A lock holder's stack (pcs[0..n)), interned without counting (wait_locks.h). */
@@ -233,11 +247,10 @@ static struct wp_stack_entry *record_holder(struct wp_athread *t, uint32_t flags
 	return e;
 }
 
-/* Unwinds a copied thread state (after the thread runs again) and counts the stack, `cpu`
- * the thread's clock then (for wait_locks.h). Returns its entry, NULL when lost. */
-static struct wp_stack_entry *record_copy(struct wp_athread *t, const greg_t *gregs, const uint8_t *stack,
-			size_t stack_len, uint32_t flags, uint64_t weight_ns, uint64_t now,
-			const struct wp_cpu_reading *cpu)
+struct wp_stack_entry *wp_sample_record(struct wp_athread *t, const greg_t *gregs,
+					const uint8_t *stack, size_t stack_len, uint32_t flags,
+					uint64_t weight_ns, uint64_t now,
+					const struct wp_cpu_reading *cpu)
 {
 	struct wp_unwind_input in = { gregs, (uintptr_t)gregs[REG_RSP], stack, stack_len };
 	struct wp_unwind_result res;
@@ -256,15 +269,15 @@ static struct wp_stack_entry *record_copy(struct wp_athread *t, const greg_t *gr
 	}
 	if (holder_only)
 		return record_holder(t, flags, cpu);
-	t->last_wait = NULL; /* sample_blocked sets it for a sample blocked in a call */
-	t->cw_runnable = 0;   /* note_runnable sets it for a sample in state R */
+	t->last_wait = NULL; /* wp_sample_blocked sets it for a sample blocked in a call */
+	t->cw_runnable = 0;   /* wp_sample_note_runnable sets it for a sample in state R */
 	t->cw_ran_ns = t->last_cpu.ns > t->cw_cpu_ns ? t->last_cpu.ns - t->cw_cpu_ns : 0;
-	t->cw_cpu_ns = t->last_cpu.ns; /* this sample's clock (finish_job, sample_blocked) */
+	t->cw_cpu_ns = t->last_cpu.ns; /* this sample's clock (finish_job, wp_sample_blocked) */
 	wp_cpuwait_not_disk(t); /* note_disk sets it for a sample in state D */
-	struct wp_stack_entry *e = wp_stacks_add(t, pcs, res.n, flags, units_of(weight_ns),
+	struct wp_stack_entry *e = wp_stacks_add(t, pcs, res.n, flags, wp_sample_units(weight_ns),
 						 weight_ns, (now - start_ns) / 1000);
 	if (!e) {
-		miss(WP_MISS_MEMORY);
+		wp_sample_miss(WP_MISS_MEMORY);
 		return NULL;
 	}
 	wp_stats.samples++;
@@ -301,7 +314,7 @@ static void read_held(size_t i, const struct wp_capture *cap, void *arg)
 	struct job *j = &((struct job *)arg)[i];
 	memcpy(j->gregs, cap->gregs, sizeof(j->gregs));
 	uintptr_t sp = (uintptr_t)j->gregs[REG_RSP];
-	j->want = copy_len_for(j->t, sp);
+	j->want = wp_sample_copy_len(j->t, sp);
 	j->got = wp_peek_some(sp, j->stack, j->want);
 }
 
@@ -327,8 +340,8 @@ static void count_runnable(struct wp_athread *t, uint64_t weight_ns, uint64_t no
 	if (holder_only && wp_locks_unmoved(t, &cpu))
 		wp_locks_count_holder_sample();
 	else
-		miss(WP_MISS_TIMEOUT);
-	/* From the task, the reading taken before the signal (sample_unmoved) is marked: it may
+		wp_sample_miss(WP_MISS_TIMEOUT);
+	/* From the task, the reading taken before the signal (wp_sample_unmoved) is marked: it may
 	 * have been on a CPU then, and a later one equal to it would not say it has not run
 	 * since. One that let a signal wait this long was off a CPU: this reading stands, so that
 	 * the next ticks count it unmoved while it stays queued, without a signal (and its 20 ms
@@ -338,10 +351,10 @@ static void count_runnable(struct wp_athread *t, uint64_t weight_ns, uint64_t no
 		t->last_cpu = cpu;
 	if (cfg.mode == WP_MODE_WALL && t->last_stack && !holder_only) {
 		t->last_wait = NULL; /* runnable, not blocked in a call */
-		wp_stacks_again(t, t->last_stack, units_of(weight_ns), weight_ns,
+		wp_stacks_again(t, t->last_stack, wp_sample_units(weight_ns), weight_ns,
 				(now - start_ns) / 1000);
 		/* queued since the signal was sent, at least */
-		note_runnable(t, t->last_stack, weight_ns, 1, now);
+		wp_sample_note_runnable(t, t->last_stack, weight_ns, 1, now);
 		wp_stats.samples++;
 		wp_stats.reused++;
 	}
@@ -369,7 +382,7 @@ static void missed_answer(struct wp_athread *t, uint64_t weight_ns, uint64_t now
 	/* Outside the window again: /proc may be read now. */
 	if (!blocks_signal(t->tid)) {
 		if (stopped_or_traced(t->tid)) {
-			miss(WP_MISS_TIMEOUT);
+			wp_sample_miss(WP_MISS_TIMEOUT);
 			back_off(t, now, BACKOFF_NS, 0);
 		} else {
 			count_runnable(t, weight_ns, now); /* and try again next tick */
@@ -383,7 +396,7 @@ static void missed_answer(struct wp_athread *t, uint64_t weight_ns, uint64_t now
 		count_runnable(t, weight_ns, now);
 		back_off(t, now, IN_HANDLER_BACKOFF_NS, 1);
 	} else {
-		miss(WP_MISS_BLOCKED);
+		wp_sample_miss(WP_MISS_BLOCKED);
 		ran_unseen(t, weight_ns, now, 1);
 		if (!t->pclk)
 			t->flags |= WP_THREAD_UNSAMPLEABLE;
@@ -400,11 +413,11 @@ static void count_backed_off(struct wp_athread *t, uint64_t weight_ns, uint64_t 
 		count_runnable(t, weight_ns, now);
 		return;
 	}
-	miss(t->flags & WP_THREAD_UNSAMPLEABLE ? WP_MISS_BLOCKED : WP_MISS_TIMEOUT);
+	wp_sample_miss(t->flags & WP_THREAD_UNSAMPLEABLE ? WP_MISS_BLOCKED : WP_MISS_TIMEOUT);
 	if (!t->last_stack)
 		return;
 	t->last_wait = NULL; /* running, not blocked in a call */
-	wp_stacks_again(t, t->last_stack, units_of(weight_ns), weight_ns, (now - start_ns) / 1000);
+	wp_stacks_again(t, t->last_stack, wp_sample_units(weight_ns), weight_ns, (now - start_ns) / 1000);
 	wp_stats.samples++;
 	wp_stats.reused++;
 }
@@ -417,20 +430,20 @@ static void finish_job(struct job *j, const struct wp_hs_request *r, uint64_t no
 	case WP_HS_OK:
 		break;
 	case WP_HS_EXITED:
-		miss(WP_MISS_EXITED);
+		wp_sample_miss(WP_MISS_EXITED);
 		wp_threads_gone(t);
 		return;
 	case WP_HS_TIMEOUT:
 		missed_answer(t, j->weight_ns, now);
 		return;
 	case WP_HS_LATE:
-		miss(WP_MISS_LATE); /* it resumed on its own while read: the copy may be torn */
+		wp_sample_miss(WP_MISS_LATE); /* it resumed on its own while read: the copy may be torn */
 		return;
 	case WP_HS_BLOCKED:
-		miss(WP_MISS_BLOCKED); /* it began blocking the signal as we asked: not sent */
+		wp_sample_miss(WP_MISS_BLOCKED); /* it began blocking the signal as we asked: not sent */
 		return;
 	default:
-		miss(r->result == WP_HS_NOSLOT ? WP_MISS_NOSLOT : WP_MISS_ERROR);
+		wp_sample_miss(r->result == WP_HS_NOSLOT ? WP_MISS_NOSLOT : WP_MISS_ERROR);
 		return;
 	}
 	/* its clock as it left our handler: on a CPU, and exact (schedstat's lags behind it) */
@@ -446,10 +459,10 @@ static void finish_job(struct job *j, const struct wp_hs_request *r, uint64_t no
 	uint8_t code[4];
 	int have_code = may_be_syscall(j->gregs) && read_code((uintptr_t)j->gregs[REG_RIP], code);
 	uint32_t flags = was_in_syscall(j->gregs, code, have_code) ? WP_STACK_WAITING : 0;
-	struct wp_stack_entry *e = record_copy(t, j->gregs, j->stack, stack_len, flags,
+	struct wp_stack_entry *e = wp_sample_record(t, j->gregs, j->stack, stack_len, flags,
 					       j->weight_ns, now, &cpu);
 	if (e && !flags && !holder_only)
-		note_runnable(t, e, j->weight_ns, 0, now); /* running, or runnable: state R */
+		wp_sample_note_runnable(t, e, j->weight_ns, 0, now); /* running, or runnable: state R */
 }
 
 /* Signals the queued threads all at once (handshake.c serves them as they answer), then
@@ -484,7 +497,7 @@ static void sample_signalled(struct wp_athread *t, uint64_t weight_ns, uint64_t 
 	uint64_t mask = fallback_mask(t);
 	int sig = wp_handshake_signal();
 	if (sig > 0 && ((mask >> (sig - 1)) & 1)) {
-		miss(WP_MISS_BLOCKED);
+		wp_sample_miss(WP_MISS_BLOCKED);
 		/* From now on a perf clock samples it (perfclock.h), when it can have one: at once
 		 * for a thread that published its mask, after BLOCKED_LOOKS looks in a row for one
 		 * whose mask came from /proc (glibc's pthread_create blocks every signal for a
@@ -514,304 +527,6 @@ static void sample_signalled(struct wp_athread *t, uint64_t weight_ns, uint64_t 
 		flush_jobs(now);
 }
 
-/* What /proc/self/task/TID/syscall says of a blocked thread: the call (-1: blocked outside
- * one, e.g. a page fault) and its six arguments, its user SP and PC. */
-struct blocked_regs {
-	long nr;
-	uint64_t args[6];
-	uintptr_t sp, pc;
-};
-
-/* Reads the user SP and PC of a thread blocked in the kernel, and the call it is blocked in,
- * from /proc/self/task/TID/syscall ("NR a1..a6 SP PC", or "-1 SP PC" when blocked outside a
- * call, or "running"). Returns 1 when blocked, 0 when running, -1 when unreadable. */
-static int read_blocked_regs(pid_t tid, struct blocked_regs *r)
-{
-	char buf[256];
-	if (wp_threads_read_proc(tid, "syscall", buf, sizeof(buf)) <= 0)
-		return -1;
-	if (!strncmp(buf, "running", 7))
-		return 0;
-	char *p = buf, *end;
-	unsigned long long f[9];
-	int k = 0;
-	r->nr = strtol(p, &end, 10);
-	for (p = end; k < 9; k++, p = end) {
-		f[k] = strtoull(p, &end, 16);
-		if (end == p)
-			break;
-	}
-	if (k < 2)
-		return -1;
-	r->sp = (uintptr_t)f[k - 2];
-	r->pc = (uintptr_t)f[k - 1];
-	if (k != 8)
-		r->nr = -1; /* no arguments: not in a call */
-	for (int i = 0; i < 6; i++)
-		r->args[i] = k == 8 ? f[i] : 0;
-	return 1;
-}
-
-static int first_look_allowed(uint64_t now);
-static int64_t first_look_tokens;
-static void note_disk(struct wp_athread *t, struct wp_stack_entry *e,
-		      const struct blocked_regs *br, uint64_t weight_ns, uint64_t now);
-
-/* Counts what a sample blocked in a call waits in (waits.h). A descriptor's first look at its
- * target reads /proc: rationed with the threads' first looks, and paid from the same ration. */
-static void note_wait(struct wp_athread *t, struct wp_stack_entry *e,
-		      const struct blocked_regs *br, uint64_t weight_ns, uint64_t now)
-{
-	uint64_t looked_ns = 0;
-	if (cfg.test_no_waits)
-		return; /* WALLPROF_TEST=no-waits: no wait, so no owner read and no holder sample */
-	if (!wp_waits_add(t, e->id, br->nr, br->args, units_of(weight_ns), weight_ns,
-			  first_look_allowed(now), &looked_ns))
-		wp_stats.waits_lost++;
-	first_look_tokens -= (int64_t)looked_ns;
-}
-
-/* A thread blocked in the kernel is sampled without any signal: a signal would interrupt its
- * call (EINTR for sleeps, polls and timed waits even with SA_RESTART). Its stack cannot change
- * while it stays blocked, which its CPU clock confirms (unchanged from before the /proc read
- * until after the copy). Returns 1 when sampled (or deliberately skipped), 0 when the thread
- * is running and may be signalled. */
-static int sample_blocked(struct wp_athread *t, struct wp_cpu_reading before, uint64_t weight_ns,
-			  uint64_t now)
-{
-	for (int attempt = 0; attempt < 3; attempt++) {
-		struct blocked_regs br;
-		int b = read_blocked_regs(t->tid, &br);
-		uintptr_t sp = br.sp, pc = br.pc;
-		if (b == 0)
-			return 0;
-		if (b < 0) {
-			miss(WP_MISS_ERROR);
-			return 1;
-		}
-		if (sp == 0) {
-			/* "-1 0x0 0x0": no user context, the thread has ended (the leader stays a
-			 * zombie until the process ends; threads.c stops listing it soon) */
-			miss(WP_MISS_EXITED);
-			return 1;
-		}
-		static greg_t gregs[NGREG];
-		memset(gregs, 0, sizeof(gregs));
-		gregs[REG_RSP] = (greg_t)sp;
-		gregs[REG_RIP] = (greg_t)pc;
-		size_t want = copy_len_for(t, sp);
-		/* no batch is in flight here: its first buffer is free */
-		ssize_t got = wp_peek_some(sp, stack_bufs[0], want);
-		struct wp_cpu_reading after;
-		if (wp_thread_cpu_read(t->tid, &after) < 0) {
-			miss(WP_MISS_EXITED);
-			wp_threads_gone(t);
-			return 1;
-		}
-		/* The look found it off a CPU: the same clock before and after it (and, from the
-		 * task, the same count of times put on a CPU) means it was not put on one
-		 * meanwhile, whether or not it was on one at the first reading. */
-		if (got > 0 && after.ns == before.ns && after.runs == before.runs) {
-			/* Registers other than SP and PC are unknown: frame-pointer code loses the
-			 * frames above its first rbp-based frame (recorded, flagged truncated). */
-			if (holder_only) {
-				record_copy(t, gregs, stack_bufs[0], (size_t)got, WP_STACK_WAITING,
-					    weight_ns, now, &after);
-				return 1;
-			}
-			wp_stats.unsignalled++;
-			t->last_cpu = after; /* off a CPU: what later readings compare with */
-			struct wp_stack_entry *e = record_copy(t, gregs, stack_bufs[0], (size_t)got,
-							       WP_STACK_WAITING, weight_ns, now,
-							       &after);
-			if (e && br.nr >= 0)
-				note_wait(t, e, &br, weight_ns, now);
-			if (e)
-				note_disk(t, e, &br, weight_ns, now);
-			return 1;
-		}
-		before = after; /* it woke up meanwhile: look again */
-	}
-	/* Busy waking and sleeping: not worth a signal that could interrupt its next call. */
-	miss(WP_MISS_MOVING);
-	return 1;
-}
-
-/* Whether a thread is on a CPU right now: its CPU clock moved since `before`, read a moment
- * ago (a system call's worth of time; a blocked or preempted thread's clock stands still).
- * Such a thread is signalled straight away, sparing a /proc look at its syscall file (an open
- * and a read, 10-40 us in the kernel) per running thread; the others are looked up in /proc
- * first. From the task, where a running thread's clock (schedstat) moves only at the
- * scheduler's ticks, its state letter says it instead: R, on a CPU or waiting for one (both
- * are signalled), read through a kept descriptor (cpuclock.c), no open. */
-static int on_cpu_now(struct wp_athread *t, const struct wp_cpu_reading *before)
-{
-	if (wp_cpuclock_lags())
-		return wp_thread_runnable(t->tid) == 1;
-	return wp_thread_cpu_ns(t->tid) > before->ns;
-}
-
-/* Wall mode: a thread whose CPU clock has not moved since its last sample is exactly where
- * it was: count that stack again, as waiting, without signalling it. Returns 1 if done. */
-static int sample_unmoved(struct wp_athread *t, uint64_t weight_ns, uint64_t now)
-{
-	struct wp_cpu_reading now_cpu;
-	if (wp_thread_cpu_read(t->tid, &now_cpu) < 0) {
-		miss(WP_MISS_EXITED);
-		wp_threads_gone(t);
-		return 1;
-	}
-	struct wp_stack_entry *last = t->last_stack;
-	int unmoved = last && wp_cpu_unmoved(&t->last_cpu, &now_cpu);
-	if (!unmoved) {
-		/* it ran; it may be on a CPU now, where schedstat's sum stands still until a tick:
-		 * marked, so that only a reading of a known state (sample_blocked's, the
-		 * handler's) is what later ones compare with */
-		now_cpu.maybe_on_cpu = 1;
-		t->last_cpu = now_cpu;
-		return 0;
-	}
-	const struct wp_cpu_reading *cpu = &t->last_cpu; /* the same clock, of a known state */
-	uint64_t rel_us = (now - start_ns) / 1000;
-	if (!(last->flags & WP_STACK_WAITING))
-		t->last_wait = NULL; /* preempted, not blocked in a call */
-	if ((last->flags & WP_STACK_WAITING) && t->cw_runnable) {
-		/* preempted at its last look too: still waiting for a CPU */
-		wp_stacks_again(t, last, units_of(weight_ns), weight_ns, rel_us);
-		wp_locks_sampled(t, last->id, cpu); /* exact: it has not run since */
-		note_runnable(t, last, weight_ns, 1, now);
-	} else if (last->flags & WP_STACK_WAITING) {
-		wp_stacks_again(t, last, units_of(weight_ns), weight_ns, rel_us);
-		wp_locks_sampled(t, last->id, cpu); /* exact: it has not run since */
-		/* still blocked in the same call: the same wait (its owner read again) */
-		uint64_t looked_ns = 0;
-		wp_waits_again(t, units_of(weight_ns), weight_ns, first_look_allowed(now),
-			       &looked_ns);
-		first_look_tokens -= (int64_t)looked_ns;
-		wp_cpuwait_again(t, units_of(weight_ns), weight_ns);
-		if (t->last_wait && !t->cw_last_disk)
-			wp_cpuwait_waited_again(t, units_of(weight_ns), weight_ns);
-	} else {
-		struct wp_stack_entry *e = wp_stacks_add(t, last->pcs, last->nframes,
-							 last->flags | WP_STACK_WAITING,
-							 units_of(weight_ns), weight_ns, rel_us);
-		if (!e) {
-			miss(WP_MISS_MEMORY);
-			return 1;
-		}
-		wp_locks_sampled(t, e->id, cpu);
-		/* preempted, not blocked in a call: it waited for a CPU since its last sample */
-		note_runnable(t, e, weight_ns, 1, now);
-	}
-	wp_stats.samples++;
-	wp_stats.reused++;
-	return 1;
-}
-
-/* Wall mode: the first look at a blocked thread costs ~50 us (two /proc reads, its syscall
- * file and its name, then a cold stack copy and unwind); later looks at an idle thread cost
- * one CPU-clock read. With thousands of idle threads those first looks would keep the sampler
- * busy for seconds, so they are rationed, in the sampler's CPU time: 1% of one core on
- * average (the rest of a tick costs about as much), with a 50 ms allowance up front (about
- * 1,000 threads' worth, so most programs never notice). A chosen thread over the ration is
- * counted as missed ("rationed") and gets its turn at a later tick. */
-#define FIRST_LOOK_SHARE 100 /* 1/100 = 1% */
-#define FIRST_LOOK_BURST_NS (50 * 1000000ll)
-static int64_t first_look_tokens = FIRST_LOOK_BURST_NS;
-static uint64_t first_look_refilled;
-/* The reads of cpuwait.h (schedstat of running threads, the state of blocked ones) have a
- * ration of the same shape, their own so that they never delay a first look. */
-static int64_t state_look_tokens = FIRST_LOOK_BURST_NS;
-static uint64_t state_look_refilled;
-
-/* Whether a ration (tokens: the sampler's CPU ns it may still spend, refilled at 1% of the
- * time since `*refilled`) allows a /proc read now. The caller charges what the read cost. */
-static int ration_allows(int64_t *tokens, uint64_t *refilled, uint64_t now)
-{
-	/* WALLPROF_TEST=tight-ration: 0.1% and a 100 µs allowance, so a test sees it bite */
-	uint64_t share = cfg.test_tight_ration ? 10 * FIRST_LOOK_SHARE : FIRST_LOOK_SHARE;
-	int64_t burst = cfg.test_tight_ration ? 100000 : FIRST_LOOK_BURST_NS;
-	if (*refilled && now > *refilled)
-		*tokens += (int64_t)((now - *refilled) / share);
-	*refilled = now;
-	if (*tokens > burst)
-		*tokens = burst;
-	return *tokens > 0;
-}
-
-static int first_look_allowed(uint64_t now)
-{
-	return ration_allows(&first_look_tokens, &first_look_refilled, now);
-}
-
-/* A sample of `t` in state R on stack `e`: cpuwait.h counts the share that waited for a CPU
- * (`unmoved`: all of it). Outside any window. */
-static void note_runnable(struct wp_athread *t, struct wp_stack_entry *e, uint64_t weight_ns,
-			  int unmoved, uint64_t now)
-{
-	if (cfg.mode != WP_MODE_WALL || cfg.test_no_waits)
-		return; /* a cpu profile's samples are CPU time: none of it waited (no-waits: no
-			 * schedstat read) */
-	/* without a descriptor table of its own (fds.h's fallback), a read would briefly take
-	 * the lowest free number in the program's table: not for these extras */
-	int may = unmoved || (wp_fds_private() &&
-			      ration_allows(&state_look_tokens, &state_look_refilled, now));
-	state_look_tokens -= (int64_t)wp_cpuwait_runnable(t, e->id, units_of(weight_ns), weight_ns,
-							  unmoved, may, now);
-	t->cw_runnable = 1;
-}
-
-/* A sample of `t` blocked in the kernel (call br->nr, -1: none) on stack `e`: when it may be
- * in state D, its state is read (rationed); in state D, the sample is a disk wait
- * (cpuwait.h), and leaves the call's own wait (waits.h) if it had one. Outside any call and
- * in state R, it was preempted in its own code (/proc's syscall file says "-1" for a
- * runnable thread not on a CPU): a sample in state R (note_runnable). Outside any window. */
-static void note_disk(struct wp_athread *t, struct wp_stack_entry *e,
-		      const struct blocked_regs *br, uint64_t weight_ns, uint64_t now)
-{
-	struct wp_wait_entry *w = br->nr >= 0 ? t->last_wait : NULL;
-	if (cfg.mode != WP_MODE_WALL || cfg.test_no_waits)
-		return; /* a cpu profile's blocked samples are CPU time already paid (no-waits: no
-			 * stat read) */
-	if (!wp_fds_private() || /* see note_runnable */
-	    !wp_cpuwait_may_be_disk(br->nr, w ? w->target : NULL, w ? w->target_len : 0) ||
-	    !ration_allows(&state_look_tokens, &state_look_refilled, now))
-		return;
-	uint64_t spent;
-	int state = wp_cpuwait_state(t->tid, &spent);
-	state_look_tokens -= (int64_t)spent;
-	if (state == 'R' && br->nr < 0) {
-		note_runnable(t, e, weight_ns, 0, now);
-		return;
-	}
-	if (state != 'D')
-		return;
-	uint32_t units = units_of(weight_ns);
-	if (w) {
-		/* counted as a wait in the call a moment ago: it is this disk wait instead */
-		w->count -= w->count < units ? w->count : units;
-		w->weight_ns -= w->weight_ns < weight_ns ? w->weight_ns : weight_ns;
-		t->last_wait = NULL;
-	}
-	wp_cpuwait_disk(t, e->id, br->nr, br->nr >= 0 ? br->args[0] : 0, w ? w->target : NULL,
-			w ? w->target_len : 0, units, weight_ns);
-}
-
-/* The /proc look at a thread not on a CPU, rationed when it is the thread's first. Returns 1
- * when done with the thread (sampled, or missed), 0 when it is running after all. */
-static int look_blocked(struct wp_athread *t, uint64_t weight_ns, uint64_t now)
-{
-	if (t->last_stack)
-		return sample_blocked(t, t->last_cpu, weight_ns, now);
-	if (!first_look_allowed(now)) {
-		miss(WP_MISS_RATIONED);
-		return 1;
-	}
-	uint64_t c0 = wp_self_cpu_ns();
-	int done = sample_blocked(t, t->last_cpu, weight_ns, now);
-	first_look_tokens -= (int64_t)(wp_self_cpu_ns() - c0);
-	return done;
-}
 
 /* Lock holders, after their waiters (wait_locks.h): see sample.h. */
 void wp_sample_holders(struct wp_athread **ts, size_t n, uint64_t now)
@@ -829,18 +544,16 @@ void wp_sample_holders(struct wp_athread **ts, size_t n, uint64_t now)
 			wp_locks_count_holder_sample();
 			continue;
 		}
-		if (on_cpu_now(t, &cpu)) {
+		if (wp_sample_on_cpu_now(t, &cpu)) {
 			sample_signalled(t, 0, now);
 			continue;
 		}
 		/* not on a CPU: a /proc look, paid from the first looks' ration */
-		if (!first_look_allowed(now)) {
+		int done = wp_sample_blocked_rationed(t, cpu, 0, now);
+		if (done < 0) {
 			wp_locks_count_holder_missed();
 			continue;
 		}
-		uint64_t c0 = wp_self_cpu_ns();
-		int done = sample_blocked(t, cpu, 0, now);
-		first_look_tokens -= (int64_t)(wp_self_cpu_ns() - c0);
 		if (!done)
 			sample_signalled(t, 0, now);
 	}
@@ -873,7 +586,7 @@ static void count_clocked(struct wp_athread *t, const struct wp_pclk_rec *r, voi
 {
 	(void)arg;
 	const struct wp_cpu_reading unknown = { -1, 0, 1 };
-	record_copy(t, r->gregs, r->stack, r->stack_len, 0, r->weight_ns,
+	wp_sample_record(t, r->gregs, r->stack, r->stack_len, 0, r->weight_ns,
 		    r->time_ns > start_ns ? r->time_ns : start_ns, &unknown);
 }
 
@@ -946,7 +659,7 @@ static void sample_clocked(struct wp_athread *t, uint64_t weight_ns, uint64_t no
 	struct wp_pclk_rec r;
 	if (!wp_pclk_newest(t, &r)) {
 		/* it has not run a whole interval since its clock opened */
-		miss(WP_MISS_BLOCKED);
+		wp_sample_miss(WP_MISS_BLOCKED);
 		t->unseen_ns += weight_ns;
 		return;
 	}
@@ -957,13 +670,13 @@ static void sample_clocked(struct wp_athread *t, uint64_t weight_ns, uint64_t no
 	uint32_t stack = t->lock_stack;
 	struct wp_cpu_reading cpu = t->lock_cpu;
 	const struct wp_cpu_reading unknown = { -1, 0, 1 };
-	struct wp_stack_entry *e = record_copy(t, r.gregs, r.stack, r.stack_len, 0, weight_ns,
+	struct wp_stack_entry *e = wp_sample_record(t, r.gregs, r.stack, r.stack_len, 0, weight_ns,
 					       now, &unknown);
 	t->lock_seq = seq;
 	t->lock_stack = stack;
 	t->lock_cpu = cpu;
 	if (e)
-		note_runnable(t, e, weight_ns, 0, now); /* running, or waiting for a CPU */
+		wp_sample_note_runnable(t, e, weight_ns, 0, now); /* running, or waiting for a CPU */
 }
 
 void wp_sample_end_clocks(void)
@@ -1017,9 +730,9 @@ static void tick_wall(uint64_t now)
 		 * wall time is not lost for the back-off's second. */
 		int off = backed_off(t, now);
 		if (!cfg.test_signal_all) {
-			if (sample_unmoved(t, weight, now))
+			if (wp_sample_unmoved(t, weight, now))
 				continue;
-			if (!on_cpu_now(t, &t->last_cpu) && look_blocked(t, weight, now))
+			if (!wp_sample_on_cpu_now(t, &t->last_cpu) && wp_sample_look_blocked(t, weight, now))
 				continue;
 		}
 		if (t->pclk)
@@ -1067,7 +780,7 @@ static void tick_cpu(uint64_t now)
 		t->credit_ns -= weight;
 		/* It ran during the last tick but may have just blocked: then take it from /proc
 		 * rather than interrupt its call. */
-		if (on_cpu_now(t, &cpu) || !sample_blocked(t, cpu, weight, now))
+		if (wp_sample_on_cpu_now(t, &cpu) || !wp_sample_blocked(t, cpu, weight, now))
 			sample_signalled(t, weight, now);
 	}
 	flush_jobs(now);
@@ -1079,6 +792,7 @@ static void tick_cpu(uint64_t now)
 void wp_sample_begin(const struct wp_config *c, uint64_t run_start_ns, uint64_t every_ns)
 {
 	cfg = *c;
+	wp_sample_nosignal_begin(c);
 	start_ns = run_start_ns;
 	wp_pclk_begin(c, every_ns);
 	prev_tick = run_start_ns; /* a fork child's too: not its parent's last tick */
@@ -1112,10 +826,7 @@ void wp_sample_forget(void)
 	njobs = 0;
 	holder_only = 0;
 	memset(backoffs, 0, sizeof(backoffs));
-	first_look_tokens = FIRST_LOOK_BURST_NS;
-	first_look_refilled = 0;
+	wp_sample_nosignal_forget();
 	wp_locks_reset();
-	state_look_tokens = FIRST_LOOK_BURST_NS;
-	state_look_refilled = 0;
 	wp_pclk_forget();
 }

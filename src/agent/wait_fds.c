@@ -303,10 +303,10 @@ static int call_direction(long nr)
 {
 	switch (nr) {
 	case SYS_read: case SYS_pread64: case SYS_readv: case SYS_preadv: case SYS_recvfrom:
-	case SYS_recvmsg: case SYS_recvmmsg:
+	case SYS_recvmsg: case SYS_recvmmsg: case SYS_preadv2: case SYS_tee:
 		return 1;
 	case SYS_write: case SYS_pwrite64: case SYS_writev: case SYS_pwritev: case SYS_sendto:
-	case SYS_sendmsg: case SYS_sendmmsg:
+	case SYS_sendmsg: case SYS_sendmmsg: case SYS_pwritev2: case SYS_vmsplice:
 		return 2;
 	default:
 		return 0;
@@ -526,6 +526,11 @@ static int waits_on_fd(long nr)
 	case SYS_connect: case SYS_recvfrom: case SYS_sendto: case SYS_recvmsg: case SYS_sendmsg:
 	case SYS_recvmmsg: case SYS_sendmmsg: case SYS_flock: case SYS_fcntl: case SYS_ioctl:
 	case SYS_fsync: case SYS_fdatasync: case SYS_splice: case SYS_sendfile:
+	/* glibc's preadv2/pwritev2, sync_file_range, syncfs, mq_timedsend/receive (an mqd_t
+	 * is a descriptor), tee, vmsplice and copy_file_range (their first descriptor) */
+	case SYS_preadv2: case SYS_pwritev2: case SYS_sync_file_range: case SYS_syncfs:
+	case SYS_mq_timedsend: case SYS_mq_timedreceive: case SYS_tee: case SYS_vmsplice:
+	case SYS_copy_file_range:
 		return 1;
 	default:
 		return 0;
@@ -535,8 +540,12 @@ static int waits_on_fd(long nr)
 int wp_wait_fds_handles(long nr)
 {
 	return waits_on_fd(nr) || nr == SYS_poll || nr == SYS_ppoll || nr == SYS_select ||
-	       nr == SYS_pselect6 || nr == SYS_epoll_wait || nr == SYS_epoll_pwait ||
-	       nr == SYS_wait4 || nr == SYS_waitid;
+	       nr == SYS_pselect6 || wp_wait_is_epoll(nr) || nr == SYS_wait4 || nr == SYS_waitid;
+}
+
+int wp_wait_is_epoll(long nr)
+{
+	return nr == SYS_epoll_wait || nr == SYS_epoll_pwait || nr == SYS_epoll_pwait2;
 }
 
 uint32_t wp_wait_fds_describe(pid_t tid, long nr, const uint64_t args[6], struct wp_look *look,
@@ -554,7 +563,7 @@ uint32_t wp_wait_fds_describe(pid_t tid, long nr, const uint64_t args[6], struct
 	} else if (nr == SYS_select || nr == SYS_pselect6) {
 		call = "select";
 		n = select_fds(args, fds, &total);
-	} else if ((nr == SYS_epoll_wait || nr == SYS_epoll_pwait) && args[0] < (1u << 30)) {
+	} else if (wp_wait_is_epoll(nr) && args[0] < (1u << 30)) {
 		call = "epoll";
 		n = epoll_fds(tid, (int)args[0], look, fds, &total);
 	}

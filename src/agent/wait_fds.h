@@ -6,7 +6,8 @@
  *   a pipe      which end the thread waits on and this process's descriptors on the other
  *               end, from one scan of the thread's /proc fd directory
  *   eventfd, timerfd, signalfd, inotify, epoll: their names and descriptor
- *   poll, ppoll, select, pselect6, epoll_wait, epoll_pwait: each descriptor waited on
+ *   poll, ppoll, select, pselect6, epoll_wait, epoll_pwait, epoll_pwait2: each descriptor
+ *               waited on
  *               (the pollfd array and fd_set bitmaps read with process_vm_readv; an epoll's
  *               list from /proc/self/fdinfo)
  *   wait4, waitid: the child's pid and command, from /proc/PID/comm (wait_child.c)
@@ -35,6 +36,8 @@ struct wp_look {
 /* Whether call `nr`'s object is described here: descriptor calls, poll/select/epoll,
  * wait4/waitid. */
 int wp_wait_fds_handles(long nr);
+/* Whether call `nr` waits on an epoll instance: epoll_wait, epoll_pwait, epoll_pwait2. */
+int wp_wait_is_epoll(long nr);
 
 /* Describes the object of thread `tid`'s call `nr` with arguments `args` (/proc's syscall
  * line) into buf (at most cap bytes, not NUL-terminated); returns its length (0: nothing

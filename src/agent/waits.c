@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,6 +32,34 @@ static uint64_t timespec_ns_at(uint64_t addr)
 	if (!wp_peek(addr, &ts, sizeof(ts)) || ts.tv_sec < 0 || ts.tv_nsec < 0)
 		return 0;
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Whether a poll or select waits on no descriptor at all: a sleep (PostgreSQL's pg_usleep is
+ * select(0, NULL, NULL, NULL, &delay)). */
+static int empty_set(long nr, const uint64_t args[6])
+{
+	if (nr == SYS_poll || nr == SYS_ppoll)
+		return args[1] == 0;
+	if (nr == SYS_select || nr == SYS_pselect6)
+		return args[0] == 0 || (!args[1] && !args[2] && !args[3]);
+	return 0;
+}
+
+/* The timeout of an empty poll or select (ns), 0 when none or unreadable. The kernel writes
+ * the time left back only when the call returns: while the thread sleeps, its argument still
+ * holds the time asked for. */
+static uint64_t empty_set_timeout(long nr, const uint64_t args[6])
+{
+	if (nr == SYS_poll)
+		return (int)args[2] > 0 ? (uint64_t)(int)args[2] * 1000000ull : 0;
+	if (nr == SYS_ppoll)
+		return args[2] ? timespec_ns_at(args[2]) : 0;
+	if (nr == SYS_pselect6)
+		return args[4] ? timespec_ns_at(args[4]) : 0;
+	struct timeval tv; /* select */
+	if (!args[4] || !wp_peek(args[4], &tv, sizeof(tv)) || tv.tv_sec < 0 || tv.tv_usec < 0)
+		return 0;
+	return (uint64_t)tv.tv_sec * 1000000000ull + (uint64_t)tv.tv_usec * 1000ull;
 }
 
 /* Whether a futex wait looks like a contended glibc mutex: FUTEX_WAIT or FUTEX_WAIT_BITSET
@@ -144,6 +173,9 @@ struct wp_wait_entry *wp_waits_add(struct wp_athread *t, uint32_t stack_id, long
 		k.a0 = args[0];
 		k.a1 = args[1];
 		k.aux = timespec_ns_at(args[2]);
+	} else if (nr == SYS_msgrcv || nr == SYS_msgsnd || nr == SYS_semop ||
+		   nr == SYS_semtimedop) {
+		k.a0 = args[0]; /* System V: the queue's or semaphore set's id */
 	} else if (wp_wait_fds_handles(nr)) {
 		/* io and child waits: what they wait for, in words (wait_fds.c) */
 		static char text[DESCRIPTION_MAX];
@@ -163,6 +195,8 @@ struct wp_wait_entry *wp_waits_add(struct wp_athread *t, uint32_t stack_id, long
 		target = text;
 		if (nr != SYS_wait4 && nr != SYS_waitid)
 			k.aux = id;
+		if (!target_len && empty_set(nr, args))
+			k.aux = empty_set_timeout(nr, args); /* a sleep: for how long */
 		k.a2 = target_len ? text_hash(text, target_len) : 0;
 		*looked_ns = look.cpu_ns;
 		partial = look.partial;

@@ -51,7 +51,10 @@ static void test_classify(void)
 	CHECK_INT(wp_wait_classify(SYS_wait4, NULL, 0), WP_WAIT_CHILD);
 	CHECK_INT(wp_wait_classify(SYS_rt_sigtimedwait, NULL, 0), WP_WAIT_SIGNAL);
 	CHECK_INT(wp_wait_classify(SYS_pause, NULL, 0), WP_WAIT_SIGNAL);
-	CHECK_INT(wp_wait_classify(SYS_msgrcv, NULL, 0), WP_WAIT_OTHER);
+	CHECK_INT(wp_wait_classify(SYS_msgrcv, NULL, 0), WP_WAIT_IO);
+	CHECK_INT(wp_wait_classify(SYS_semop, NULL, 0), WP_WAIT_SEMAPHORE);
+	CHECK_INT(wp_wait_classify(SYS_sync_file_range, NULL, 0), WP_WAIT_IO);
+	CHECK_INT(wp_wait_classify(SYS_epoll_pwait2, NULL, 0), WP_WAIT_IO);
 	CHECK_INT(wp_wait_classify(9999, NULL, 0), WP_WAIT_OTHER);
 	/* the pseudo calls: whatever the stack */
 	CHECK_INT(wp_wait_classify(WP_WAIT_NR_CPU, lock, N(lock)), WP_WAIT_CPU);
@@ -67,7 +70,7 @@ static const char *describe(const struct wp_wait *w, const char *data, const cha
 {
 	static char buf[256];
 	const char *fr[] = { "__lll_lock_wait" };
-	enum wp_wait_kind k = wp_wait_classify(w->nr, fr, 1);
+	enum wp_wait_kind k = wp_wait_kind_of(w, fr, 1);
 	wp_wait_describe(w, k, data, waiter, joined, buf, sizeof(buf));
 	return buf;
 }
@@ -114,6 +117,25 @@ static void test_describe(void)
 	/* select's first argument is the highest descriptor + 1, not how many */
 	struct wp_wait sel = { .nr = SYS_pselect6, .a1 = 5, .target = "" };
 	CHECK_STR(describe(&sel, NULL, NULL, NULL), "pselect6 of fds < 5");
+	/* over no descriptor: a sleep (PostgreSQL's pg_usleep: select(0, ..., &delay)), its
+	 * timeout read by the agent into aux */
+	struct wp_wait nap = { .nr = SYS_pselect6, .a1 = 0, .aux = 20000000, .target = "" };
+	CHECK_INT(wp_wait_kind_of(&nap, NULL, 0), WP_WAIT_SLEEP);
+	CHECK_STR(describe(&nap, NULL, NULL, NULL), "20ms");
+	nap.aux = 0;
+	CHECK_STR(describe(&nap, NULL, NULL, NULL), "?");
+	struct wp_wait pnap = { .nr = SYS_poll, .a1 = 0, .aux = 5000000, .target = "" };
+	CHECK_STR(describe(&pnap, NULL, NULL, NULL), "5ms");
+	CHECK_INT(wp_wait_kind_of(&poll, NULL, 0), WP_WAIT_IO);
+	struct wp_wait sfr = { .nr = SYS_sync_file_range, .a0 = 7, .target = "/tmp/x" };
+	CHECK_STR(describe(&sfr, NULL, NULL, NULL), "/tmp/x");
+	struct wp_wait ep = { .nr = SYS_epoll_pwait2, .a0 = 9, .target = "" };
+	CHECK_STR(describe(&ep, NULL, NULL, NULL), "epoll fd 9");
+	struct wp_wait mq = { .nr = SYS_msgrcv, .a0 = 32768, .target = "" };
+	CHECK_STR(describe(&mq, NULL, NULL, NULL), "System V message queue 32768");
+	struct wp_wait sem = { .nr = SYS_semtimedop, .a0 = 3, .target = "" };
+	CHECK_INT(wp_wait_kind_of(&sem, NULL, 0), WP_WAIT_SEMAPHORE);
+	CHECK_STR(describe(&sem, NULL, NULL, NULL), "System V semaphore set 3");
 
 	struct wp_wait sl = { .nr = SYS_clock_nanosleep, .aux = 10000000, .target = "" };
 	CHECK_STR(describe(&sl, NULL, NULL, NULL), "10ms");
@@ -140,9 +162,7 @@ static void test_describe(void)
 	struct wp_wait vf = { .nr = SYS_vfork, .target = "" };
 	CHECK_STR(describe(&vf, NULL, NULL, NULL), "vfork");
 
-	struct wp_wait other = { .nr = SYS_msgrcv, .target = "" };
-	CHECK_STR(describe(&other, NULL, NULL, NULL), "msgrcv");
-	other.nr = 9999;
+	struct wp_wait other = { .nr = 9999, .target = "" };
 	CHECK_STR(describe(&other, NULL, NULL, NULL), "syscall 9999");
 
 	struct wp_wait cpu = { .nr = WP_WAIT_NR_CPU, .target = "" };

@@ -201,7 +201,7 @@ static void describe_wait(struct wp_resolved *r, uint32_t proc, struct data_name
 	}
 	if (!waiter)
 		waiter = library_waiter(r, rs);
-	enum wp_wait_kind k = wp_wait_classify(w->nr, funcs, nf);
+	enum wp_wait_kind k = wp_wait_kind_of(w, funcs, nf);
 	const char *dn = NULL, *joined = NULL;
 	if (k == WP_WAIT_LOCK || k == WP_WAIT_RWLOCK || k == WP_WAIT_CONDITION ||
 	    k == WP_WAIT_SEMAPHORE || k == WP_WAIT_FUTEX)

@@ -51,10 +51,22 @@ static const struct {
 	{ SYS_rt_sigsuspend, "sigsuspend", WP_WAIT_SIGNAL },
 	{ SYS_rt_sigtimedwait, "sigtimedwait", WP_WAIT_SIGNAL },
 	{ SYS_pause, "pause", WP_WAIT_SIGNAL },	     { SYS_futex, "futex", WP_WAIT_FUTEX },
-	{ SYS_msgrcv, "msgrcv", WP_WAIT_OTHER },     { SYS_semop, "semop", WP_WAIT_OTHER },
-	{ SYS_semtimedop, "semtimedop", WP_WAIT_OTHER },
-	{ SYS_io_getevents, "io_getevents", WP_WAIT_OTHER },
-	{ SYS_io_uring_enter, "io_uring_enter", WP_WAIT_OTHER },
+	{ SYS_epoll_pwait2, "epoll_pwait2", WP_WAIT_IO },
+	{ SYS_preadv2, "preadv2", WP_WAIT_IO },	     { SYS_pwritev2, "pwritev2", WP_WAIT_IO },
+	{ SYS_sync_file_range, "sync_file_range", WP_WAIT_IO },
+	{ SYS_syncfs, "syncfs", WP_WAIT_IO },	     { SYS_sync, "sync", WP_WAIT_IO },
+	{ SYS_msync, "msync", WP_WAIT_IO },	     { SYS_tee, "tee", WP_WAIT_IO },
+	{ SYS_vmsplice, "vmsplice", WP_WAIT_IO },    { SYS_copy_file_range, "copy_file_range", WP_WAIT_IO },
+	{ SYS_mq_timedsend, "mq_timedsend", WP_WAIT_IO },
+	{ SYS_mq_timedreceive, "mq_timedreceive", WP_WAIT_IO },
+	{ SYS_open, "open", WP_WAIT_IO },	     { SYS_openat, "openat", WP_WAIT_IO },
+	/* System V IPC: a message queue is read and written as io, a semaphore set is one */
+	{ SYS_msgrcv, "msgrcv", WP_WAIT_IO },	     { SYS_msgsnd, "msgsnd", WP_WAIT_IO },
+	{ SYS_semop, "semop", WP_WAIT_SEMAPHORE },   { SYS_semtimedop, "semtimedop", WP_WAIT_SEMAPHORE },
+	{ SYS_futex_waitv, "futex_waitv", WP_WAIT_FUTEX },
+	{ SYS_io_getevents, "io_getevents", WP_WAIT_IO },
+	{ SYS_io_pgetevents, "io_pgetevents", WP_WAIT_IO },
+	{ SYS_io_uring_enter, "io_uring_enter", WP_WAIT_IO },
 };
 
 const char *wp_syscall_name(uint32_t nr)
@@ -106,6 +118,22 @@ enum wp_wait_kind wp_wait_classify(uint32_t nr, const char *const *funcs, size_t
 		if (calls[i].nr == nr)
 			return calls[i].kind;
 	return WP_WAIT_OTHER;
+}
+
+/* Whether w is a poll or select over no descriptor (the agent found none to name, and the
+ * set was empty or it read the timeout of one): a sleep, PostgreSQL's pg_usleep. */
+static int empty_poll(const struct wp_wait *w)
+{
+	int poll = w->nr == SYS_poll || w->nr == SYS_ppoll;
+	int select = w->nr == SYS_select || w->nr == SYS_pselect6;
+	return (poll || select) && !(w->target && *w->target) && (w->a1 == 0 || w->aux);
+}
+
+enum wp_wait_kind wp_wait_kind_of(const struct wp_wait *w, const char *const *funcs, size_t n)
+{
+	if (empty_poll(w))
+		return WP_WAIT_SLEEP;
+	return wp_wait_classify(w->nr, funcs, n);
 }
 
 void wp_wait_duration(uint64_t ns, char *buf, size_t cap)
@@ -181,8 +209,17 @@ void wp_wait_describe(const struct wp_wait *w, enum wp_wait_kind k, const char *
 {
 	const char *call = wp_syscall_name(w->nr);
 	switch (k) {
-	case WP_WAIT_LOCK: case WP_WAIT_RWLOCK: case WP_WAIT_CONDITION: case WP_WAIT_SEMAPHORE:
-	case WP_WAIT_FUTEX:
+	case WP_WAIT_SEMAPHORE:
+		if (w->nr == SYS_semop || w->nr == SYS_semtimedop) {
+			snprintf(buf, cap, "System V semaphore set %" PRIu64, w->a0);
+			return;
+		}
+		/* fall through */
+	case WP_WAIT_LOCK: case WP_WAIT_RWLOCK: case WP_WAIT_CONDITION: case WP_WAIT_FUTEX:
+		if (w->nr == SYS_futex_waitv) {
+			snprintf(buf, cap, "futex_waitv");
+			return;
+		}
 		futex_object(w, data_name, waiter, buf, cap);
 		return;
 	case WP_WAIT_JOIN:
@@ -202,11 +239,22 @@ void wp_wait_describe(const struct wp_wait *w, enum wp_wait_kind k, const char *
 			/* select's first argument is the highest descriptor plus one, not a count:
 			 * select([fd 4]) passes 5 */
 			snprintf(buf, cap, "%s of fds < %" PRIu64, call, w->a1);
+		else if (w->nr == SYS_msgrcv || w->nr == SYS_msgsnd)
+			snprintf(buf, cap, "System V message queue %" PRIu64, w->a0);
+		else if (w->nr == SYS_epoll_wait || w->nr == SYS_epoll_pwait ||
+			 w->nr == SYS_epoll_pwait2)
+			snprintf(buf, cap, "epoll fd %" PRIu64, w->a0); /* watching nothing known */
+		else if (w->nr == SYS_sync || w->nr == SYS_openat || w->nr == SYS_open ||
+			 w->nr == SYS_io_getevents || w->nr == SYS_io_pgetevents ||
+			 w->nr == SYS_msync)
+			snprintf(buf, cap, "%s", call); /* no descriptor */
 		else
 			snprintf(buf, cap, "fd %" PRIu64, w->a0);
 		return;
 	case WP_WAIT_SLEEP:
-		if (w->nr == SYS_clock_nanosleep && (w->a1 & 1 /* TIMER_ABSTIME */))
+		if (empty_poll(w) && !w->aux)
+			snprintf(buf, cap, "?"); /* no timeout, or an agent before it was read */
+		else if (w->nr == SYS_clock_nanosleep && (w->a1 & 1 /* TIMER_ABSTIME */))
 			abs_sleep(w->a0, buf, cap);
 		else if (!w->aux)
 			snprintf(buf, cap, "?");

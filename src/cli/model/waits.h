@@ -42,6 +42,10 @@ const char *wp_wait_kind_name(enum wp_wait_kind k);
  * (a pthread_cond_wait re-locking its mutex waits in __lll_lock_wait: a lock). */
 enum wp_wait_kind wp_wait_classify(uint32_t nr, const char *const *funcs, size_t n);
 
+/* The kind of wait w: wp_wait_classify, but a poll or select over no descriptor is a
+ * sleep. */
+enum wp_wait_kind wp_wait_kind_of(const struct wp_wait *w, const char *const *funcs, size_t n);
+
 /* What the object is called, given what the caller could find:
  *   data_name    the symbol at the futex address (wp_symbolize_data), or NULL
  *   waiter       the program function that waits (for an anonymous lock), or NULL

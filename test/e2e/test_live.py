@@ -32,12 +32,16 @@ settings it left (`stty -a`), then keeps the pane open so the screen can still b
     process column, the waits view has the child's big_lock, and live_target is marked
     ended once it exits while waits runs on;
   * a root that execs after a child ended (`sh -c 'live_target; sleep 1; exec waits'`): the
-    processes line names the root's new image with the same pid, and the library functions
-    of the last interval have their names (the models share one symbol cache);
+    processes line names the root's new image with the same pid, and the functions and
+    wait leaves of the last interval have their names (the models share one symbol cache);
   * a deadlock (issue 21): test/targets/deadlock.c's abba stuck for good, the header has a
     line "DEADLOCK deadlock: abba-1 tid=N ... waits for lock abba_lock_b held by abba-2 ..."
     naming both threads (tids from the target's truth) and locks; Ctrl-C ends it and the
-    final report opens with the DEADLOCK section.
+    final report opens with the DEADLOCK section;
+  * the same leaves as the text report (issue 20): on test/targets/demo.c, the view lists
+    [wait lock table_lock], [wait sleep 20ms] and [wait io pipe:...] where it listed the C
+    library's futex_wait, clock_nanosleep and __GI___libc_read, and the text report of the
+    same profile has them too.
 """
 import os
 import re
@@ -543,8 +547,10 @@ def exec_view(t):
         s = pane.wait(after_exec, 10)
         t.check(s is not None, "[exec] the processes line names the root by its new image, "
                 "waits, with the same pid", lambda: getattr(pane, "last", ""))
-        want = {"clock_nanosleep", "futex_wait", "compute_holding_lock"}
-        s = pane.wait(lambda x: want <= {n for n, v in func_rows(x).items() if v[0]}, 5)
+        # a library's names: big_lock, a data symbol of the new image, names the lock
+        # (its waiting C-library frames, futex_wait..., are that leaf since issue 20)
+        want = {"[wait lock big_lock]", "[wait sleep 10ms]", "compute_holding_lock"}
+        s = pane.wait(lambda x: want <= {n for i, _, n in leaf_rows(x, True) if i}, 5)
         t.check(s is not None, "[exec] after the exec and live_target's end, the last interval "
                 "has %s by name" % ", ".join(sorted(want)), lambda: getattr(pane, "last", ""))
         st = pane.wait_exit(20)
@@ -583,12 +589,81 @@ def deadlock_view(t):
         pane.close()
 
 
+def leaf_rows(screen, interval=False):
+    """[(overall samples, function)] of the functions table, the function's whole name (a
+    wait leaf's "[wait KIND OBJECT]" has spaces; the module follows after two or more);
+    `interval`: [(interval samples, overall samples, function)]."""
+    out = []
+    for line in screen.splitlines():
+        m = ROW.match(line)
+        if m and not m.group(5).startswith("`-"):
+            name = m.group(5)
+            if not name.startswith("[wait "):
+                name = name.split()[0]
+            elif "]" in name:
+                name = name[:name.index("]") + 1]
+            out.append((num(m.group(2)), num(m.group(4)), name) if interval
+                       else (num(m.group(4)), name))
+    return out
+
+
+# the C library's waiting frames a wait leaf replaces (issue 20: the live view listed them
+# where the text report of the same profile had [wait lock table_lock], [wait sleep 20ms]...)
+LIBC_WAITING = ("futex_wait", "__futex_abstimed_wait", "__lll_lock_wait", "clock_nanosleep",
+                "__GI___libc_read", "__libc_read", "__GI___nanosleep")
+
+
+def same_leaves(t):
+    """The live view's functions are the text report's leaves: a waiting sample's C-library
+    frames are one [wait KIND OBJECT] row in both (test/targets/demo.c: four workers on
+    table_lock, an io thread reading a pipe and sleeping 20 ms, main joining)."""
+    prof = wp.tmp_path("leaves.prof")
+    pane = Pane([wp.cli(), "--live", "--threads=0", "-o", prof, "--", wp.target("demo"), "4"],
+                width=160)
+    try:
+        want = ("[wait lock table_lock]", "[wait sleep 20ms]", "[wait io pipe:")
+
+        def has_all(x):
+            names = [n for _, n in leaf_rows(x)]
+            return all(any(n.startswith(w) for n in names) for w in want)
+        s = pane.wait(has_all, 8)
+        live = leaf_rows(s if s is not None else getattr(pane, "last", ""))
+        t.check(s is not None, "[leaves] the live view lists [wait lock table_lock], [wait "
+                "sleep 20ms] and [wait io pipe:...] rows", lambda: getattr(pane, "last", ""))
+        st = pane.wait_exit(30)
+        t.check(st is not None and st.get("status") == 0, "[leaves] wallprof exits 0",
+                lambda: pane.screen())
+        rep = wp.wallprof(["--report", prof, "--top=40"])
+        flat = rep.stdout.partition("FLAT PROFILE")[2].partition("WAITS")[0]
+        text = [line.split("  ")[0] for line in
+                (re.sub(r"^\s*\d+\.\d%\s+\S+\s+[\d,]+\s+\d+\.\d%\s+", "", x)
+                 for x in flat.splitlines() if re.match(r"^\s*\d+\.\d%\s+\d", x))]
+        for w in want:
+            t.check(any(n.startswith(w) for n in text), "[leaves] the text report of the same "
+                    "profile has %s too" % w, flat)
+        # the view's top rows are leaves the text report has: a wait leaf as a leaf, a
+        # C-library waiting frame at most as much as the report shows it (its CPU-wait share)
+        top = sorted(live, reverse=True)[:8]
+        total = sum(n for n, _ in live) or 1
+        for n, name in top:
+            if name.startswith("[wait "):
+                continue
+            t.check(any(x.startswith(name[:28]) for x in text),
+                    "[leaves] %s, a row of the live view, is in the text report's flat "
+                    "profile" % name, flat)
+        libc = [(n, name) for n, name in live if name in LIBC_WAITING and n > 0.15 * total]
+        t.check(not libc, "[leaves] no C-library waiting frame holds over 15% of the live "
+                "view's samples (the report shows them as wait leaves)", repr(live))
+    finally:
+        pane.close()
+
+
 def main(t):
     if not shutil.which("tmux"):
         t.fail("tmux is missing: run ./scripts/deps")
         return
     if not wp.require_built(wp.target("live_target"), wp.target("waits"),
-                            wp.target("deadlock")):
+                            wp.target("deadlock"), wp.target("demo")):
         return
     sock = wp.tmp_path("tmux.sock")
     try:
@@ -597,7 +672,8 @@ def main(t):
         steps = [("not_a_terminal", not_a_terminal), ("full_run", full_run),
                  ("quit_key", quit_key), ("ctrl_c", lambda t: interrupted(t, "ctrl-c")),
                  ("sigterm", lambda t: interrupted(t, "sigterm")), ("waits_view", waits_view),
-                 ("tree_view", tree_view), ("exec_view", exec_view), ("slowdown", slowdown),
+                 ("tree_view", tree_view), ("exec_view", exec_view),
+                 ("same_leaves", same_leaves), ("slowdown", slowdown),
                  ("deadlock_view", deadlock_view)]
         for name, fn in steps:
             if not only or name in only:

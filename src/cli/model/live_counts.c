@@ -230,8 +230,11 @@ void wp_live_absorb(struct wp_live_counts *m, uint32_t k, struct wp_profile *p)
 	uint64_t total = wp_profile_total_samples(p);
 	/* A new program image (exec) starts counting afresh: no interval to take. */
 	int fresh = !P->loaded || start != P->start_unix || total < P->total;
+	/* the text report's leaves: a waiting sample's C-library frames (futex_wait,
+	 * __GI___libc_read...) are one [wait KIND OBJECT] leaf, so both read the same rows */
+	static const struct wp_filter leaves = { .wait_leaves = 1 };
 	if (!P->model)
-		P->model = wp_resolve_cached(p, NULL, m->symcache);
+		P->model = wp_resolve_cached(p, &leaves, m->symcache);
 	else if (wp_resolve_update(P->model, p) != 0)
 		oom(m);
 	if (!P->model)

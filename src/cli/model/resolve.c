@@ -366,6 +366,7 @@ static void keep_stack(const struct wp_resolved *r, struct wp_rstack *rs, uint32
 	rs->flags = s->flags;
 	rs->count = s->count;
 	rs->weight_ns = s->weight_ns;
+	rs->leaf0 = rs->nleaves = 0; /* a build with wait leaves says again (wp_waits_split) */
 	if (rs->frames)
 		return; /* the same stack in the last build: its frames and locations reused */
 	uint32_t n = 0;

@@ -101,6 +101,11 @@ class TextReport:
         if "THREADS" in self.sections:
             self._parse_threads()
 
+    def hottest_code(self):
+        """The flat profile's first row that is code, not a wait leaf: on a loaded machine a
+        CPU-bound program's [wait cpu runqueue] may come first (issue 20)."""
+        return next((f for f in self.flat if not f.name.startswith("[wait ")), None)
+
     def _split(self):
         i, cur = 0, None
         lines = self.lines

@@ -7,7 +7,9 @@ nice 5, half spinning 3 ms and sleeping 3 ms), so they queue for it whatever els
 runs; each reads its own /proc/thread-self/schedstat (run_delay) and the clock at its start
 and end and reports its share of wall time spent on a runqueue (`wait.NAME`). The shares
 differ per thread (the nice 5 thread gets less CPU; half sleeps), so a report that gave every
-thread the same share would fail.
+thread the same share would fail. The spinners' flat profiles (--thread) show that wait as the
+leaf [wait cpu runqueue], within 5 points of their share, and spin_until's self time as the
+rest (issue 20: it was spin_until's self time, as a build's CPU wait was ppoll's).
 
 Wall mode, text report: each thread's "time (...): running X%, waiting for a CPU Y%, ..." line
 adds up to 100% (to rounding), and Y is within 5 points of the thread's own share for the
@@ -34,6 +36,7 @@ against 1-17% by its schedstat, sleep 4-20% (the code before this check, 1000 Hz
 with a tick in every interval, was right).
 """
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -81,7 +84,29 @@ def check_run(t, variant, hz=HZ):
         most = 5.0 if name in ("half", "duty") else 2.0
         t.check(unknown <= most, "%s: %s: at most %.0f%% in no known call"
                 % (variant, name, most), "%.1f%%; %r" % (unknown, got))
+    if variant == "pinned":
+        for name in ("spin-a", "spin-b"):
+            flat_cpu_wait(t, prof, name, int(truth["tid." + name]), float(truth["wait." + name]))
     return b, truth
+
+
+FLAT_ROW = re.compile(r"^\s*(\d+\.\d)%\s+\S+\s+[\d,]+\s+\d+\.\d%\s+(\S.*?)\s{2,}")
+
+
+def flat_cpu_wait(t, prof, name, tid, share):
+    """A spinner's flat profile (--thread): its time waiting for a CPU is the leaf [wait cpu
+    runqueue] under spin_until, within POINTS of its own schedstat share, and spin_until's
+    self time is the rest (issue 20: the CPU wait was spin_until's self time, as ninja's was
+    ppoll's)."""
+    r = wp.wallprof(["--report", prof, "--thread=%d" % tid, "--top=50"])
+    flat = r.stdout.partition("FLAT PROFILE")[2].partition("WAITS")[0]
+    rows = {m.group(2): float(m.group(1)) for m in map(FLAT_ROW.match, flat.splitlines()) if m}
+    cpu, spin = rows.get("[wait cpu runqueue]", 0.0), rows.get("spin_until", 0.0)
+    t.check(abs(cpu - share) <= POINTS, "pinned: %s's flat profile shows its CPU wait as [wait "
+            "cpu runqueue] %.1f%%, within %.0f points of its schedstat share %.1f%%"
+            % (name, cpu, POINTS, share), flat)
+    t.check(abs(spin - (100.0 - share)) <= POINTS, "pinned: %s's spin_until self time %.1f%% is "
+            "its running share, %.1f%% by its schedstat" % (name, spin, 100.0 - share), flat)
 
 
 def main(t):

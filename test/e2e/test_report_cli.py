@@ -158,10 +158,14 @@ def main(t):
     t.eq(r.returncode, 0, "recording report_cxx exits 0", r.describe())
     t.eq(rl.long_lines(r.stdout), [], "text with long C++ names: no line over 100 columns")
     rep = rl.TextReport(r.stdout)
-    top = rep.flat[0].name if rep.flat else ""
+    # the hottest function: on a loaded machine its wait for a CPU, [wait cpu runqueue], may
+    # be hotter (issue 20: that wait is a leaf of its own)
+    top = rep.hottest_code().name if rep.hottest_code() else ""
     t.check("crunch_the_numbers" in top and top.startswith("..."),
             "text: the long name is shortened from the front, keeping the method", top)
-    th = rep.threads[0].rows[0][2] if rep.threads and rep.threads[0].rows else ""
+    rows = [x for x in rep.threads[0].rows if not x[2].startswith("[wait ")] \
+        if rep.threads else []
+    th = rows[0][2] if rows else ""
     t.check(th.endswith("crunch_the_numbers_for_a_while()"),
             "text: with room, the shortened name keeps the method whole", th)
     r = wp.wallprof(["--report", cp, "--format=csv"])

@@ -20,7 +20,7 @@ def main(t):
         rep = rl.TextReport(r.stdout)
         t.check(rep.header_line("RUN", "exited with status %d" % code) is not None,
                 "exit %d: the header says 'exited with status %d'" % (code, code), r.stdout[:600])
-        t.check(rep.flat and rep.flat[0].name == "work_before_exit",
+        t.check(rep.hottest_code() and rep.hottest_code().name == "work_before_exit",
                 "exit %d: the profile was written and reported" % code, r.stdout[:2000])
         r2 = wp.wallprof(["--report", prof])
         t.check(r2.returncode == 0 and "work_before_exit" in r2.stdout,

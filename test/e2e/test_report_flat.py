@@ -168,7 +168,7 @@ def main(t):
     sp = wp.tmp_path("stripped.prof")
     r6 = wp.wallprof(["--hz=500", "-q", "-o", sp, "--", stripped, "0.5"], timeout=60)
     rep6 = rl.TextReport(r6.stdout)
-    top = rep6.flat[0] if rep6.flat else None
+    top = rep6.hottest_code()
     # (the columns may be cut to keep the row within 100 columns: the module's end,
     # "report_flat_str...", and the name's start, "..._flat_stripped+0x1494", when another row
     # has a long source column)

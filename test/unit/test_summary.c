@@ -265,7 +265,8 @@ static void test_statistics(void)
 /* A thread's time budget (wp_thread_budget): a running stack of 100 samples, 40 of them a
  * wait for a CPU; a waiting stack of 50, 30 of them in read() on fd 4, 20 in no known call.
  * Weights are 1 µs a sample (rec_wait's). With wait leaves the read's 30 samples become a
- * stack of their own ending in "[wait io fd 4]": the budget and the total stay the same. */
+ * stack of their own ending in "[wait io fd 4]", the CPU wait's 40 one ending in "[wait cpu
+ * runqueue]": the budget and the total stay the same. */
 static struct wp_profile *budget_run(void)
 {
 	struct buf b;
@@ -293,17 +294,23 @@ static void test_budget(void)
 		CHECK_EQ_U(b.kind_ns[WP_WAIT_IO], 30000);
 		CHECK_EQ_U(b.unknown_ns, 20000);
 		CHECK_EQ_U(r->total, 150);
-		CHECK_EQ_U(r->nstacks, leaves ? 3u : 2u);
+		CHECK_EQ_U(r->nstacks, leaves ? 4u : 2u);
 		uint32_t leaf = wp_resolved_func(r, "[wait io fd 4]", "[wait]");
+		uint32_t cpu = wp_resolved_func(r, "[wait cpu runqueue]", "[wait]");
 		CHECK_EQ_U(r->funcs[leaf].self, leaves ? 30u : 0u);
+		CHECK_EQ_U(r->funcs[cpu].self, leaves ? 40u : 0u);
 		if (leaves) {
-			/* the cpu wait stays with its running stack; the read's leaves the waiting one */
-			CHECK_EQ_U(r->stacks[0].nwaits, 1u);
-			CHECK_INT(r->stacks[0].waits[0].kind, WP_WAIT_CPU);
+			/* the cpu wait leaves its running stack as a leaf of its own (issue 20: it
+			 * was that stack's self time), the read's leaves the waiting one */
+			CHECK_EQ_U(r->stacks[0].count, 60u);
+			CHECK_EQ_U(r->stacks[0].nwaits, 0u);
 			CHECK_EQ_U(r->stacks[1].count, 20u);
 			CHECK_EQ_U(r->stacks[1].nwaits, 0u);
-			CHECK_EQ_U(r->stacks[2].count, 30u);
-			CHECK_EQ_U(r->stacks[2].frames[r->stacks[2].n - 1].func, leaf);
+			CHECK_EQ_U(r->stacks[2].count, 40u);
+			CHECK_EQ_U(r->stacks[2].frames[r->stacks[2].n - 1].func, cpu);
+			CHECK_INT(r->stacks[2].waits[0].kind, WP_WAIT_CPU);
+			CHECK_EQ_U(r->stacks[3].count, 30u);
+			CHECK_EQ_U(r->stacks[3].frames[r->stacks[3].n - 1].func, leaf);
 		}
 		wp_resolved_free(r);
 	}

@@ -48,8 +48,9 @@ struct wp_filter {
 	/* Not a selector: the one switch of how waits look. Each waiting sample's C-library
 	 * waiting frames (futex_wait, __GI___libc_read...) are replaced by one leaf frame
 	 * "[wait KIND OBJECT]" (module "[wait]") whose caller is the program's function that
-	 * waited: such samples become stacks of their own, appended after the profile's. Waits
-	 * for a CPU keep their stack (the thread runs there). The text report's default. */
+	 * waited: such samples become stacks of their own, appended after the profile's. The
+	 * share of a running stack that waited for a CPU becomes such a leaf too, [wait cpu
+	 * runqueue]. The text report's default, and the live view's. */
 	int wait_leaves;
 };
 

@@ -115,17 +115,12 @@ int wp_report_file(const struct wp_opts *opts, const char *path, FILE *out);
  * *.prof: one model over all their processes (a file that cannot be read gets one line on
  * standard error and is left out). */
 int wp_report_files(const struct wp_opts *opts, FILE *out);
-/* The profiles of a run, read (model/run.h): `path` a run's main file (and its siblings;
- * with single_file, that file alone) or a directory (its *.prof), by start time. A file that
- * cannot be read gets one line on standard error and is counted in `skipped`. */
-struct wp_run_files {
-	struct wp_profile **ps;
-	char **paths;
-	size_t n, skipped;
-};
-/* Returns 0 (n >= 1), or -1 with the problem said. */
-int wp_run_load(const char *path, int single_file, struct wp_run_files *rf);
-void wp_run_files_free(struct wp_run_files *rf);
+/* The processes of a run with their profiles, read (model/run.h's struct wp_run, the one
+ * type of a run: procs[i].prof each process's profile, which wp_run_free frees): `path` a
+ * run's main file (and its siblings; with single_file, that file alone) or a directory (its
+ * *.prof), by start time. A file that cannot be read gets one line on standard error and is
+ * counted in `skipped`. Returns 0 (n >= 1), or -1 with the problem said. */
+int wp_run_load(const char *path, int single_file, struct wp_run *run);
 /* The same for a model already built (with wp_opts_filter(opts)); `run`: the processes of
  * its run (model/run.h), for the text header, or NULL. */
 int wp_report(const struct wp_opts *opts, const struct wp_resolved *r, const struct wp_run *run,

@@ -92,6 +92,7 @@ struct wp_profile_info {
 	int has_sampler_cpu;        /* sampler_cpu_ns is there (an older agent's file has not) */
 	int checkpoint;             /* checkpoint is there: not the process's final write */
 	int timeline_truncated;
+	uint64_t messages_dropped;  /* the agent's messages past its 16 (message_N) */
 };
 
 struct wp_profile {

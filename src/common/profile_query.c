@@ -175,4 +175,5 @@ void wp_profile_fill_info(struct wp_profile *p)
 	in->has_sampler_cpu = wp_profile_meta(p, "sampler_cpu_ns") != NULL;
 	in->checkpoint = wp_profile_meta(p, "checkpoint") != NULL;
 	in->timeline_truncated = wp_profile_meta_ll(p, "timeline_truncated", 0) != 0;
+	in->messages_dropped = meta_u(p, "messages_dropped");
 }

@@ -34,7 +34,9 @@
 
 struct side {
 	const char *path;
-	struct wp_run_files run; /* the run's profiles: a main file's siblings, a directory's */
+	struct wp_run run;      /* the run's processes and profiles: a main file's siblings, a
+				 * directory's (wp_run_load) */
+	const struct wp_profile **ps; /* their profiles, in the run's order */
 	struct wp_profile *p;   /* the first (the root, by start) */
 	struct wp_resolved *r;  /* filtered by the options, over every process of the run */
 	struct wp_summary s;    /* its figures: units, what one sample stands for */
@@ -111,12 +113,15 @@ static int load(const struct wp_opts *o, struct side *s)
 {
 	if (wp_run_load(s->path, o->single_file, &s->run) != 0)
 		return -1;
-	s->p = s->run.ps[0];
+	s->ps = wp_xcalloc(s->run.n, sizeof(*s->ps));
+	for (size_t i = 0; i < s->run.n; i++)
+		s->ps[i] = s->run.procs[i].prof;
+	s->p = s->run.procs[0].prof;
 	struct wp_filter f = wp_opts_filter(o);
 	/* only when asked: a pipe's inode or a child's pid differs from run to run, and its wait
 	 * leaf would show as gone in one and new in the other */
 	f.wait_leaves = o->wait_leaves > 0;
-	s->r = wp_resolve_many((const struct wp_profile *const *)s->run.ps, s->run.n, &f);
+	s->r = wp_resolve_many(s->ps, s->run.n, &f);
 	if (!s->r)
 		return -1;
 	wp_summarize(s->p, s->r, &s->s);
@@ -856,7 +861,8 @@ int wp_compare(const struct wp_opts *o, const char *before, const char *after, F
 done:
 	for (int k = 0; k < 2; k++) {
 		wp_resolved_free(sides[k].r);
-		wp_run_files_free(&sides[k].run);
+		free(sides[k].ps);
+		wp_run_free(&sides[k].run);
 	}
 	return rc;
 }

@@ -393,59 +393,50 @@ int wp_report_files(const struct wp_opts *o, FILE *out)
 	return rc;
 }
 
-int wp_run_load(const char *path, int single_file, struct wp_run_files *rf)
+int wp_run_load(const char *path, int single_file, struct wp_run *run)
 {
-	memset(rf, 0, sizeof(*rf));
+	memset(run, 0, sizeof(*run));
 	struct inputs in = { &path, 1, single_file };
 	struct files f = { 0 };
 	struct loaded *l = NULL;
+	struct wp_profile **ps = NULL;
+	const char **paths = NULL;
+	size_t skipped = 0, n = 0;
 	int rc = -1;
-	if (single_file ? add_path(&f, path) : gather(&in, WP_READ_NO_TIMELINE, &f, &rf->skipped))
+	if (single_file ? add_path(&f, path) : gather(&in, WP_READ_NO_TIMELINE, &f, &skipped))
 		goto out;
-	l = calloc(f.n ? f.n : 1, sizeof(*l));
-	rf->ps = calloc(f.n ? f.n : 1, sizeof(*rf->ps));
-	rf->paths = calloc(f.n ? f.n : 1, sizeof(*rf->paths));
-	if (!l || !rf->ps || !rf->paths) {
-		fprintf(stderr, "wallprof: out of memory\n");
-		goto out;
-	}
-	size_t n = load_all(&f, WP_READ_NO_TIMELINE, l, &rf->skipped);
+	l = wp_xcalloc(f.n ? f.n : 1, sizeof(*l));
+	n = load_all(&f, WP_READ_NO_TIMELINE, l, &skipped);
 	if (!n) {
 		fprintf(stderr, "wallprof: %s: no profile could be read\n", path);
 		goto out;
 	}
 	qsort(l, n, sizeof(*l), by_start);
+	ps = wp_xcalloc(n, sizeof(*ps));
+	paths = wp_xcalloc(n, sizeof(*paths));
 	for (size_t i = 0; i < n; i++) {
-		rf->ps[i] = l[i].p;
-		rf->paths[i] = strdup(l[i].path);
-		l[i].p = NULL;
-		rf->n++;
-		if (!rf->paths[i]) {
-			fprintf(stderr, "wallprof: out of memory\n");
-			goto out;
-		}
+		ps[i] = l[i].p;
+		paths[i] = l[i].path;
 	}
+	if (wp_run_of((const struct wp_profile *const *)ps, paths, n, skipped, run) != 0) {
+		fprintf(stderr, "wallprof: out of memory\n");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) { /* the run keeps them: wp_run_free frees them */
+		run->procs[i].prof = l[i].p;
+		l[i].p = NULL;
+	}
+	run->keeps_profs = 1;
 	rc = 0;
 out:
 	for (size_t i = 0; l && i < f.n; i++)
 		if (l[i].p)
 			wp_profile_free(l[i].p);
 	free(l);
+	free(ps);
+	free(paths);
 	files_free(&f);
-	if (rc)
-		wp_run_files_free(rf);
 	return rc;
-}
-
-void wp_run_files_free(struct wp_run_files *rf)
-{
-	for (size_t i = 0; i < rf->n; i++) {
-		wp_profile_free(rf->ps[i]);
-		free(rf->paths[i]);
-	}
-	free(rf->ps);
-	free(rf->paths);
-	memset(rf, 0, sizeof(*rf));
 }
 
 FILE *wp_open_report(const struct wp_opts *o)

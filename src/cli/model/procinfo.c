@@ -65,7 +65,7 @@ const char *wp_proc_name(const struct wp_profile *p, char *buf, size_t cap)
 		return title;
 	if (!strcmp(how, "comm") && comm && *comm)
 		return comm;
-	return program_name(title && *title ? title : wp_profile_meta(p, "command"), buf, cap);
+	return program_name(title && *title ? title : p->info.command, buf, cap);
 }
 
 const char *wp_proc_command(const struct wp_profile *p, char *buf, size_t cap)
@@ -74,7 +74,7 @@ const char *wp_proc_command(const struct wp_profile *p, char *buf, size_t cap)
 	const char *title = i ? title_key(p, i, "") : NULL;
 	const char *comm = i ? title_key(p, i, "_comm") : NULL;
 	if (!title || !*title) {
-		const char *cmd = wp_profile_meta(p, "command");
+		const char *cmd = p->info.command;
 		return cmd ? cmd : "";
 	}
 	if (!strcmp(retitled(p, i), "comm") && comm && *comm) {
@@ -87,7 +87,7 @@ const char *wp_proc_command(const struct wp_profile *p, char *buf, size_t cap)
 int wp_proc_named(const struct wp_profile *p, const char *sel)
 {
 	char buf[256];
-	return !strcmp(program_name(wp_profile_meta(p, "command"), buf, sizeof(buf)), sel) ||
+	return !strcmp(program_name(p->info.command, buf, sizeof(buf)), sel) ||
 	       !strcmp(wp_proc_name(p, buf, sizeof(buf)), sel);
 }
 
@@ -111,8 +111,7 @@ size_t wp_agent_messages(const struct wp_profile *const *ps, size_t n,
 	struct wp_agent_msg *v = NULL;
 	*dropped = 0;
 	for (size_t k = 0; k < n; k++) {
-		long long d = wp_profile_meta_ll(ps[k], "messages_dropped", 0);
-		*dropped += d > 0 ? (uint64_t)d : 0;
+		*dropped += ps[k]->info.messages_dropped;
 		for (int i = 1;; i++) {
 			char key[32];
 			snprintf(key, sizeof(key), "message_%d", i);

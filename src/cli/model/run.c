@@ -592,6 +592,8 @@ uint64_t wp_run_pid_wall(const struct wp_run *run, long pid)
 void wp_run_free(struct wp_run *run)
 {
 	for (size_t i = 0; i < run->n; i++) {
+		if (run->keeps_profs)
+			wp_profile_free(run->procs[i].prof);
 		free(run->procs[i].file);
 		free(run->procs[i].path);
 		free(run->procs[i].command);

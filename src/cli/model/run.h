@@ -37,8 +37,9 @@ struct wp_run_proc {
 	uint64_t cpu_ns;     /* this image's own: its pid's earlier images' taken off (the
 			      * kernel counts a process's CPU time across exec) */
 	int is_main;         /* the file the report is of */
-	struct wp_profile *prof; /* wp_run_siblings: the profile as read (the caller's to free;
-				  * NULL for the main file, which the caller read), else NULL */
+	struct wp_profile *prof; /* the profile as read: wp_run_siblings' (the caller's to
+				  * take and free; NULL for the main file, which the caller read)
+				  * or wp_run_load's (cli.h: the run's, keeps_profs), else NULL */
 };
 
 /* A process of the run that took no sample: it left no profile, only a line in the run's
@@ -64,6 +65,7 @@ struct wp_run {
 	size_t nunsampled;
 	size_t unsampled_bad; /* lines of those lists that could not be read */
 	int merged;          /* the report's samples are of every process listed (wp_run_of) */
+	int keeps_profs;     /* wp_run_free frees each procs[].prof (wp_run_load's runs) */
 };
 
 /* Fills `run` with the processes of the run `main` (read from main_path) belongs to. Returns

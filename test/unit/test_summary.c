@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "cli/model/jit_hint.h"
 #include "cli/model/resolve.h"
 #include "cli/model/rwaits.h"
 #include "cli/model/summary.h"
@@ -377,8 +378,35 @@ static void test_unseen(void)
 	wp_profile_free(p);
 }
 
+/* The JIT hint (jit_hint.h): only from 20% of the samples not blocked in a call, and 20
+ * samples; the runtime's own flag named. */
+static void test_jit_hint(void)
+{
+	char buf[512];
+	struct wp_jit_use u = { .unknown = 19, .base = 19, .pid = 7, .runtime = "node" };
+	CHECK_INT(wp_jit_hint(&u, buf, sizeof(buf)), 0);
+	CHECK_STR(buf, "");
+	u.unknown = 20;
+	u.base = 101;
+	CHECK_INT(wp_jit_hint(&u, buf, sizeof(buf)), 0);
+	u.base = 100;
+	CHECK_INT(wp_jit_hint(&u, buf, sizeof(buf)), 1);
+	CHECK(strstr(buf, "20.0% of the samples") && strstr(buf, "node with --perf-basic-prof") &&
+	      strstr(buf, "/tmp/perf-PID.map"));
+	u.runtime = "java";
+	wp_jit_hint(&u, buf, sizeof(buf));
+	CHECK(strstr(buf, "-XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit") != NULL);
+	u.runtime = "python";
+	wp_jit_hint(&u, buf, sizeof(buf));
+	CHECK(strstr(buf, "3.12 or later with -X perf") != NULL);
+	u.runtime = NULL;
+	wp_jit_hint(&u, buf, sizeof(buf));
+	CHECK(strstr(buf, "node --perf-basic-prof") && strstr(buf, "-X perf"));
+}
+
 int main(void)
 {
+	test_jit_hint();
 	test_budget();
 	test_waiting_agrees();
 	test_unseen();

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "jit_hint.h"
+
 /* A count or time of p's META (profile.h's struct wp_profile_info), by its field: INFO(hz). */
 #define INFO(field) offsetof(struct wp_profile_info, field)
 static uint64_t info_u(const struct wp_profile *p, size_t at)
@@ -177,6 +179,11 @@ void wp_summarize(const struct wp_profile *p, const struct wp_resolved *r, struc
 		s->sampler_pct = 100.0 * (double)s->sampler_cpu_ns /
 				 ((double)s->duration_ns * (double)s->ncpus);
 	s->overhead_pct = s->held_pct + s->sampler_pct;
+	if (r) {
+		struct wp_jit_use u;
+		wp_jit_use(r, &u);
+		wp_jit_hint(&u, s->jit_hint, sizeof(s->jit_hint));
+	}
 }
 
 /* ---- statistics ---- */

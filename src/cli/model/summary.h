@@ -74,6 +74,10 @@ struct wp_summary {
 	double sampler_core_pct; /* the sampler's CPU time, of one core over the run */
 	double sampler_pct;
 	double overhead_pct;     /* held_pct + sampler_pct */
+
+	/* code in anonymous executable memory (jit_hint.h): what it likely is and how to name
+	 * it, "" when its share is small */
+	char jit_hint[512];
 };
 
 /* Fills s from p and the model r built from it (NULL: the sample counts are the whole run's,

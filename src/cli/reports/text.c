@@ -310,6 +310,8 @@ static void header(struct text *t)
 		wrapped(t->out, "[WARNING] ", w, len);
 		w += len + (nl ? 1 : 0);
 	}
+	if (s->jit_hint[0])
+		wrapped(t->out, "[WARNING] ", s->jit_hint, (int)strlen(s->jit_hint));
 }
 
 static void stats(struct text *t)

@@ -7,8 +7,9 @@ for 2-3 s:
   * without the runtime's perf map, the text report's header says what the (unknown) share
     likely is and how to name it: node's `--perf-basic-prof`, java's
     `-XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit` (both write /tmp/perf-PID.map);
-  * with it, the hot function has its name in the report (csv: no column shortens it), module [jit] (node:
-    "JS:*hotLoopInJs ...", java: "double Burn.hotLoopInJava(int)"), and no hint is given.
+  * with it, the hot function has its name in the report (csv: no column shortens it),
+    module [jit] (node: "JS:*hotLoopInJs ...", java: "double Burn.hotLoopInJava(int)"), and
+    no hint is given.
 
 CPython 3.12's `-X perf` writes the same map; this machine's CPython is 3.11, which has no
 such option, so it is not run here (the hint for a libpython process names it).

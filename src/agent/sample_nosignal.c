@@ -7,6 +7,7 @@
  * handshake (sample.c). Sampler thread only, under its tick lock, outside any window. */
 #include "sample_internal.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <ucontext.h>
@@ -15,6 +16,7 @@
 #include "clock.h"
 #include "cpuwait.h"
 #include "fds.h"
+#include "log.h"
 #include "peek.h"
 #include "stacks.h"
 #include "stats.h"
@@ -71,12 +73,13 @@ struct blocked_regs {
 
 /* Reads the user SP and PC of a thread blocked in the kernel, and the call it is blocked in,
  * from /proc/self/task/TID/syscall ("NR a1..a6 SP PC", or "-1 SP PC" when blocked outside a
- * call, or "running"). Returns 1 when blocked, 0 when running, -1 when unreadable. */
+ * call, or "running"). Returns 1 when blocked, 0 when running, -1 when unreadable, -2 when
+ * refused (below). */
 static int read_blocked_regs(pid_t tid, struct blocked_regs *r)
 {
 	char buf[256];
 	if (wp_threads_read_proc(tid, "syscall", buf, sizeof(buf)) <= 0)
-		return -1;
+		return errno == EACCES || errno == EPERM ? -2 : -1;
 	if (!strncmp(buf, "running", 7))
 		return 0;
 	char *p = buf, *end;
@@ -116,6 +119,30 @@ static void note_wait(struct wp_athread *t, struct wp_stack_entry *e,
 	first_look_tokens -= (int64_t)looked_ns;
 }
 
+/* The syscall file is read with ptrace's rules, and the sampler's task is outside the
+ * program's thread group: a program that is not dumpable (PR_SET_DUMPABLE 0: sandboxes,
+ * agents that hold keys) or Yama's ptrace_scope 1 refuses it to the task (the thread sampler,
+ * inside the group, was always allowed). Every blocked thread was then a missed sample.
+ * Refused, a blocked thread is signalled like a running one instead (the interposers retry
+ * the call our signal interrupts, as under WALLPROF_TEST=signal-all), and the file is not
+ * tried again for a second. */
+static uint64_t refused_until_ns;
+
+static int syscall_file_refused(uint64_t now)
+{
+	return refused_until_ns > now;
+}
+
+static void note_refused(uint64_t now)
+{
+	if (!refused_until_ns)
+		wp_log("the program's /proc/PID/task/TID/syscall files are refused to the sampler "
+		       "(the process is not dumpable, or Yama's ptrace_scope): its blocked threads "
+		       "are signalled to be sampled, and their waits are not named");
+	refused_until_ns = now + 1000000000ull;
+	wp_stats.syscall_refused++;
+}
+
 /* A thread blocked in the kernel is sampled without any signal: a signal would interrupt its
  * call (EINTR for sleeps, polls and timed waits even with SA_RESTART). Its stack cannot change
  * while it stays blocked, which its CPU clock confirms (unchanged from before the /proc read
@@ -124,12 +151,18 @@ static void note_wait(struct wp_athread *t, struct wp_stack_entry *e,
 int wp_sample_blocked(struct wp_athread *t, struct wp_cpu_reading before, uint64_t weight_ns,
 			  uint64_t now)
 {
+	if (syscall_file_refused(now))
+		return 0;
 	for (int attempt = 0; attempt < 3; attempt++) {
 		struct blocked_regs br;
 		int b = read_blocked_regs(t->tid, &br);
 		uintptr_t sp = br.sp, pc = br.pc;
 		if (b == 0)
 			return 0;
+		if (b == -2) {
+			note_refused(now);
+			return 0;
+		}
 		if (b < 0) {
 			wp_sample_miss(WP_MISS_ERROR);
 			return 1;
@@ -340,6 +373,7 @@ void wp_sample_nosignal_forget(void)
 {
 	first_look_tokens = FIRST_LOOK_BURST_NS;
 	first_look_refilled = 0;
+	refused_until_ns = 0;
 	state_look_tokens = FIRST_LOOK_BURST_NS;
 	state_look_refilled = 0;
 }

@@ -31,6 +31,7 @@ struct wp_stats {
 	uint64_t window_max_ns, window_sum_ns, window_n;
 	uint64_t waits_lost;        /* waiting samples counted without their wait (no memory) */
 	uint64_t unwind_ns;         /* time spent unwinding, for the overhead estimate */
+	uint64_t syscall_refused;   /* /proc syscall files refused: blocked threads signalled */
 	uint64_t unseen_ns;         /* time threads ran blocking the signal where no perf clock
 				     * could be had (perfclock.h): seen by no sample */
 };

@@ -3,7 +3,9 @@
  * it in a loop WITHOUT retrying EINTR, the way ordinary code does. Any EINTR, or a timed call
  * that returns before its timeout, is reported and makes the program exit 1.
  * A second part checks that the program's OWN signal still interrupts such calls.
- * Usage: eintr_calls SECONDS */
+ * Usage: eintr_calls SECONDS [nodump]: nodump makes the process not dumpable first
+ * (PR_SET_DUMPABLE 0, as sandboxes and key agents do), which closes its /proc syscall files to
+ * other processes of its user. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -161,6 +164,8 @@ static void *own_signal(void *arg)
 int main(int argc, char **argv)
 {
 	double secs = argc > 1 ? atof(argv[1]) : 3;
+	if (argc > 2 && !strcmp(argv[2], "nodump") && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+		return 2;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (pipe(pipefd) || socketpair(AF_UNIX, SOCK_STREAM, 0, sockpair) || sem_init(&fed, 0, 0))
 		return 2;

@@ -141,6 +141,12 @@ static int relist(uint64_t now)
 		n++;
 	}
 	closedir(d);
+	/* A process that has ended but is not yet reaped keeps its leader listed, a zombie:
+	 * that is the end too (its parent may be waiting for us to finish first). */
+	struct wp_snap leader;
+	if (n == 1 && wp_snap_state(set.pid, set.pid, &leader) == 0 &&
+	    (leader.state == 'Z' || leader.state == 'X'))
+		return 0;
 	return n;
 }
 
@@ -168,12 +174,6 @@ static uint32_t unwind(const greg_t *gregs, const uint8_t *stack, size_t len, ui
 	*truncated = res.truncated;
 	st.truncated += res.truncated != 0;
 	return res.n;
-}
-
-static uint32_t units_of(uint64_t w)
-{
-	uint64_t u = (w + interval_ns / 2) / interval_ns;
-	return u ? (uint32_t)u : 1;
 }
 
 static uint64_t rel_us(uint64_t t)
@@ -223,7 +223,11 @@ static int drain(struct othread *t, uint32_t units, uint64_t w)
 					uint64_t cw = count > t->count ? count - t->count : interval_ns;
 					t->count = count;
 					st.perf_records++;
-					count_record(t, &r, units_of(cw), cw);
+					/* one sample: a tick that fell in the kernel (its
+					 * record dropped: exclude_kernel) is the system call's
+					 * time, not the next user function's, so its interval is
+					 * not counted again here; its time stays in the weight */
+					count_record(t, &r, 1, cw);
 				}
 			} else {
 				keep = tail;

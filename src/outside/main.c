@@ -37,6 +37,7 @@
 struct args {
 	pid_t pid;
 	int exec;
+	int stdout_to_stderr; /* --exec: the report takes standard output (cmds/outside.c) */
 	int cpu_mode;
 	int hz;
 	double duration;
@@ -61,6 +62,8 @@ static int parse(int argc, char **argv, struct args *a)
 			a->pid = (pid_t)atoi(s + 6);
 		else if (!strcmp(s, "--exec"))
 			a->exec = 1;
+		else if (!strcmp(s, "--stdout-to-stderr"))
+			a->stdout_to_stderr = 1;
 		else if (!strncmp(s, "--mode=", 7))
 			a->cpu_mode = !strcmp(s + 7, "cpu");
 		else if (!strncmp(s, "--hz=", 5))
@@ -261,6 +264,8 @@ static pid_t start_program(const struct args *a)
 		signal(SIGQUIT, SIG_DFL);
 		if (read(go[0], &c, 1) != 1)
 			_exit(127);
+		if (a->stdout_to_stderr)
+			dup2(2, 1);
 		execvp(a->cmd[0], a->cmd);
 		int e = errno;
 		if (write(execd[1], &e, sizeof(e)) < 0)

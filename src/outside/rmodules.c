@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "agent/peek.h"
+#include "ehtable.h"
 
 #define MAX_MODULES 1024
 #define MAX_REGIONS 2048
@@ -26,7 +27,13 @@ struct mapping {
 	char path[512];
 };
 
+/* Where tables built for images without .eh_frame_hdr are kept: addresses no user-space
+ * pointer can have (the kernel's half), one 4 GiB slot per table, read by the unwinder like
+ * any copied region. */
+#define SYNTHETIC_BASE 0xffff900000000000ull
+
 static pid_t target;
+static unsigned synthetic;
 static struct wp_rt_module mods[MAX_MODULES];
 static size_t nmods;
 static struct wp_region regions[MAX_REGIONS];
@@ -129,9 +136,51 @@ static void read_build_id(struct wp_module_rec *r, uintptr_t bias, const Elf64_P
 	}
 }
 
+/* An image without PT_GNU_EH_FRAME (a static program): its .eh_frame found from the file's
+ * section headers, copied, and a search table built for it (ehtable.h). */
+static void table_from_sections(const char *path, uintptr_t bias, const Elf64_Ehdr *eh,
+				const Elf64_Phdr *ph, int n, struct wp_rt_module *m)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	Elf64_Shdr sh[256], strs;
+	char names[4096];
+	size_t k = eh->e_shnum;
+	uintptr_t at = 0;
+	size_t len = 0;
+	if (k && k <= 256 && eh->e_shstrndx < k &&
+	    pread(fd, sh, k * sizeof(*sh), (off_t)eh->e_shoff) == (ssize_t)(k * sizeof(*sh))) {
+		strs = sh[eh->e_shstrndx];
+		ssize_t got = pread(fd, names, sizeof(names) - 1,
+				    (off_t)strs.sh_offset);
+		names[got > 0 ? got : 0] = 0;
+		for (size_t i = 0; i < k && got > 0; i++)
+			if (sh[i].sh_name < (size_t)got && !strcmp(names + sh[i].sh_name, ".eh_frame")) {
+				at = bias + sh[i].sh_addr;
+				len = sh[i].sh_size;
+			}
+	}
+	close(fd);
+	if (!at)
+		return;
+	copy_segment_of(bias, ph, n, at);
+	const uint8_t *frame = wp_modules_read(at, len);
+	int32_t *table;
+	size_t count = frame ? wp_ehtable_build(frame, at, len, at, &table) : 0;
+	if (!count || nregions == MAX_REGIONS)
+		return;
+	uintptr_t where = SYNTHETIC_BASE + ((uint64_t)synthetic++ << 32);
+	regions[nregions++] = (struct wp_region){ where, count * 8, (const uint8_t *)table };
+	m->eh_hdr = at; /* the base the table's offsets are relative to */
+	m->table = where;
+	m->fde_count = count;
+}
+
 /* The image mapped from `base` (its offset-0 mapping): its unwind tables for module `m`
  * (the executable mapping [m->lo, m->hi)) and its build-id for `r`. */
-static void read_image(uintptr_t base, struct wp_rt_module *m, struct wp_module_rec *r)
+static void read_image(const char *path, uintptr_t base, struct wp_rt_module *m,
+		       struct wp_module_rec *r)
 {
 	Elf64_Ehdr eh;
 	Elf64_Phdr ph[64];
@@ -154,6 +203,8 @@ static void read_image(uintptr_t base, struct wp_rt_module *m, struct wp_module_
 			copy_segment_of(bias, ph, n, hdr);
 			read_eh_hdr(m, hdr, bias, ph, n);
 		}
+	if (!m->eh_hdr && path[0] == '/')
+		table_from_sections(path, bias, &eh, ph, n, m);
 	if (r)
 		read_build_id(r, bias, ph, n);
 }
@@ -214,6 +265,7 @@ static void clear_table(void)
 		free((void *)regions[i].data);
 	nregions = 0;
 	nmods = 0;
+	synthetic = 0;
 	copied = 0;
 }
 
@@ -234,7 +286,7 @@ static void add_module(const struct mapping *all, size_t n, size_t k, const char
 	struct wp_module_rec *r = remember(mp, exe);
 	m->history_id = (uint32_t)(nhistory - 1);
 	if (base)
-		read_image(base, m, r);
+		read_image(mp->path, base, m, r);
 }
 
 int wp_rmodules_load(pid_t pid)

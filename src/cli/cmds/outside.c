@@ -190,12 +190,16 @@ int wp_record_outside(struct wp_opts *o, char *path, size_t cap)
 	while (o->cmd[ncmd])
 		ncmd++;
 	char bufs[4][PATH_MAX + 16];
-	char **argv = calloc(ncmd + 8, sizeof(*argv));
+	char **argv = calloc(ncmd + 9, sizeof(*argv));
 	if (!argv)
 		return -1;
 	argv[0] = (char *)exe;
 	int n = common_args(o, path, argv, bufs);
 	argv[n++] = "--exec";
+	/* as under the agent (wp_exec_under_agent): a report that is not text on standard
+	 * output must be alone there; the program's output goes to standard error */
+	if (o->format != WP_FMT_TEXT && !o->report_out)
+		argv[n++] = "--stdout-to-stderr";
 	argv[n++] = "--";
 	for (size_t i = 0; i < ncmd; i++)
 		argv[n++] = o->cmd[i];

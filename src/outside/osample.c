@@ -19,9 +19,11 @@
 #include "rmodules.h"
 #include "snapshot.h"
 
-/* Each ring's data area in pages: 3 records of 32 KiB stacks, as the agent's (perfclock.c). */
-#define DATA_PAGES 32
-#define DATA_PAGES_MIN 4
+/* Each ring's data area in pages: 7 records of 32 KiB stacks (a tick may come several
+ * intervals late on a busy machine; records lost to a full ring are counted, below), halved
+ * down to one record's worth when the locked-memory limit refuses. */
+#define DATA_PAGES 64
+#define DATA_PAGES_MIN 16
 /* Bytes of a blocked thread's stack copied: deeper than a perf record's, the copy is read
  * once per wait, not once per interval. */
 #define SNAP_STACK (64u << 10)
@@ -33,11 +35,25 @@ struct othread {
 	struct wp_athread a; /* stacks.c and waits.c count into it */
 	struct wp_perf_ring ring;
 	uint64_t count;      /* the clock's count at the last record */
+	uint64_t lost;       /* records the kernel lost to a full ring, not yet paid out */
 	uint64_t run_ns;     /* schedstat at its last fresh wall sample */
 	uint64_t rec_time;   /* time of the newest record used (wall mode) */
 	int listed;
+	uint64_t sampled_tick; /* the tick of its latest sample */
 	struct othread *next;
 };
+
+/* Waits on a lock whose holder was read this tick (waits.c calls wp_locks_owner_read): given
+ * the holder's stack of the same tick at its end, as the agent's wait_locks.c does. */
+#define MAX_PENDING 256
+static struct pending {
+	struct wp_athread *waiter;
+	struct wp_wait_entry *e;
+	pid_t owner;
+	uint32_t units;
+	uint64_t weight_ns;
+} pending[MAX_PENDING];
+static size_t npending;
 
 static struct wp_osettings set;
 static struct wp_ostats st;
@@ -214,7 +230,9 @@ static int drain(struct othread *t, uint32_t units, uint64_t w)
 			break;
 		const uint8_t *p = wp_perf_ring_at(ring, tail, h.size, scratch);
 		if (h.type == PERF_RECORD_LOST) {
-			st.perf_lost += wp_perf_lost(p, h.size);
+			uint64_t n = wp_perf_lost(p, h.size);
+			st.perf_lost += n;
+			t->lost += n;
 		} else if (h.type == PERF_RECORD_SAMPLE) {
 			if (set.cpu_mode) {
 				struct wp_pclk_rec r;
@@ -223,11 +241,13 @@ static int drain(struct othread *t, uint32_t units, uint64_t w)
 					uint64_t cw = count > t->count ? count - t->count : interval_ns;
 					t->count = count;
 					st.perf_records++;
-					/* one sample: a tick that fell in the kernel (its
-					 * record dropped: exclude_kernel) is the system call's
-					 * time, not the next user function's, so its interval is
-					 * not counted again here; its time stays in the weight */
-					count_record(t, &r, 1, cw);
+					/* one sample, and one for each record the ring lost
+					 * before it: a tick that fell in the kernel (no record:
+					 * exclude_kernel) is the system call's time, not the
+					 * next user function's, so it is not paid to this one
+					 * (its time stays in the weight) */
+					count_record(t, &r, (uint32_t)(1 + t->lost), cw);
+					t->lost = 0;
 				}
 			} else {
 				keep = tail;
@@ -287,6 +307,29 @@ static void sample_blocked(struct othread *t, const struct wp_snap *look, uint32
 	t->run_ns = s.run_ns;
 	if (e && s.nr >= 0)
 		wp_waits_add(&t->a, e->id, s.nr, s.args, units, w, 1, &looked);
+}
+
+void wp_osample_owner_read(struct wp_athread *waiter, struct wp_wait_entry *e, pid_t owner,
+			   uint32_t units, uint64_t weight_ns)
+{
+	if (npending < MAX_PENDING)
+		pending[npending++] = (struct pending){ waiter, e, owner, units, weight_ns };
+}
+
+/* End of a tick: each lock wait read this tick gets its holder's stack when the holder was
+ * sampled in the same tick (wall mode samples every thread every tick, so it was, unless it
+ * ran while its stack was copied, or ended). The holder's sample may come before the owner
+ * read by up to a tick: unlike the agent (wait_locks.c), no order is enforced. */
+static void settle_holders(void)
+{
+	for (size_t i = 0; i < npending; i++) {
+		struct pending *p = &pending[i];
+		struct othread *h = find(p->owner);
+		if (h && h->sampled_tick == st.ticks && h->a.last_stack)
+			wp_waits_set_holder(p->waiter, p->e, p->units, p->weight_ns,
+					    h->a.last_stack->id);
+	}
+	npending = 0;
 }
 
 /* wall mode: one look at `t`. */
@@ -371,12 +414,14 @@ int wp_osample_tick(uint64_t now, uint32_t units)
 		else
 			sample_wall(t, units, now);
 		if (t->a.samples != before) {
+			t->sampled_tick = st.ticks;
 			t->a.last_ns = now - start;
 			if ((t->a.name_reads == 1 && t->a.samples >= 16) ||
 			    (t->a.name_reads == 2 && t->a.samples >= 256))
 				read_name(t);
 		}
 	}
+	settle_holders();
 	return n;
 }
 

@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct wp_athread;
+
 struct wp_osettings {
 	pid_t pid;
 	int cpu_mode;
@@ -40,8 +42,11 @@ int wp_osample_tick(uint64_t now, uint32_t units);
 /* Drains the rings one last time, closes every clock. */
 void wp_osample_end(uint64_t now);
 const struct wp_ostats *wp_osample_stats(void);
+/* A waiter's lock holder, read now (shim.c's wp_locks_owner_read, from waits.c). */
+struct wp_wait_entry;
+void wp_osample_owner_read(struct wp_athread *waiter, struct wp_wait_entry *e, pid_t owner,
+			   uint32_t units, uint64_t weight_ns);
 /* Every thread seen (for the writer): the first, and the one after `t`. */
-struct wp_athread;
 struct wp_athread *wp_othreads_all(void);
 struct wp_athread *wp_othread_next(struct wp_athread *t);
 

@@ -81,7 +81,7 @@ static void write_waits(void)
 					 .a0 = e->key.a0, .a1 = e->key.a1, .a2 = e->key.a2,
 					 .aux = e->key.aux, .count = e->count,
 					 .weight_ns = e->weight_ns, .target_len = e->target_len };
-		uint32_t holder_stack = WP_WAIT_NO_HOLDER_STACK;
+		uint32_t holder_stack = e->key.holder_stack; /* (UINT32_MAX: none) */
 		uint64_t cond_mutex = e->key.cond_mutex;
 		record(WP_REC_WAIT, &r, sizeof(r),
 		       (uint64_t)r.target_len + sizeof(holder_stack) + sizeof(cond_mutex));

@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* What the agent's shared pieces (waits.c, wait_fds.c, wait_net.c, wait_child.c, stacks.c,
  * unwind.c) ask of the rest of the agent, answered for the outside sampler: whose /proc and
- * memory to read (the target's), and the parts that only exist inside a process: the lock
- * holders' stacks sampled in the same tick (wait_locks.c: the holder's TID is still read
- * from the lock, its stack is not taken) and the mutex a condition waiter published
- * (condwait.c: only the agent's interposed pthread_cond_wait publishes it). */
+ * memory to read (the target's), a lock's holder (its stack of the same tick: osample.c),
+ * and what only exists inside a process: the mutex a condition waiter published (condwait.c:
+ * only the agent's interposed pthread_cond_wait publishes it). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -14,6 +13,7 @@
 #include "agent/log.h"
 #include "agent/task.h"
 #include "agent/wait_locks.h"
+#include "osample.h"
 
 static pid_t program;
 
@@ -41,6 +41,7 @@ int wp_fds_private(void)
 void wp_locks_owner_read(struct wp_athread *t, struct wp_wait_entry *e, pid_t owner,
 			 uint32_t units, uint64_t weight_ns)
 {
+	wp_osample_owner_read(t, e, owner, units, weight_ns);
 }
 
 uint64_t wp_condwait_mutex(pid_t tid, uint64_t futex)

@@ -12,6 +12,7 @@ sampler"), at 1000 Hz:
     mode, their CPU split.
 """
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -214,10 +215,53 @@ def late_threads(t):
             t.near(share, want, 0.05, "[cpu] late-1's share of the late threads' samples")
 
 
+WAIT_OBJECT = re.compile(r"^\s+([\d.]+)%\s+[\d.]+ \S+\s+(\w+)\s+(\S.*)$")
+
+
+def wait_objects(report):
+    """{(kind, object): share} of a text report's WAITS section, a pipe's inode left out."""
+    out, on = {}, False
+    for line in report.splitlines():
+        if line.strip().startswith("WAITS ("):
+            on = True
+        elif on and line.startswith("====") and out:
+            break
+        elif on:
+            m = WAIT_OBJECT.match(line)
+            if m:
+                out[(m.group(2), re.sub(r"\[\d+\]", "[N]", m.group(3)))] = float(m.group(1))
+    return out
+
+
+def waits_named(t):
+    """demo's waits, attached in wall mode, have the names a recorded run gives them, and the
+    lock's holders are named."""
+    rec = wp.wallprof(["--hz=1000", "-o", wp.tmp_path("demo_recorded.prof"), "-q", "--",
+                       wp.target("demo")], timeout=120)
+    proc = start([wp.target("demo")])
+    time.sleep(0.3)
+    r = wp.wallprof(attach_args(proc.pid, wp.tmp_path("demo_attached.prof"), "wall",
+                                fmt="text"), timeout=120)
+    finish(proc)
+    want = wait_objects(rec.stdout)
+    got = wait_objects(r.stdout)
+    t.check(("lock", "table_lock") in want, "the recorded run names the lock table_lock",
+            rec.stdout[-3000:])
+    for obj in sorted(want):
+        # the waits a recorded run sees a while (a brief one, a sleep cut short, may be
+        # missed or named by its remaining time)
+        if want[obj] >= 2.0 and obj[0] in ("lock", "join", "io", "sleep"):
+            t.check(obj in got, "attached: the wait %s %s is named as in a recorded run" % obj,
+                    "attached: %s" % sorted(got))
+    t.check("held by: worker-" in r.stdout, "attached: table_lock's holders are named",
+            r.stdout[-3000:])
+
+
 def main(t):
     if not wp.require_built(os.path.join(wp.build_dir(), "src", "outside", "wallprof-outside")):
         return
     cpu_accuracy(t)
+    waits_named(t)
     late_threads(t)
     detach_and_kill(t)
     transparency(t)

@@ -38,6 +38,9 @@ struct othread {
 	uint64_t lost;       /* records the kernel lost to a full ring, not yet paid out */
 
 	uint64_t run_ns;     /* schedstat at its last fresh wall sample */
+	uint64_t delay_ns;   /* schedstat's runqueue time at its last look (wall mode) */
+	int64_t owed_ns;     /* runqueue time not yet given to samples as CPU waits (negative:
+			      * given ahead of schedstat, which counts a wait when it ends) */
 	uint64_t rec_time;   /* time of the newest record used (wall mode) */
 	int listed;
 	uint64_t sampled_tick; /* the tick of its latest sample */
@@ -348,6 +351,28 @@ static void settle_holders(void)
 	npending = 0;
 }
 
+/* wall mode: a runnable thread's sample is a CPU wait (the pseudo call WP_WAIT_NR_CPU,
+ * format.h: reports show it as waiting for a CPU) while runqueue time (schedstat) read since
+ * its last looks is owed: whole samples, each paying its weight, so that the samples' share
+ * of CPU waits follows the share of time it spent queued (a thread that alternates running
+ * and waiting by a few ms between two ticks has run, and has a fresh record, at most ticks
+ * where it waits). A thread that woke from a blocked sample and has not run since is queued
+ * now: its wait is given at once, ahead of schedstat (which adds a wait when it ends). At
+ * most four samples' worth is carried over either way. */
+static void cpu_wait(struct othread *t, const struct wp_snap *look, struct wp_stack_entry *e,
+		     uint32_t units, uint64_t w, int queued)
+{
+	uint64_t looked;
+	if (e && (queued || t->owed_ns * 2 >= (int64_t)w)) {
+		wp_waits_add(&t->a, e->id, WP_WAIT_NR_CPU, (const uint64_t[6]){ 0 }, units, w, 0,
+			     &looked);
+		t->owed_ns -= (int64_t)w;
+		if (t->owed_ns < -4 * (int64_t)w)
+			t->owed_ns = -4 * (int64_t)w;
+	}
+	t->a.last_wait = NULL; /* (not a wait to count again as a blocked one) */
+}
+
 /* wall mode: one look at `t`. */
 static void sample_wall(struct othread *t, uint32_t units, uint64_t now)
 {
@@ -355,20 +380,32 @@ static void sample_wall(struct othread *t, uint32_t units, uint64_t now)
 	struct wp_snap look;
 	if (wp_snap_state(set.pid, t->a.tid, &look) < 0)
 		return;
+	if (t->delay_ns && look.delay_ns > t->delay_ns) {
+		t->owed_ns += (int64_t)(look.delay_ns - t->delay_ns);
+		if (t->owed_ns > 4 * (int64_t)w)
+			t->owed_ns = 4 * (int64_t)w;
+	}
 	if (look.state == 'R') {
 		/* on a CPU or waiting for one: its clock's newest record, else its last stack
 		 * (it ran in the kernel, or has not run since it woke) */
 		int fresh = drain(t, units, w);
-		if (!fresh && t->a.last_stack) {
-			wp_stacks_again(&t->a, t->a.last_stack, units, w, rel_us(now));
+		struct wp_stack_entry *last = t->a.last_stack;
+		if (!fresh && last) {
+			wp_stacks_again(&t->a, last, units, w, rel_us(now));
 			st.reused += units;
 			st.samples += units;
 		}
+		/* woken from its last (blocked) sample and not run since: queued for a CPU */
+		int queued = !fresh && last && (last->flags & WP_STACK_WAITING) &&
+			     look.run_ns == t->run_ns;
+		if (fresh || last)
+			cpu_wait(t, &look, t->a.last_stack, units, w, queued);
 		t->run_ns = look.run_ns;
 	} else if (look.state == 'S' || look.state == 'D' || look.state == 'T' || look.state == 't') {
 		drain(t, units, w); /* (records of before it blocked: stale) */
 		sample_blocked(t, &look, units, w, now);
 	}
+	t->delay_ns = look.delay_ns;
 }
 
 static void ended(struct othread *t, uint64_t now)

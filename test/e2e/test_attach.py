@@ -255,6 +255,18 @@ def waits_named(t):
                     "attached: %s" % sorted(got))
     t.check("held by: worker-" in r.stdout, "attached: table_lock's holders are named",
             r.stdout[-3000:])
+    # parser only computes: its time is running or waiting for a CPU (schedstat's runqueue
+    # time), none of it in no known call
+    budgets = wp.time_budgets(r.stdout, by_name=True)
+    # a worker woken from its lock and not run since is waiting for a CPU, not in no known
+    # call (20% of the workers' time was, before runnable threads were given CPU waits)
+    for name in ("worker-1", "worker-2", "worker-3", "worker-4"):
+        b = budgets.get(name, {})
+        t.check(b and b.get("waiting in no known call", 0) <= 3,
+                "attached: %s's time in no known call is under 3%%: %r" % (name, b))
+    parser = budgets.get("parser", {})
+    t.check(parser.get("running", 0) + parser.get("waiting for a CPU", 0) >= 97,
+            "attached: parser's time budget is running or waiting for a CPU: %r" % parser)
 
 
 def main(t):

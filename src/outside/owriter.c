@@ -91,6 +91,35 @@ static void write_waits(void)
 	}
 }
 
+/* Each live thread's last sample (format.h's WP_REC_LAST), as the agent's writer gives it:
+ * what a detached profile's deadlock check reads (a loop of lock waits that held until the
+ * detach). A lock's holder is read again now from the target's memory (waits.c): a thread
+ * that took the lock after its sample is not waiting for it. */
+static void write_lasts(void)
+{
+	for (struct wp_athread *t = wp_othreads_all(); t; t = wp_othread_next(t)) {
+		const struct wp_stack_entry *s = t->last_stack;
+		if (!t->alive || !s)
+			continue;
+		struct wp_rec_last r = { .tid = (uint32_t)t->tid, .stack_id = s->id,
+					 .at_ns = t->tl_last_us * 1000 };
+		if (s->flags & WP_STACK_WAITING)
+			r.flags |= WP_LAST_WAITING;
+		const struct wp_wait_entry *w = t->last_wait;
+		uint64_t holder = w ? wp_waits_holder_now(&w->key) : 0;
+		if (w && !(holder == r.tid && w->key.aux != r.tid)) {
+			r.flags |= WP_LAST_IN_CALL;
+			r.nr = w->key.nr;
+			r.a0 = w->key.a0;
+			r.a1 = w->key.a1;
+			r.a2 = w->key.a2;
+			r.aux = holder;
+			r.cond_mutex = w->key.cond_mutex;
+		}
+		record(WP_REC_LAST, &r, sizeof(r), 0);
+	}
+}
+
 static void write_timelines(void)
 {
 	for (struct wp_athread *t = wp_othreads_all(); t; t = wp_othread_next(t)) {
@@ -117,6 +146,7 @@ int wp_owriter_write(const char *path, const char *meta)
 	write_threads();
 	write_stacks();
 	write_waits();
+	write_lasts();
 	write_timelines();
 	record(WP_REC_END, NULL, 0, 0);
 	int bad = ferror(out);

@@ -269,11 +269,37 @@ def waits_named(t):
             "attached: parser's time budget is running or waiting for a CPU: %r" % parser)
 
 
+def deadlock_named(t):
+    """A process stuck in a deadlock when wallprof attaches (test/targets/deadlock abba): the
+    report of the attached run names it, as a recorded run's does (the LAST records the
+    outside sampler writes at the detach)."""
+    stuck = wp.tmp_path("attach_deadlock.stuck")
+    proc = start([wp.target("deadlock"), "abba", stuck])
+    try:
+        for _ in range(100):
+            if os.path.exists(stuck) and os.path.getsize(stuck):
+                break
+            time.sleep(0.05)
+        r = wp.wallprof(attach_args(proc.pid, wp.tmp_path("attach_deadlock.prof"), "wall",
+                                    duration=1, fmt="text"), timeout=60)
+        t.eq(r.returncode, 0, "attached to a deadlocked process: exits 0", r.describe())
+        t.check("DEADLOCK: 2 threads wait for each other" in r.stdout,
+                "attached: the deadlock is named in the report", r.stdout[:3000])
+        for name in ("abba-1", "abba-2"):
+            t.check(re.search(r"^%s \(tid \d+\) waits for lock abba_lock_" % name, r.stdout,
+                              re.M), "attached: %s's wait is in the DEADLOCK section" % name)
+        t.check(proc.poll() is None, "the deadlocked process is left as it was")
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def main(t):
     if not wp.require_built(os.path.join(wp.build_dir(), "src", "outside", "wallprof-outside")):
         return
     cpu_accuracy(t)
     waits_named(t)
+    deadlock_named(t)
     late_threads(t)
     detach_and_kill(t)
     transparency(t)

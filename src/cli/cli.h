@@ -84,6 +84,10 @@ void wp_record_print_messages(FILE *to);
 /* cmds/outside.c. --pid: samples the running process from outside (wallprof-outside), then
  * reports. Returns the exit code. */
 int wp_attach(struct wp_opts *opts);
+/* --live --pid, in the live view's child: execs the outside sampler on opts->attach_pid,
+ * rewriting the profile at `profile_path` every second (a checkpoint). Never returns. */
+void wp_exec_outside_live(const struct wp_opts *opts, const char *profile_path)
+	__attribute__((noreturn));
 /* Whether program `prog` (as execvp would find it) is a statically linked ELF: no PT_INTERP,
  * so no dynamic loader to preload the agent. 0 when dynamic or unknown (not found, not ELF:
  * the agent's run says what is wrong). */

@@ -69,9 +69,9 @@ int main(int argc, char **argv)
 		return out ? wp_close_report(&o, out, wp_report_files(&o, out)) : 1;
 	}
 	if (o.attach_pid) {
-		if (o.live)
-			return wp_usage_error("--live --pid is not supported yet; use --pid alone", NULL);
-		return wp_attach(&o);
+		if (o.cmd)
+			return wp_usage_error("--pid takes no command", NULL);
+		return o.live ? wp_live(&o) : wp_attach(&o);
 	}
 	if (o.duration > 0)
 		return wp_usage_error("--duration goes with --pid", NULL);

@@ -38,6 +38,7 @@ struct args {
 	pid_t pid;
 	int exec;
 	int stdout_to_stderr; /* --exec: the report takes standard output (cmds/outside.c) */
+	int checkpoint;       /* --checkpoint: the profile rewritten every second (--live) */
 	int cpu_mode;
 	int hz;
 	double duration;
@@ -64,6 +65,8 @@ static int parse(int argc, char **argv, struct args *a)
 			a->exec = 1;
 		else if (!strcmp(s, "--stdout-to-stderr"))
 			a->stdout_to_stderr = 1;
+		else if (!strcmp(s, "--checkpoint"))
+			a->checkpoint = 1;
 		else if (!strncmp(s, "--mode=", 7))
 			a->cpu_mode = !strcmp(s + 7, "cpu");
 		else if (!strncmp(s, "--hz=", 5))
@@ -166,6 +169,19 @@ static void append(char *buf, size_t cap, size_t *len, const char *fmt, ...)
 		*len += (size_t)n < cap - *len ? (size_t)n : cap - *len - 1;
 }
 
+static int write_profile(const struct args *a, const struct run *r);
+
+/* --checkpoint: the profile so far, every second, for the live view (checkpoint=1: no final
+ * word yet). */
+static void maybe_checkpoint(const struct args *a, struct run *r, uint64_t now, uint64_t *next)
+{
+	if (!a->checkpoint || now < *next)
+		return;
+	*next = now + 1000000000ull;
+	r->end = now;
+	write_profile(a, r);
+}
+
 static int write_profile(const struct args *a, const struct run *r)
 {
 	static char meta[8192];
@@ -219,6 +235,7 @@ static void loop(const struct args *a, struct run *r)
 	uint64_t interval = 1000000000ull / (uint64_t)a->hz;
 	uint64_t next = r->start + interval;
 	uint64_t until = a->duration > 0 ? r->start + (uint64_t)(a->duration * 1e9) : UINT64_MAX;
+	uint64_t next_checkpoint = r->start + 1000000000ull;
 	for (;;) {
 		struct timespec ts = { (time_t)(next / 1000000000ull), (long)(next % 1000000000ull) };
 		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR && !stop)
@@ -238,6 +255,7 @@ static void loop(const struct args *a, struct run *r)
 		int live = wp_osample_tick(now, units);
 		if (stop || r->have_status || !live || now >= until)
 			break;
+		maybe_checkpoint(a, r, now, &next_checkpoint);
 	}
 	r->end = wp_now_ns();
 	wp_osample_end(r->end);

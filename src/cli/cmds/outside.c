@@ -134,6 +134,27 @@ int wp_attach(struct wp_opts *o)
 	return wp_report_after_run(o, path);
 }
 
+void wp_exec_outside_live(const struct wp_opts *o, const char *profile)
+{
+	char bufs[4][PATH_MAX + 16], pid[32], dur[64];
+	const char *exe = find_outside();
+	if (!exe)
+		_exit(127);
+	char *argv[12] = { (char *)exe };
+	int n = common_args(o, profile, argv, bufs);
+	snprintf(pid, sizeof(pid), "--pid=%d", o->attach_pid);
+	argv[n++] = pid;
+	argv[n++] = "--checkpoint";
+	if (o->duration > 0) {
+		snprintf(dur, sizeof(dur), "--duration=%.6f", o->duration);
+		argv[n++] = dur;
+	}
+	argv[n] = NULL;
+	execv(argv[0], argv);
+	fprintf(stderr, "wallprof: cannot run %s: %s\n", argv[0], strerror(errno));
+	_exit(127);
+}
+
 /* The path execvp would run for `prog`, into buf; 0, or -1 when not found. */
 static int resolve(const char *prog, char *buf, size_t cap)
 {

@@ -10,6 +10,7 @@
 
 #include "agent/condwait.h"
 #include "agent/fds.h"
+#include "agent/forkguard.h"
 #include "agent/log.h"
 #include "agent/task.h"
 #include "agent/wait_locks.h"
@@ -66,4 +67,15 @@ void wp_log(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);
+}
+
+/* The agent's fork guard (forkguard.h: its tables' allocations wait out a fork of the
+ * program in progress) has nothing to guard here: the sampler is a process of its own, and
+ * its one fork (--exec) happens before any table is filled. */
+void wp_guard_enter(void)
+{
+}
+
+void wp_guard_leave(void)
+{
 }

@@ -39,6 +39,7 @@ struct args {
 	int exec;
 	int stdout_to_stderr; /* --exec: the report takes standard output (cmds/outside.c) */
 	int checkpoint;       /* --checkpoint: the profile rewritten every second (--live) */
+	int quiet;            /* --quiet: no line when sampling starts */
 	int cpu_mode;
 	int hz;
 	double duration;
@@ -67,6 +68,8 @@ static int parse(int argc, char **argv, struct args *a)
 			a->stdout_to_stderr = 1;
 		else if (!strcmp(s, "--checkpoint"))
 			a->checkpoint = 1;
+		else if (!strcmp(s, "--quiet"))
+			a->quiet = 1;
 		else if (!strncmp(s, "--mode=", 7))
 			a->cpu_mode = !strcmp(s + 7, "cpu");
 		else if (!strncmp(s, "--hz=", 5))
@@ -346,6 +349,9 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	if (!a.exec && !a.quiet && !a.checkpoint)
+		fprintf(stderr, "wallprof: sampling pid %d from outside %s\n", (int)a.pid,
+			a.duration > 0 ? "for the duration asked" : "until Ctrl-C or its end");
 	wp_task_note_program(r.pid);
 	wp_peek_set_tid(r.pid);
 	command_of(r.pid, r.command, sizeof(r.command));

@@ -122,10 +122,9 @@ int wp_attach(struct wp_opts *o)
 		snprintf(dur, sizeof(dur), "--duration=%.6f", o->duration);
 		argv[n++] = dur;
 	}
+	if (o->quiet)
+		argv[n++] = "--quiet"; /* (it says when sampling starts: after its checks) */
 	argv[n] = NULL;
-	if (!o->quiet)
-		fprintf(stderr, "wallprof: sampling pid %d from outside%s\n", o->attach_pid,
-			o->duration > 0 ? "" : " until Ctrl-C or its end");
 	int status = 0;
 	if (run_outside(argv, &status) != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		return 1; /* (it said why) */

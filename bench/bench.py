@@ -516,6 +516,7 @@ class Ctx:
         self.bin = os.path.join(self.build, "bench")
         self.targets = os.path.join(self.build, "test", "targets")
         self.tmp = tempfile.mkdtemp(prefix="wp-bench.", dir=self.build)
+        self.outside = os.path.join(self.build, "src", "outside", "wallprof-outside")
         self.notes = []       # what could not run, and why
         self.perf_ok = False
         self.gperf_ok = os.path.exists(LIBPROFILER)
@@ -1856,6 +1857,114 @@ def splice_section(path, lines, head="## 8. "):
 
 
 # ------------------------------------------------------------------------------------------
+# 9. Attached from outside (issue 21: wallprof --pid)
+
+
+def attached_run(ctx, argv, mode, hz, out):
+    """spin started unprofiled, wallprof-outside attached to it at once until it ends: spin's
+    own line and the profile's META."""
+    p = subprocess.Popen(argv, env=clean_env(), stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    s = subprocess.Popen([ctx.outside, "--pid=%d" % p.pid, "--mode=%s" % mode, "--hz=%d" % hz,
+                          "--out=%s" % out], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, start_new_session=True)
+    text = p.stdout.read().decode("utf-8", "replace")
+    p.wait()
+    err = s.communicate(timeout=120)[1].decode("utf-8", "replace")
+    if s.returncode != 0:
+        raise RuntimeError("wallprof-outside failed: %s" % err)
+    return text
+
+
+def attach_cost(ctx):
+    """spin (section 1's workloads) unprofiled, under the agent and attached from outside,
+    in wall and cpu mode at 100 and 1000 Hz: the program's own wall and thread CPU time as
+    ratios to the unprofiled run of the same round, and the sampler's CPU."""
+    plan = ctx.plan
+    units = int(run([ctx.exe("spin"), "--calibrate", str(plan.overhead_ms)]).check()
+                .out.strip())
+    workloads = [("1 thread", 1, units), ("4 threads", 4, max(1, units // 2))]
+    configs = [("unprofiled", None, None, 0)]
+    for how in ("agent", "attached"):
+        for mode in ("wall", "cpu"):
+            for hz in (100, 1000):
+                configs.append(("%s %s %d Hz" % ("under the agent (LD_PRELOAD)" if how == "agent"
+                                                 else "attached (--pid)", mode, hz),
+                                how, mode, hz))
+    res = {}
+    for rnd in range(plan.overhead_rounds):
+        log("attach: round %d of %d" % (rnd + 1, plan.overhead_rounds))
+        for wname, threads, u in workloads:
+            k = rnd % (len(configs) - 1)
+            order = [configs[0]] + configs[1:][k:] + configs[1:][:k]
+            if rnd % 2:
+                order = order[1:] + order[:1]
+            for label, how, mode, hz in order:
+                out = ctx.path("attach.prof")
+                argv = spin_cmd(ctx, threads, u)
+                if how == "attached":
+                    text = attached_run(ctx, argv, mode, hz, out)
+                else:
+                    if how == "agent":
+                        argv, env = Profiler("wp", hz, mode=mode).wrap(ctx, argv, out)
+                    else:
+                        env = None
+                    text = run(argv, env=env).check().out
+                inner = parse_kv(text, "spin:")
+                row = dict(inner_wall=inner.get("wall_ns", 0) / 1e9,
+                           thread_cpu=inner.get("thread_cpu_ns", 0) / 1e9)
+                if how and os.path.exists(out):
+                    pr = read_wp(out)
+                    dur = max(1, meta_int(pr, "duration_ns")) / 1e9
+                    row["sampler"] = meta_int(pr, "sampler_cpu_ns") / 1e9 / dur
+                    row["samples"] = meta_int(pr, "samples")
+                    os.unlink(out)
+                res.setdefault((wname, label), []).append(row)
+    table = []
+    for label, how, mode, hz in configs:
+        row = dict(label=label)
+        for wname, _, _ in workloads:
+            runs, base = res[(wname, label)], res[(wname, "unprofiled")]
+            for key in ("inner_wall", "thread_cpu"):
+                ratios = [r[key] / b[key] - 1 for r, b in zip(runs, base)]
+                row[(wname, key)] = (median(ratios), iqr_half(ratios))
+            row[(wname, "sampler")] = median([r.get("sampler") for r in runs]) if how else None
+            row[(wname, "samples")] = median([r.get("samples") for r in runs]) if how else None
+        table.append(row)
+    return dict(table=table, workloads=[w[0] for w in workloads], rounds=plan.overhead_rounds,
+                date=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+                load=sh("cut -d' ' -f1-3 /proc/loadavg"),
+                commit=sh("git -C %s rev-parse --short HEAD" % ROOT))
+
+
+def render_attach(r):
+    """Section 9's markdown lines."""
+    L = ["## 9. Attached from outside (issue 21: wallprof --pid)", "",
+         "Measured %s on commit %s, load %s, %d rounds (medians; ± half the interquartile "
+         "range). `bench/spin` as in section 1, started unprofiled; *attached*: "
+         "`wallprof-outside --pid` (what `wallprof --pid` runs) attached to it as soon as it "
+         "has started and until it ends (the few ms before it attaches are unprofiled); "
+         "*under the agent*: the same work preloaded, for comparison. *program wall* and "
+         "*program threads' CPU*: spin's own clocks around its work, as ratios to the "
+         "unprofiled run of the same round. *sampler CPU*: the sampler's CPU time per second "
+         "of the run (META sampler_cpu_ns / duration_ns: the outside sampler is a process of "
+         "its own, whose CPU the program does not pay but the machine does)." % (
+             r["date"], r["commit"], r["load"], r["rounds"]), ""]
+    for w in r["workloads"]:
+        L += ["**%s**" % w, "", "| run | program wall | program threads' CPU | sampler CPU "
+              "| samples |", "| --- | ---: | ---: | ---: | ---: |"]
+        for row in r["table"]:
+            s = row[(w, "sampler")]
+            n = row[(w, "samples")]
+            L.append("| %s | %s | %s | %s | %s |" % (
+                row["label"], pct(*row[(w, "inner_wall")]), pct(*row[(w, "thread_cpu")]),
+                "%.1f%% of a core" % (100 * s) if s is not None else "",
+                "%d" % n if n is not None else ""))
+        L.append("")
+    return L
+
+
+# ------------------------------------------------------------------------------------------
 # The report
 
 
@@ -2313,6 +2422,8 @@ def render(ctx, info, res, elapsed, load0, load1):
     # 8 ---------------------------------------------------------------------------------
     if res.get("process"):
         L.extend(render_process(res["process"]))
+    if res.get("attach"):
+        L.extend(render_attach(res["attach"]))
 
     # targets ---------------------------------------------------------------------------
     a("## Targets")
@@ -2534,7 +2645,7 @@ def main():
     ap.add_argument("--no-write", action="store_true", help="print only")
     ap.add_argument("--only", default="",
                     help="comma-separated sections: overhead,accuracy,rate,real,window,scale,"
-                         "memory,report,calls,tree,waits,process (default: all); "
+                         "memory,report,calls,tree,waits,process,attach (default: all); "
                          "--only process alone (without --merge) replaces only section 8 "
                          "of the existing --out file")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
@@ -2609,6 +2720,8 @@ def main():
             res["waits"] = waits_cost(ctx)
         if want("process"):
             res["process"] = process_heavy(ctx)
+        if want("attach"):
+            res["attach"] = attach_cost(ctx)
         if want("memory") or want("report"):
             res["memory"] = memory(ctx)
         if want("report"):
@@ -2635,6 +2748,14 @@ def main():
                                         for r in reruns)
         elapsed += prev["elapsed"]
     res["loads"] = dict(prev["res"].get("loads", {}), **loads) if prev else loads
+    if only == {"attach"} and not prev:
+        # section 9 alone: spliced into the existing file as section 8 is
+        lines = render_attach(res["attach"])
+        sys.stdout.write("\n".join(lines) + "\n")
+        if not args.no_write and os.path.exists(args.out):
+            splice_section(args.out, lines, head="## 9. ")
+            log("wrote section 9 into %s" % args.out)
+        return
     if only == {"process"} and not prev:
         # one section on its own: print it, and put it in place of section 8 of the
         # existing file, the other sections as they were (their own runs and dates)

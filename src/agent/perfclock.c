@@ -30,22 +30,9 @@
  * descriptors, memory, slots). */
 #define RETRY_NS (1000 * 1000000ull)
 
-/* The user registers asked for, in perf's x86-64 numbering (asm/perf_regs.h): ax bx cx dx si
- * di bp sp ip (0-8) and r8-r15 (16-23): every general register, as libunwind may need any
- * of them (a DWARF CFA on rbx, a frame pointer). They arrive in that bit order. */
-#define REGS_MASK (0x1ffull | (0xffull << 16))
-static const int reg_of_bit[] = {
-	REG_RAX, REG_RBX, REG_RCX, REG_RDX, REG_RSI, REG_RDI, REG_RBP, REG_RSP, REG_RIP,
-	REG_R8,  REG_R9,  REG_R10, REG_R11, REG_R12, REG_R13, REG_R14, REG_R15,
-};
-#define NREGS (sizeof(reg_of_bit) / sizeof(reg_of_bit[0]))
-
 struct slot {
 	struct wp_athread *t; /* NULL: free */
-	uint8_t *map;         /* the header page, then the data area */
-	size_t map_len;
-	uint8_t *data;
-	uint64_t size;        /* of the data area: a power of two */
+	struct wp_perf_ring ring;
 	uint64_t count;       /* the clock's count at the last record read (cpu mode) */
 };
 
@@ -124,26 +111,7 @@ void wp_pclk_begin(const struct wp_config *c, uint64_t every_ns)
 static int open_event(pid_t tid)
 {
 	struct perf_event_attr a;
-	memset(&a, 0, sizeof(a));
-	a.size = sizeof(a);
-	a.type = PERF_TYPE_SOFTWARE;
-	/* the thread's own CPU time: the timer runs only while it is on a CPU */
-	a.config = PERF_COUNT_SW_TASK_CLOCK;
-	a.sample_period = interval_ns;
-	a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_READ |
-			PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
-	a.read_format = 0; /* the count alone */
-	/* user mode only: what kernel.perf_event_paranoid 2 (the default) allows. A tick that
-	 * lands in the kernel is dropped; the next record's count carries its time. */
-	a.exclude_kernel = 1;
-	a.exclude_hv = 1;
-	a.sample_regs_user = REGS_MASK;
-	a.sample_stack_user = WP_PCLK_STACK_BYTES;
-	a.use_clockid = 1;
-	a.clockid = CLOCK_MONOTONIC; /* the sampler's clock: a record's time is a tick's time */
-	/* nobody polls the descriptor (it is closed at once): wake nobody before the ring is full */
-	a.watermark = 1;
-	a.wakeup_watermark = (uint32_t)(DATA_PAGES * page);
+	wp_perf_attr(&a, interval_ns, (uint32_t)(DATA_PAGES * page), 1);
 	return (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
@@ -209,29 +177,18 @@ int wp_pclk_open(struct wp_athread *t, uint64_t now)
 		t->unseen_why = refused;
 		return -e;
 	}
-	/* The ring: the header page, then the data area. Read and write (we move data_tail),
-	 * so the kernel never overwrites what we have not read. */
-	uint8_t *map = MAP_FAILED;
-	size_t len = 0;
-	int e = 0;
-	for (size_t pages = DATA_PAGES; pages >= DATA_PAGES_MIN && map == MAP_FAILED; pages /= 2) {
-		len = (pages + 1) * page;
-		map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		e = errno;
-	}
+	/* The ring: the header page, then the data area (perfring.h). */
+	struct wp_perf_ring ring;
+	int e = -wp_perf_ring_map(fd, page, DATA_PAGES, DATA_PAGES_MIN, &ring);
 	/* The mapping holds the event; no descriptor of ours needs to stay in any table. */
 	close(fd);
-	if (map == MAP_FAILED) {
+	if (e) {
 		wp_format(line, sizeof(line), "its perf ring buffer could not be mapped: %s (the "
 			  "locked-memory limit, ulimit -l)", strerror(e));
 		t->unseen_why = reason(line);
 		return -e;
 	}
-	struct perf_event_mmap_page *mp = (void *)map;
-	uint64_t off = mp->data_offset ? mp->data_offset : page;
-	uint64_t size = mp->data_size ? mp->data_size : len - page;
-	slots[i] = (struct slot){ .t = t, .map = map, .map_len = len, .data = map + off,
-				  .size = size };
+	slots[i] = (struct slot){ .t = t, .ring = ring };
 	t->pclk = (int)i + 1;
 	t->pclk_unblocked = 0;
 	/* (an earlier failure's reason stays: the time it ran unseen then is still unseen) */
@@ -245,63 +202,15 @@ void wp_pclk_close(struct wp_athread *t)
 	if (!t->pclk)
 		return;
 	struct slot *s = &slots[t->pclk - 1];
-	munmap(s->map, s->map_len);
+	wp_perf_ring_unmap(&s->ring);
 	memset(s, 0, sizeof(*s));
 	t->pclk = 0;
 	open_now--;
 }
 
-/* `len` bytes of the ring from stream position `pos`, in one piece. */
 static const uint8_t *ring_at(const struct slot *s, uint64_t pos, size_t len)
 {
-	uint64_t off = pos & (s->size - 1);
-	if (off + len <= s->size)
-		return s->data + off;
-	size_t first = (size_t)(s->size - off);
-	memcpy(scratch, s->data + off, first);
-	memcpy(scratch + first, s->data, len - first);
-	return scratch;
-}
-
-static uint64_t u64_at(const uint8_t **p)
-{
-	uint64_t v;
-	memcpy(&v, *p, sizeof(v));
-	*p += sizeof(v);
-	return v;
-}
-
-/* A PERF_RECORD_SAMPLE (sample_type as open_event asks, fields in the kernel's order: ip,
- * pid+tid, time, count, user regs (abi, then each register), user stack (size, bytes,
- * dyn_size)) into `r`; its count in `*count`. Returns 0 when it cannot be used (too short, or
- * no user state to unwind: the next record's count then carries its time). */
-static int parse(const uint8_t *p, size_t len, struct wp_pclk_rec *r, uint64_t *count)
-{
-	const uint8_t *end = p + len;
-	p += sizeof(struct perf_event_header);
-	if (end - p < 4 * 8 + 8)
-		return 0;
-	u64_at(&p); /* ip: rip again */
-	u64_at(&p); /* pid, tid */
-	r->time_ns = u64_at(&p);
-	*count = u64_at(&p);
-	uint64_t abi = u64_at(&p);
-	if (abi == PERF_SAMPLE_REGS_ABI_NONE || (size_t)(end - p) < NREGS * 8 + 8)
-		return 0;
-	memset(r->gregs, 0, sizeof(r->gregs));
-	for (size_t i = 0; i < NREGS; i++)
-		r->gregs[reg_of_bit[i]] = (greg_t)u64_at(&p);
-	uint64_t size = u64_at(&p);
-	if (size > (uint64_t)(end - p) || (size && (uint64_t)(end - p) < size + 8))
-		return 0;
-	r->stack = p;
-	uint64_t dyn = 0;
-	if (size) {
-		const uint8_t *q = p + size;
-		dyn = u64_at(&q);
-	}
-	r->stack_len = (size_t)(dyn < size ? dyn : size);
-	return 1;
+	return wp_perf_ring_at(&s->ring, pos, len, scratch);
 }
 
 /* Walks t's records from the tail: cpu mode hands each sample to fn and drops it (at most
@@ -310,7 +219,7 @@ static size_t walk(struct wp_athread *t, size_t max, wp_pclk_fn *fn, void *arg,
 		   struct wp_pclk_rec *newest, int *found)
 {
 	struct slot *s = &slots[t->pclk - 1];
-	struct perf_event_mmap_page *mp = (void *)s->map;
+	struct perf_event_mmap_page *mp = (void *)s->ring.map;
 	uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
 	uint64_t tail = mp->data_tail, keep = head, n = 0;
 	*found = 0;
@@ -322,18 +231,14 @@ static size_t walk(struct wp_athread *t, size_t max, wp_pclk_fn *fn, void *arg,
 			break;
 		}
 		if (h.type == PERF_RECORD_LOST) {
-			const uint8_t *p = ring_at(s, tail, h.size) + sizeof(h);
-			if (h.size >= sizeof(h) + 16) {
-				u64_at(&p); /* id */
-				lost += u64_at(&p);
-			}
+			lost += wp_perf_lost(ring_at(s, tail, h.size), h.size);
 		} else if (h.type == PERF_RECORD_SAMPLE) {
 			if (!fn) {
 				keep = tail;
 			} else {
 				struct wp_pclk_rec r;
 				uint64_t count = 0;
-				if (parse(ring_at(s, tail, h.size), h.size, &r, &count)) {
+				if (wp_perf_parse(ring_at(s, tail, h.size), h.size, 1, &r, &count)) {
 					r.weight_ns = count > s->count ? count - s->count
 								       : interval_ns;
 					s->count = count;
@@ -349,7 +254,7 @@ static size_t walk(struct wp_athread *t, size_t max, wp_pclk_fn *fn, void *arg,
 		struct perf_event_header h;
 		memcpy(&h, ring_at(s, keep, sizeof(h)), sizeof(h));
 		uint64_t count;
-		*found = parse(ring_at(s, keep, h.size), h.size, newest, &count);
+		*found = wp_perf_parse(ring_at(s, keep, h.size), h.size, 1, newest, &count);
 		newest->weight_ns = interval_ns; /* (the caller weighs it: a tick's weight) */
 		tail = keep; /* it stays: a later tick may want it again */
 	}

@@ -30,21 +30,8 @@
 #include <sys/ucontext.h>
 
 #include "config.h"
+#include "perfring.h"
 #include "threads.h"
-
-/* One record: what the kernel copied when the thread's clock ticked in user mode. */
-struct wp_pclk_rec {
-	greg_t gregs[NGREG];   /* in ucontext order (unwind.h's input); only the integer
-				* registers, rip and rsp are set */
-	const uint8_t *stack;  /* the copy of its stack from rsp up (valid until the next call) */
-	size_t stack_len;
-	uint64_t time_ns;      /* CLOCK_MONOTONIC */
-	uint64_t weight_ns;    /* its CPU time since the record before (or since the clock
-				* opened): one interval, more when records were lost */
-};
-
-/* Bytes of user stack each record copies: see perfclock.c. */
-#define WP_PCLK_STACK_BYTES (32u << 10)
 
 void wp_pclk_begin(const struct wp_config *cfg, uint64_t interval_ns);
 

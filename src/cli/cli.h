@@ -32,6 +32,8 @@ struct wp_opts {
 	const char *out;         /* -o: profile path; NULL = default */
 	int quiet;
 	char **cmd;              /* after "--" */
+	int attach_pid;          /* --pid: sample this running process from outside */
+	double duration;         /* --duration: seconds (0: until Ctrl-C or its end) */
 	/* reporting */
 	enum wp_format format;
 	int format_set;
@@ -79,6 +81,21 @@ int wp_usage_error(const char *msg, const char *arg);
 int wp_record(struct wp_opts *opts, char *profile_path, size_t cap);
 /* The agent's warnings received while recording, printed to `to` (when no profile shows them). */
 void wp_record_print_messages(FILE *to);
+/* cmds/outside.c. --pid: samples the running process from outside (wallprof-outside), then
+ * reports. Returns the exit code. */
+int wp_attach(struct wp_opts *opts);
+/* --live --pid, in the live view's child: execs the outside sampler on opts->attach_pid,
+ * rewriting the profile at `profile_path` every second (a checkpoint). Never returns. */
+void wp_exec_outside_live(const struct wp_opts *opts, const char *profile_path)
+	__attribute__((noreturn));
+/* Whether program `prog` (as execvp would find it) is a statically linked ELF: no PT_INTERP,
+ * so no dynamic loader to preload the agent. 0 when dynamic or unknown (not found, not ELF:
+ * the agent's run says what is wrong). */
+int wp_program_is_static(const char *prog);
+/* Runs a statically linked opts->cmd under the outside sampler from its first instruction,
+ * the profile at `profile_path`. As wp_record. */
+int wp_record_outside(struct wp_opts *opts, char *profile_path, size_t cap);
+
 /* Whether a profile can be written at `path` (its directory is writable); prints why not. */
 int wp_check_profile_path(const char *path);
 /* The exit code the shell expects for a program's wait status: its

@@ -68,6 +68,13 @@ int main(int argc, char **argv)
 		FILE *out = wp_open_report(&o);
 		return out ? wp_close_report(&o, out, wp_report_files(&o, out)) : 1;
 	}
+	if (o.attach_pid) {
+		if (o.cmd)
+			return wp_usage_error("--pid takes no command", NULL);
+		return o.live ? wp_live(&o) : wp_attach(&o);
+	}
+	if (o.duration > 0)
+		return wp_usage_error("--duration goes with --pid", NULL);
 	if (!o.cmd) {
 		wp_usage(stderr);
 		return 2;

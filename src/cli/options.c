@@ -20,6 +20,7 @@ static const char usage_text[] =
 "  wallprof [RECORD OPTIONS] [REPORT OPTIONS] -- COMMAND [ARGS...]\n"
 "  wallprof --flame-graph [RECORD OPTIONS] -- COMMAND [ARGS...] > profile.svg\n"
 "  wallprof --live [RECORD OPTIONS] -- COMMAND [ARGS...]\n"
+"  wallprof --pid=PID [--duration=SECONDS] [RECORD OPTIONS] [REPORT OPTIONS]\n"
 "  wallprof --report FILE [FILE|DIR...] [REPORT OPTIONS]\n"
 "  wallprof --compare BEFORE.prof AFTER.prof [--flame-graph]\n"
 "  wallprof --overhead-test [-- COMMAND [ARGS...]]\n"
@@ -43,6 +44,10 @@ static const char usage_text[] =
 "                       where to save the profile (default wallprof.<pid>.prof; the\n"
 "                       report names it). Re-report it later with --report.\n"
 "  -q, --quiet          no progress line while the program runs.\n"
+"  --pid=PID            profile a process that is already running, from outside (nothing\n"
+"                       is loaded into it, nothing stopped): until --duration, Ctrl-C or\n"
+"                       its end. A statically linked COMMAND is profiled the same way.\n"
+"  --duration=SECONDS   --pid: how long to sample (default: until Ctrl-C or its end)\n"
 "\n"
 "Report options:\n"
 "  --format=FMT, -f FMT text (default), folded (flamegraph.pl), svg (flame graph), csv,\n"
@@ -83,6 +88,7 @@ static const char usage_text[] =
 "\n"
 "Examples:\n"
 "  wallprof --hz=1000 -- ./server --port 8080\n"
+"  wallprof --pid=4242 --duration=10 --mode=cpu\n"
 "  wallprof --mode=cpu -o before.prof -- ./bench; wallprof --compare before.prof after.prof\n"
 "  wallprof --report before.prof --format=folded --per-thread | flamegraph.pl > f.svg\n";
 
@@ -137,6 +143,8 @@ enum {
 	OPT_PROCESS_TREE,
 	OPT_WAIT_LEAVES,
 	OPT_SINGLE_FILE,
+	OPT_PID,
+	OPT_DURATION,
 };
 
 /* "+": stop at the first non-option (the command). ":": a missing value is reported as ':',
@@ -168,6 +176,8 @@ static const struct option long_opts[] = {
 	{ "whole-run", no_argument, NULL, OPT_WHOLE_RUN },
 	{ "process-tree", required_argument, NULL, OPT_PROCESS_TREE },
 	{ "single-file", no_argument, NULL, OPT_SINGLE_FILE },
+	{ "pid", required_argument, NULL, OPT_PID },
+	{ "duration", required_argument, NULL, OPT_DURATION },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -295,6 +305,17 @@ static int take(struct wp_opts *o, int c, const char *v, const char *next, int *
 	case OPT_SINGLE_FILE:
 		o->single_file = 1;
 		break;
+	case OPT_PID:
+		if (!v || wp_parse_int(v, 1, 0x3fffffff, &o->attach_pid))
+			return wp_usage_error("--pid takes a process id", v);
+		break;
+	case OPT_DURATION: {
+		char *end = NULL;
+		o->duration = v ? strtod(v, &end) : 0;
+		if (!v || end == v || *end || !(o->duration > 0 && o->duration <= 1e7))
+			return wp_usage_error("--duration takes a number of seconds above 0", v);
+		break;
+	}
 	}
 	return 0;
 }

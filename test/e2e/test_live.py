@@ -660,6 +660,34 @@ def same_leaves(t):
         pane.close()
 
 
+def attach_view(t):
+    """--live --pid: the view of a process that was already running (the outside sampler's
+    checkpoints), Ctrl-C ends the view and the sampling, the process runs on, the final
+    report says it was attached."""
+    prof = wp.tmp_path("attached.prof")
+    target = subprocess.Popen([wp.target("live_target"), "30", "0"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    pane = Pane([wp.cli(), "--live", "--pid=%d" % target.pid, "-o", prof])
+    try:
+        s = pane.wait(lambda s: "live_hot_first" in func_rows(s), 10)
+        if not t.check(s is not None, "[attach] the view of the running process is up",
+                       lambda: getattr(pane, "last", "")):
+            return
+        pane.keys("C-c")
+        st = pane.wait_exit(10)
+        if not t.check(st is not None, "[attach] Ctrl-C ends the view", lambda: pane.screen()):
+            return
+        t.eq(st["status"], 0, "[attach] wallprof --live --pid exits 0")
+        t.check(target.poll() is None, "[attach] the process runs on after the view ended")
+        full = pane.tmux("capture-pane", "-p", "-t", pane.name, "-S", "-400")
+        t.check("attached to it while it ran" in full, "[attach] the final report says it was "
+                "attached", full[-3000:])
+    finally:
+        pane.close()
+        target.kill()
+        target.wait()
+
+
 def main(t):
     if not shutil.which("tmux"):
         t.fail("tmux is missing: run ./scripts/deps")
@@ -676,7 +704,7 @@ def main(t):
                  ("sigterm", lambda t: interrupted(t, "sigterm")), ("waits_view", waits_view),
                  ("tree_view", tree_view), ("exec_view", exec_view),
                  ("same_leaves", same_leaves), ("slowdown", slowdown),
-                 ("deadlock_view", deadlock_view)]
+                 ("deadlock_view", deadlock_view), ("attach_view", attach_view)]
         for name, fn in steps:
             if not only or name in only:
                 fn(t)

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -49,6 +50,7 @@ int wp_live(struct wp_opts *o)
 	static struct live L; /* some 10 KB of line buffers: not on the stack */
 	memset(&L, 0, sizeof(L));
 	L.o = o;
+	L.target = o->attach_pid; /* --live --pid: the outside sampler is the child */
 	L.sel_kind = -1;
 	if (o->out)
 		snprintf(L.path, sizeof(L.path), "%s", o->out);
@@ -66,6 +68,14 @@ int wp_live(struct wp_opts *o)
 	free(L.rowv);
 	if (status < 0)
 		return 1;
+	if (o->attach_pid) {
+		/* the sampler's status, not the process's (which runs on) */
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			return 1;
+		o->exit_status = 0;
+		o->have_exit_status = 0;
+		return wp_report_after_run(o, L.path);
+	}
 	o->exit_status = status;
 	o->have_exit_status = 1;
 	return wp_report_after_run(o, L.path);

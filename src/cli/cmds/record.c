@@ -255,6 +255,9 @@ static void drain_channel(struct pollfd *pf, int tty, int quiet)
 
 int wp_record(struct wp_opts *o, char *profile_path, size_t cap)
 {
+	/* no dynamic loader, nothing to preload into: sampled from outside instead */
+	if (o->cmd && o->cmd[0] && wp_program_is_static(o->cmd[0]))
+		return wp_record_outside(o, profile_path, cap);
 	const char *agent = wp_find_agent();
 	if (!agent)
 		return -1;

@@ -38,7 +38,7 @@ uint64_t live_mono(void)
 static int of_this_run(const struct live *L, const struct wp_profile *p, int is_main)
 {
 	if (is_main)
-		return p->info.pid == (long long)L->pid;
+		return p->info.pid == (long long)(L->target ? L->target : L->pid);
 	const char *run = p->info.run;
 	char want[32];
 	snprintf(want, sizeof(want), "%ld-", (long)L->pid);
@@ -87,7 +87,7 @@ static int poll_checkpoints(struct live *L)
 {
 	uint64_t now = live_mono();
 	if (!L->m.nprocs)
-		wp_live_proc_at(&L->m, L->path, L->pid, 1);
+		wp_live_proc_at(&L->m, L->path, L->target ? L->target : L->pid, 1);
 	procfiles_scan(L->path, found_proc, L);
 	int changed = 0, first_loads = 0;
 	for (size_t k = 0; k < L->m.nprocs; k++) {
@@ -128,6 +128,8 @@ static int spawn(struct live *L, const char *agent)
 	}
 	if (pid == 0) {
 		relay_child(&L->out);
+		if (L->target)
+			wp_exec_outside_live(L->o, L->path); /* --live --pid */
 		setenv("WALLPROF_CHECKPOINT", "1", 1);
 		wp_exec_under_agent(L->o, agent, L->path, -1);
 	}

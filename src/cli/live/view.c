@@ -258,6 +258,8 @@ static int draw_header(struct live *L, struct scr *s, uint64_t now)
 	char cmd[1024] = "";
 	if (L->m.command[0])
 		snprintf(cmd, sizeof(cmd), "%s", L->m.command);
+	else if (L->target) /* --pid: its command line comes with the first checkpoint */
+		snprintf(cmd, sizeof(cmd), "pid %ld (attached)", (long)L->target);
 	else
 		for (char **a = L->o->cmd; *a; a++)
 			snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd), "%s%s", a == L->o->cmd ?
@@ -268,7 +270,7 @@ static int draw_header(struct live *L, struct scr *s, uint64_t now)
 	char seg[4][160];
 	int n = 0, y = 1, two = L->rows >= 16 ? 2 : 1;
 	const char *mode = L->m.mode[0] ? L->m.mode : L->o->mode ? L->o->mode : "wall";
-	snprintf(seg[n++], sizeof(seg[0]), "pid %ld", (long)L->pid);
+	snprintf(seg[n++], sizeof(seg[0]), "pid %ld", (long)(L->target ? L->target : L->pid));
 	char per[64] = "";
 	if (!strcmp(mode, "wall") && L->m.loaded && L->m.per_tick > 0)
 		snprintf(per, sizeof(per), " (up to %lld threads a tick)", L->m.per_tick);

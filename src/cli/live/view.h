@@ -29,7 +29,8 @@ struct row {
 struct live {
 	struct wp_opts *o;
 	char path[PATH_MAX];
-	pid_t pid;
+	pid_t pid;              /* the child: the program, or (--pid) the outside sampler */
+	pid_t target;           /* --pid: the process sampled (its files say so), else 0 */
 	uint64_t t0;
 	struct relay out;       /* the program's output */
 	struct keys keys;       /* an escape sequence the last read cut */

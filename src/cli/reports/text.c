@@ -249,6 +249,13 @@ static void header(struct text *t)
 			fprintf(t->out, "pid %llu%s", (unsigned long long)pid, *ex ? ", " : "");
 		fprintf(t->out, "%s\n", ex);
 	}
+	/* the outside sampler's files (docs/design.md, "The outside sampler") */
+	if (wp_profile_meta(p, "attached"))
+		fprintf(t->out, "[RUN]     attached to it while it ran (wallprof --pid): sampled from "
+				"outside, then left running\n");
+	else if (wp_profile_meta(p, "static"))
+		fprintf(t->out, "[RUN]     statically linked: sampled from outside from its first "
+				"instruction\n");
 	const struct wp_run *run = s->run && s->run->merged ? s->run : NULL;
 	const struct wp_run_proc *root = run ? wp_run_root(run) : NULL;
 	uint64_t root_wall = root ? wp_run_pid_wall(run, root->pid) : 0;

@@ -12,6 +12,7 @@
 #include "condwait.h"
 #include "log.h"
 #include "peek.h"
+#include "stacks.h"
 #include "wait_locks.h"
 #include "wait_fds.h"
 
@@ -253,6 +254,28 @@ uint64_t wp_waits_holder_now(const struct wp_wait_key *k)
 	if (k->nr != SYS_futex || (!looks_like_mutex(k->a1, k->a2) && !looks_like_rwlock(k->a1, k->a2)))
 		return k->aux;
 	return futex_holder(k->a0, k->a1, k->a2);
+}
+
+int wp_waits_last_record(const struct wp_athread *t, uint32_t tid, struct wp_rec_last *r)
+{
+	const struct wp_stack_entry *s = t->last_stack;
+	if (!t->alive || !s)
+		return 0;
+	*r = (struct wp_rec_last){ .tid = tid, .stack_id = s->id, .at_ns = t->tl_last_us * 1000 };
+	if (s->flags & WP_STACK_WAITING)
+		r->flags |= WP_LAST_WAITING;
+	const struct wp_wait_entry *w = t->last_wait;
+	uint64_t holder = w ? wp_waits_holder_now(&w->key) : 0;
+	if (w && !(holder == tid && w->key.aux != tid)) {
+		r->flags |= WP_LAST_IN_CALL;
+		r->nr = w->key.nr;
+		r->a0 = w->key.a0;
+		r->a1 = w->key.a1;
+		r->a2 = w->key.a2;
+		r->aux = holder;
+		r->cond_mutex = w->key.cond_mutex;
+	}
+	return 1;
 }
 
 struct wp_wait_entry *wp_waits_all(void)

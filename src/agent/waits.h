@@ -18,6 +18,7 @@
 #include <uthash.h>
 
 #include "threads.h"
+#include "../common/format.h"
 
 struct wp_wait_key {
 	uint32_t stack_id, nr;
@@ -63,6 +64,15 @@ void wp_waits_set_holder(struct wp_athread *t, struct wp_wait_entry *e, uint32_t
  * its sample read (key->aux). One bounded read of memory (peek.h), no lock, no allocation:
  * usable from the writer's fatal-signal path. */
 uint64_t wp_waits_holder_now(const struct wp_wait_key *k);
+/* A thread's LAST record (format.h's WP_REC_LAST) from its last sample and the wait that
+ * sample was in, for the agent's writer and the outside sampler's alike; `tid` as the file
+ * gives it. 0 when the thread is not alive or has no sample yet (no record). The lock's
+ * holder is read again now: the samples of one tick are taken one after the other, and a
+ * thread seen waiting for a lock may have taken it before the thread seen next waited for it
+ * in turn (two such records would make a loop of threads that were never stuck). One that
+ * holds the lock now is not waiting for it, unless it already held it when sampled (a normal
+ * mutex locked twice). */
+int wp_waits_last_record(const struct wp_athread *t, uint32_t tid, struct wp_rec_last *r);
 /* Whose memory is read (the sampler's tid, as sample.c's stack copies). */
 
 struct wp_wait_entry *wp_waits_all(void);

@@ -233,30 +233,9 @@ static void write_cpuwaits(void)
 static void write_lasts(void)
 {
 	for (struct wp_athread *t = wp_threads_all(); t; t = t->hh.next) {
-		const struct wp_stack_entry *s = t->last_stack;
-		if (!t->alive || !s)
-			continue;
-		struct wp_rec_last r = { .tid = abs_tid(t->tid), .stack_id = s->id,
-					 .at_ns = t->tl_last_us * 1000 };
-		if (s->flags & WP_STACK_WAITING)
-			r.flags |= WP_LAST_WAITING;
-		const struct wp_wait_entry *w = t->last_wait;
-		/* The lock's holder read again now: the samples of one tick are taken one after
-		 * the other, and a thread seen waiting for a lock may have taken it before the
-		 * thread seen next waited for it in turn (two such records would make a loop of
-		 * threads that were never stuck). One that holds the lock now is not waiting for
-		 * it, unless it already held it when sampled (a normal mutex locked twice). */
-		uint64_t holder = w ? wp_waits_holder_now(&w->key) : 0;
-		if (w && !(holder == r.tid && w->key.aux != r.tid)) {
-			r.flags |= WP_LAST_IN_CALL;
-			r.nr = w->key.nr;
-			r.a0 = w->key.a0;
-			r.a1 = w->key.a1;
-			r.a2 = w->key.a2;
-			r.aux = holder;
-			r.cond_mutex = w->key.cond_mutex;
-		}
-		record(WP_REC_LAST, &r, sizeof(r), 0);
+		struct wp_rec_last r;
+		if (wp_waits_last_record(t, abs_tid(t->tid), &r))
+			record(WP_REC_LAST, &r, sizeof(r), 0);
 	}
 }
 

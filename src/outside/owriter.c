@@ -98,25 +98,9 @@ static void write_waits(void)
 static void write_lasts(void)
 {
 	for (struct wp_athread *t = wp_othreads_all(); t; t = wp_othread_next(t)) {
-		const struct wp_stack_entry *s = t->last_stack;
-		if (!t->alive || !s)
-			continue;
-		struct wp_rec_last r = { .tid = (uint32_t)t->tid, .stack_id = s->id,
-					 .at_ns = t->tl_last_us * 1000 };
-		if (s->flags & WP_STACK_WAITING)
-			r.flags |= WP_LAST_WAITING;
-		const struct wp_wait_entry *w = t->last_wait;
-		uint64_t holder = w ? wp_waits_holder_now(&w->key) : 0;
-		if (w && !(holder == r.tid && w->key.aux != r.tid)) {
-			r.flags |= WP_LAST_IN_CALL;
-			r.nr = w->key.nr;
-			r.a0 = w->key.a0;
-			r.a1 = w->key.a1;
-			r.a2 = w->key.a2;
-			r.aux = holder;
-			r.cond_mutex = w->key.cond_mutex;
-		}
-		record(WP_REC_LAST, &r, sizeof(r), 0);
+		struct wp_rec_last r;
+		if (wp_waits_last_record(t, (uint32_t)t->tid, &r))
+			record(WP_REC_LAST, &r, sizeof(r), 0);
 	}
 }
 

@@ -5,7 +5,9 @@
  *       samples a running process until the duration ends, SIGINT or SIGTERM, or its end;
  *   wallprof-outside --exec --mode=M --hz=N --out=PATH -- PROGRAM ARGS...
  *       runs a program that cannot take the agent (statically linked) and samples it from its
- *       first instruction to its end; exits as the program did.
+ *       first instruction to its end; exits as the program did;
+ *   wallprof-outside --pid=PID --once --hz=N --out=PATH
+ *       --dump: one snapshot, each thread sampled once (dump.c).
  * Either way the profile is an ordinary one. Problems: one line on stderr, exit status 1. */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +27,7 @@
 #include "agent/clock.h"
 #include "agent/peek.h"
 #include "agent/task.h"
+#include "dump.h"
 #include "osample.h"
 #include "owriter.h"
 #include "refusals.h"
@@ -40,6 +43,7 @@ struct args {
 	int stdout_to_stderr; /* --exec: the report takes standard output (cmds/outside.c) */
 	int checkpoint;       /* --checkpoint: the profile rewritten every second (--live) */
 	int quiet;            /* --quiet: no line when sampling starts */
+	int once;             /* --once: one snapshot of every thread (--dump) */
 	int cpu_mode;
 	int hz;
 	double duration;
@@ -70,6 +74,8 @@ static int parse(int argc, char **argv, struct args *a)
 			a->checkpoint = 1;
 		else if (!strcmp(s, "--quiet"))
 			a->quiet = 1;
+		else if (!strcmp(s, "--once"))
+			a->once = 1;
 		else if (!strncmp(s, "--mode=", 7))
 			a->cpu_mode = !strcmp(s + 7, "cpu");
 		else if (!strncmp(s, "--hz=", 5))
@@ -172,7 +178,7 @@ static void append(char *buf, size_t cap, size_t *len, const char *fmt, ...)
 		*len += (size_t)n < cap - *len ? (size_t)n : cap - *len - 1;
 }
 
-static int write_profile(const struct args *a, const struct run *r);
+static int write_profile(const struct args *a, const struct run *r, const char *extra);
 
 /* --checkpoint: the profile so far, every second, for the live view (checkpoint=1: no final
  * word yet). */
@@ -182,24 +188,30 @@ static void maybe_checkpoint(const struct args *a, struct run *r, uint64_t now, 
 		return;
 	*next = now + 1000000000ull;
 	r->end = now;
-	write_profile(a, r);
+	write_profile(a, r, "");
 }
 
-static int write_profile(const struct args *a, const struct run *r)
+static int write_profile(const struct args *a, const struct run *r, const char *extra)
 {
-	static char meta[8192];
+	static char fixed[8192];
 	size_t len = 0;
+	size_t cap = sizeof(fixed) + strlen(extra);
+	char *meta = cap > sizeof(fixed) ? malloc(cap) : fixed;
+	if (!meta) {
+		fprintf(stderr, "wallprof: out of memory\n");
+		return -1;
+	}
 	const struct wp_ostats *s = wp_osample_stats();
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
 	uint64_t self_ns = (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ull +
 			   (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ull;
-	append(meta, sizeof(meta), &len, "wallprof_version=%s\nmode=%s\nhz=%d\nthreads_per_tick=0\n"
+	append(meta, cap, &len, "wallprof_version=%s\nmode=%s\nhz=%d\nthreads_per_tick=0\n"
 	       "pid=%d\nppid=%ld\ncommand=%s\nncpus=%ld\nstart_unix_ns=%llu\nduration_ns=%llu\n",
 	       WALLPROF_VERSION, a->cpu_mode ? "cpu" : "wall", a->hz, (int)r->pid, r->ppid,
 	       r->command, sysconf(_SC_NPROCESSORS_ONLN), (unsigned long long)r->start_unix,
 	       (unsigned long long)(r->end - r->start));
-	append(meta, sizeof(meta), &len, "cpu_user_ns=%llu\ncpu_sys_ns=%llu\nsampler_cpu_ns=%llu\n"
+	append(meta, cap, &len, "cpu_user_ns=%llu\ncpu_sys_ns=%llu\nsampler_cpu_ns=%llu\n"
 	       "unwind_ns=%llu\nticks=%llu\nticks_late=%llu\nsamples=%llu\nunsignalled=%llu\n"
 	       "reused=%llu\ntruncated=%llu\nthreads_seen=%llu\nperf_clock_threads=%llu\n"
 	       "perf_clock_records=%llu\nperf_clock_lost=%llu\nmissed_moving=%llu\n"
@@ -215,16 +227,19 @@ static int write_profile(const struct args *a, const struct run *r)
 	       wp_modules_copied_bytes());
 	/* how it was sampled: from outside, attached to a running process or running a program
 	 * that could not take the agent */
-	append(meta, sizeof(meta), &len, "sampler=outside\n%s", a->exec ? "static=1\n" : "attached=1\n");
+	append(meta, cap, &len, "sampler=outside\n%s", a->exec ? "static=1\n" : "attached=1\n");
 	if (s->clock_refused[0])
-		append(meta, sizeof(meta), &len, "message_1=%s\n", s->clock_refused);
+		append(meta, cap, &len, "message_1=%s\n", s->clock_refused);
 	if (r->have_status && WIFSIGNALED(r->status))
-		append(meta, sizeof(meta), &len, "died_of_signal=%d\n", WTERMSIG(r->status));
+		append(meta, cap, &len, "died_of_signal=%d\n", WTERMSIG(r->status));
 	else if (r->have_status && WIFEXITED(r->status))
-		append(meta, sizeof(meta), &len, "exit_status=%d\n", WEXITSTATUS(r->status));
+		append(meta, cap, &len, "exit_status=%d\n", WEXITSTATUS(r->status));
 	else
-		append(meta, sizeof(meta), &len, "checkpoint=1\n"); /* still running: no final word */
+		append(meta, cap, &len, "checkpoint=1\n"); /* still running: no final word */
+	append(meta, cap, &len, "%s", extra);
 	int e = wp_owriter_write(a->out, meta);
+	if (meta != fixed)
+		free(meta);
 	if (e) {
 		fprintf(stderr, "wallprof: cannot write the profile %s: %s\n", a->out, strerror(-e));
 		return -1;
@@ -332,7 +347,8 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_REALTIME, &rt);
 	r.start_unix = wp_ts_ns(&rt);
 	r.start = wp_now_ns();
-	struct wp_osettings set = { .pid = a.pid, .cpu_mode = a.cpu_mode, .hz = a.hz };
+	struct wp_osettings set = { .pid = a.pid, .cpu_mode = a.once ? 0 : a.cpu_mode, .hz = a.hz,
+				    .once = a.once };
 	if (a.exec) {
 		set.pid = 0;
 		if (wp_osample_begin(&set, r.start) < 0)
@@ -349,7 +365,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	if (!a.exec && !a.quiet && !a.checkpoint)
+	if (!a.exec && !a.quiet && !a.checkpoint && !a.once)
 		fprintf(stderr, "wallprof: sampling pid %d from outside %s\n", (int)a.pid,
 			a.duration > 0 ? "for the duration asked" : "until Ctrl-C or its end");
 	wp_task_note_program(r.pid);
@@ -361,10 +377,15 @@ int main(int argc, char **argv)
 		r.cpu_user0 = r.cpu_sys0 = 0;
 	r.cpu_user = r.cpu_user0;
 	r.cpu_sys = r.cpu_sys0;
-	loop(&a, &r);
+	if (a.once)
+		wp_dump_take(r.pid, a.hz, &r.end);
+	else
+		loop(&a, &r);
 	if (a.exec && !r.have_status)
 		r.have_status = waitpid(r.pid, &r.status, 0) == r.pid;
-	int rc = write_profile(&a, &r) ? 1 : 0;
+	char *extra = a.once ? wp_dump_meta(r.pid) : NULL;
+	int rc = write_profile(&a, &r, extra ? extra : "") ? 1 : 0;
+	free(extra);
 	if (a.exec && r.have_status)
 		return WIFEXITED(r.status) ? WEXITSTATUS(r.status) : 128 + WTERMSIG(r.status);
 	return rc;

@@ -462,6 +462,8 @@ int wp_osample_tick(uint64_t now, uint32_t units)
 			continue;
 		}
 		uint64_t before = t->a.samples;
+		if (set.once && before)
+			continue;
 		if (set.cpu_mode)
 			drain(t, 1, interval_ns);
 		else
@@ -475,6 +477,14 @@ int wp_osample_tick(uint64_t now, uint32_t units)
 		}
 	}
 	settle_holders();
+	return n;
+}
+
+int wp_osample_unsampled(void)
+{
+	int n = 0;
+	for (struct othread *t = threads; t; t = t->next)
+		n += t->a.alive && !t->a.samples;
 	return n;
 }
 

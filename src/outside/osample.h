@@ -22,6 +22,7 @@ struct wp_osettings {
 	pid_t pid;
 	int cpu_mode;
 	int hz;
+	int once; /* --dump: each thread sampled once (its first sample kept, later ticks skip it) */
 };
 
 struct wp_ostats {
@@ -42,6 +43,8 @@ int wp_osample_tick(uint64_t now, uint32_t units);
 /* Drains the rings one last time, closes every clock. */
 void wp_osample_end(uint64_t now);
 const struct wp_ostats *wp_osample_stats(void);
+/* once: the live threads with no sample yet (running ones whose clock has no record). */
+int wp_osample_unsampled(void);
 /* A waiter's lock holder, read now (shim.c's wp_locks_owner_read, from waits.c). */
 struct wp_wait_entry;
 void wp_osample_owner_read(struct wp_athread *waiter, struct wp_wait_entry *e, pid_t owner,

@@ -22,6 +22,7 @@ enum wp_format {
 	WP_FMT_CSV,
 	WP_FMT_PPROF,
 	WP_FMT_SPEEDSCOPE,
+	WP_FMT_JSON,       /* --dump only */
 };
 
 struct wp_opts {
@@ -34,6 +35,7 @@ struct wp_opts {
 	char **cmd;              /* after "--" */
 	int attach_pid;          /* --pid: sample this running process from outside */
 	double duration;         /* --duration: seconds (0: until Ctrl-C or its end) */
+	int dump;                /* --dump: one snapshot of the --pid process's threads */
 	/* reporting */
 	enum wp_format format;
 	int format_set;
@@ -88,6 +90,13 @@ int wp_attach(struct wp_opts *opts);
  * rewriting the profile at `profile_path` every second (a checkpoint). Never returns. */
 void wp_exec_outside_live(const struct wp_opts *opts, const char *profile_path)
 	__attribute__((noreturn));
+/* --dump: wallprof-outside --once on `pid`, the snapshot written to `profile_path`. Returns 0,
+ * or 1 when it could not be taken (the sampler said why: a refusal is --pid's line). */
+int wp_outside_once(int pid, const char *profile_path);
+/* cmds/dump.c. --dump --pid: one snapshot of the process, reported as text or JSON. Returns
+ * the exit code. */
+int wp_dump_pid(struct wp_opts *opts);
+
 /* Whether program `prog` (as execvp would find it) is a statically linked ELF: no PT_INTERP,
  * so no dynamic loader to preload the agent. 0 when dynamic or unknown (not found, not ELF:
  * the agent's run says what is wrong). */
@@ -162,6 +171,18 @@ int wp_report_pprof(const struct wp_opts *opts, const struct wp_resolved *r,
 		    const struct wp_summary *s, FILE *out);
 int wp_report_speedscope(const struct wp_opts *opts, const struct wp_resolved *r,
 			 const struct wp_summary *s, FILE *out);
+
+/* The dump's reports (reports/dump_text.c, dump_json.c), of the dump `d` (dump_model.h)
+ * built over model r. Each returns 0 or -1 (write error). */
+struct wp_dump;
+int wp_report_dump_text(const struct wp_resolved *r, const struct wp_dump *d, FILE *out);
+int wp_report_dump_json(const struct wp_resolved *r, const struct wp_dump *d, FILE *out);
+
+/* The dump's reports (reports/dump_text.c, dump_json.c), of the dump `d` (dump_model.h)
+ * built over model r. Each returns 0 or -1 (write error). */
+struct wp_dump;
+int wp_report_dump_text(const struct wp_resolved *r, const struct wp_dump *d, FILE *out);
+int wp_report_dump_json(const struct wp_resolved *r, const struct wp_dump *d, FILE *out);
 
 /* --compare A B (text, or SVG with opts->flame_graph). Returns the exit code. */
 int wp_compare(const struct wp_opts *opts, const char *before, const char *after, FILE *out);

@@ -68,6 +68,15 @@ int main(int argc, char **argv)
 		FILE *out = wp_open_report(&o);
 		return out ? wp_close_report(&o, out, wp_report_files(&o, out)) : 1;
 	}
+	if (o.dump) {
+		if (!o.attach_pid || o.cmd || modes)
+			return wp_usage_error("--dump goes with --pid=PID alone", NULL);
+		if (o.format != WP_FMT_TEXT && o.format != WP_FMT_JSON)
+			return wp_usage_error("--dump writes text or json", NULL);
+		return wp_dump_pid(&o);
+	}
+	if (o.format == WP_FMT_JSON)
+		return wp_usage_error("--format=json goes with --dump", NULL);
 	if (o.attach_pid) {
 		if (o.cmd)
 			return wp_usage_error("--pid takes no command", NULL);

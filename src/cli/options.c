@@ -21,6 +21,7 @@ static const char usage_text[] =
 "  wallprof --flame-graph [RECORD OPTIONS] -- COMMAND [ARGS...] > profile.svg\n"
 "  wallprof --live [RECORD OPTIONS] -- COMMAND [ARGS...]\n"
 "  wallprof --pid=PID [--duration=SECONDS] [RECORD OPTIONS] [REPORT OPTIONS]\n"
+"  wallprof --dump --pid=PID [--format=json]\n"
 "  wallprof --report FILE [FILE|DIR...] [REPORT OPTIONS]\n"
 "  wallprof --compare BEFORE.prof AFTER.prof [--flame-graph]\n"
 "  wallprof --overhead-test [-- COMMAND [ARGS...]]\n"
@@ -48,6 +49,9 @@ static const char usage_text[] =
 "                       is loaded into it, nothing stopped): until --duration, Ctrl-C or\n"
 "                       its end. A statically linked COMMAND is profiled the same way.\n"
 "  --duration=SECONDS   --pid: how long to sample (default: until Ctrl-C or its end)\n"
+"  --dump               with --pid: one snapshot, now, of every thread (state, stack with\n"
+"                       file:line, what it waits for and how long, alike threads grouped,\n"
+"                       deadlocks first), stopping nothing. --format=json for tools.\n"
 "\n"
 "Report options:\n"
 "  --format=FMT, -f FMT text (default), folded (flamegraph.pl), svg (flame graph), csv,\n"
@@ -112,7 +116,7 @@ static int parse_format(const char *s, enum wp_format *f)
 	} names[] = {
 		{ "text", WP_FMT_TEXT }, { "folded", WP_FMT_FOLDED }, { "collapsed", WP_FMT_FOLDED },
 		{ "svg", WP_FMT_SVG },   { "csv", WP_FMT_CSV },       { "pprof", WP_FMT_PPROF },
-		{ "speedscope", WP_FMT_SPEEDSCOPE },
+		{ "speedscope", WP_FMT_SPEEDSCOPE }, { "json", WP_FMT_JSON },
 	};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(s, names[i].name)) {
@@ -145,6 +149,7 @@ enum {
 	OPT_SINGLE_FILE,
 	OPT_PID,
 	OPT_DURATION,
+	OPT_DUMP,
 };
 
 /* "+": stop at the first non-option (the command). ":": a missing value is reported as ':',
@@ -177,6 +182,7 @@ static const struct option long_opts[] = {
 	{ "process-tree", required_argument, NULL, OPT_PROCESS_TREE },
 	{ "single-file", no_argument, NULL, OPT_SINGLE_FILE },
 	{ "pid", required_argument, NULL, OPT_PID },
+	{ "dump", no_argument, NULL, OPT_DUMP },
 	{ "duration", required_argument, NULL, OPT_DURATION },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -230,8 +236,8 @@ static int take(struct wp_opts *o, int c, const char *v, const char *next, int *
 		break;
 	case 'f':
 		if (!v || parse_format(v, &o->format))
-			return wp_usage_error("--format takes text, folded, svg, csv, pprof or "
-					      "speedscope", v);
+			return wp_usage_error("--format takes text, folded, svg, csv, pprof, "
+					      "speedscope or (with --dump) json", v);
 		o->format_set = 1;
 		break;
 	case OPT_PER_THREAD:
@@ -308,6 +314,9 @@ static int take(struct wp_opts *o, int c, const char *v, const char *next, int *
 	case OPT_PID:
 		if (!v || wp_parse_int(v, 1, 0x3fffffff, &o->attach_pid))
 			return wp_usage_error("--pid takes a process id", v);
+		break;
+	case OPT_DUMP:
+		o->dump = 1;
 		break;
 	case OPT_DURATION: {
 		char *end = NULL;

@@ -154,6 +154,23 @@ void wp_exec_outside_live(const struct wp_opts *o, const char *profile)
 	_exit(127);
 }
 
+int wp_outside_once(int pid, const char *profile)
+{
+	char pidarg[32], out[PATH_MAX + 16];
+	const char *exe = find_outside();
+	if (!exe)
+		return 1;
+	snprintf(pidarg, sizeof(pidarg), "--pid=%d", pid);
+	snprintf(out, sizeof(out), "--out=%s", profile);
+	/* 200 Hz: ticks every 5 ms, a running thread's clock records every 2.5 ms of its CPU */
+	char *argv[] = { (char *)exe, pidarg, "--once", "--mode=wall", "--hz=200", out, "--quiet",
+			 NULL };
+	int status = 0;
+	if (run_outside(argv, &status) != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return 1; /* (it said why) */
+	return 0;
+}
+
 /* The path execvp would run for `prog`, into buf; 0, or -1 when not found. */
 static int resolve(const char *prog, char *buf, size_t cap)
 {

@@ -142,3 +142,36 @@ const char *wp_fit_head(const char *s, int w, char *buf, size_t cap)
 	snprintf(buf, cap, "%.*s...", w - 3, s);
 	return buf;
 }
+
+void wp_json_str(FILE *out, const char *s)
+{
+	putc('"', out);
+	for (const unsigned char *u = (const unsigned char *)(s ? s : ""); *u;) {
+		unsigned c = *u;
+		if (c == '"' || c == '\\') {
+			putc('\\', out);
+			putc((int)c, out);
+			u++;
+		} else if (c < 0x20 || c == 0x7f) {
+			switch (c) {
+			case '\n': fputs("\\n", out); break;
+			case '\r': fputs("\\r", out); break;
+			case '\t': fputs("\\t", out); break;
+			case '\b': fputs("\\b", out); break;
+			case '\f': fputs("\\f", out); break;
+			default: fprintf(out, "\\u%04x", c);
+			}
+			u++;
+		} else {
+			size_t k = wp_utf8_seq(u);
+			if (k) {
+				fwrite(u, 1, k, out);
+				u += k;
+			} else {
+				fputs("\xef\xbf\xbd", out);
+				u++;
+			}
+		}
+	}
+	putc('"', out);
+}

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* Small text helpers every report shares: numbers, shares and durations for people, and
- * UTF-8 validation. The one copy of each. */
+ * UTF-8 validation, JSON strings. The one copy of each. */
 #ifndef WP_TEXTFMT_H
 #define WP_TEXTFMT_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* v with thousands separators ("14,293"). The result lives in one of 16 rotating static
  * buffers, so up to 16 calls may appear in one printf. */
@@ -21,6 +22,9 @@ const char *wp_dur(uint64_t ns);
 /* Length of the valid UTF-8 sequence at s (NUL-terminated), 0 when it is invalid (overlong
  * forms and surrogates included). */
 size_t wp_utf8_seq(const unsigned char *s);
+
+/* `s` as a JSON string, quotes included (NULL: ""); invalid UTF-8 becomes U+FFFD. */
+void wp_json_str(FILE *out, const char *s);
 
 /* Whether a frame name is one of the reports' own ("[wait io pipe:[12] read end (write end
  * fd 4)]", "[held by NAME tid=N]", "[name tid=N]"), not a function: cut to fit, it keeps its

@@ -71,6 +71,14 @@ static void fill(const struct wp_resolved *r, uint32_t tid, const struct look *l
 	t->name = th && th->name && *th->name ? th->name : "?";
 	t->letter = l->letter;
 	t->stack = last ? wp_resolved_stack(r, last->stack_id) : NULL;
+	struct look seen = *l;
+	if (last && (last->flags & WP_LAST_IN_CALL) && l->letter == 'R') {
+		/* sampled blocked, woken by the snapshot's end (a sleeper's period ended): the
+		 * dump is of its sample, how long it had waited then is not known */
+		seen.letter = 'S';
+		seen.waited = -1;
+	}
+	l = &seen;
 	t->state = state_of(l, t->stack);
 	int blocked = t->state == WP_DS_BLOCKED || t->state == WP_DS_DISK ||
 		      t->state == WP_DS_STOPPED;

@@ -101,7 +101,10 @@ void wp_text_deadlocks(const struct wp_resolved *r, FILE *out)
 				 d->n);
 		int pad = (int)(sizeof(rule) - 1 - strlen(title)) / 2;
 		fprintf(out, "\n%s\n%*s%s\n%s\n", rule, pad > 0 ? pad : 0, "", title, rule);
-		fprintf(out, "As the profile was last written, %s:\n",
+		/* (a --dump's profile is one snapshot: src/outside/dump.h) */
+		fprintf(out, "%s, %s:\n",
+			wp_profile_meta_ll(r->procs[d->m[0].proc], "dump", 0) == 1 ?
+			"At the snapshot" : "As the profile was last written",
 			d->n == 1 ? "this thread was blocked on a lock it holds"
 				  : "each thread was blocked on the next, the last on the first");
 		for (size_t j = 0; j < d->n; j++)

@@ -45,8 +45,11 @@ static enum wp_dump_state state_of(const struct look *l, const struct wp_rstack 
 {
 	switch (l->letter) {
 	case 'R':
-		/* queued the whole snapshot, or its one sample was a wait for a CPU */
-		if ((l->queued && !l->ran) || wait_of(s, 1))
+		/* its one sample was a wait for a CPU; or, never sampled, it queued and did not
+		 * run during the snapshot. A thread sampled by its clock ran then, whatever
+		 * schedstat says: its run time is brought up to date only at the scheduler's tick
+		 * or a switch, so a few ms of running may not show in it yet */
+		if (wait_of(s, 1) || (!s && l->queued && !l->ran))
 			return WP_DS_RUNNABLE;
 		return WP_DS_RUNNING;
 	case 'S':
@@ -69,13 +72,18 @@ static void fill(const struct wp_resolved *r, uint32_t tid, const struct look *l
 	const struct wp_last *last = last_of(p, tid);
 	t->tid = tid;
 	t->name = th && th->name && *th->name ? th->name : "?";
-	t->letter = l->letter;
+	t->letter = l->letter; /* (/proc's, at the end, whatever the sample says) */
 	t->stack = last ? wp_resolved_stack(r, last->stack_id) : NULL;
 	struct look seen = *l;
 	if (last && (last->flags & WP_LAST_IN_CALL) && l->letter == 'R') {
 		/* sampled blocked, woken by the snapshot's end (a sleeper's period ended): the
 		 * dump is of its sample, how long it had waited then is not known */
 		seen.letter = 'S';
+		seen.waited = -1;
+	}
+	if (last && !(last->flags & WP_LAST_WAITING) && l->letter != 'R') {
+		/* sampled running by its clock, blocked by the end: the dump is of its sample */
+		seen.letter = 'R';
 		seen.waited = -1;
 	}
 	l = &seen;

@@ -14,6 +14,8 @@ taken from outside by wallprof-outside --once, checked against the truth its tar
     length, the joined thread, the child's pid), how long it has waited (the lockers: about
     the target's age; the sleeper: under its 10 ms sleep plus slack), and alike threads in
     one group (the three lockers, the 20 idle threads);
+  * cpuwait pinned (four threads on one CPU): the spinners run in spin_until, and at least
+    two waited for a CPU during the snapshot (their runqueue time, json and text);
   * how long the process was stopped is said: 0 (nothing is stopped), in text and json;
   * a refusal (no such pid) is one line, exit status 1; --format=json without --dump is a
     usage error.
@@ -250,6 +252,35 @@ def pool(t):
         proc.wait()
 
 
+def cpu_queue(t):
+    """cpuwait pinned: spin-a, spin-b, spin-n5 and half share one CPU; at most one runs as the
+    snapshot begins, so at least two spinners queue and run during it (to be sampled): the
+    dump shows them running in spin_until with the runqueue time they waited."""
+    proc = start([wp.target("cpuwait"), "20", "pinned"])
+    try:
+        time.sleep(1.0)
+        rj = dump(proc.pid, "json")
+        rt = dump(proc.pid)
+        t.eq(rj.returncode, 0, "cpuwait: --dump exits 0", rj.describe())
+        g = groups_by_name(json.loads(rj.stdout))
+        spin = {n: g.get(n, {}) for n in ("spin-a", "spin-b", "spin-n5")}
+        t.check(all(x.get("state") in ("running", "runnable") and
+                    any(f["function"] == "spin_until" for f in x.get("stack", []))
+                    for x in spin.values()),
+                "cpuwait: the spinners run (or wait for a CPU) in spin_until",
+                repr({n: (x.get("state"), x.get("stack", [])[:1]) for n, x in spin.items()}))
+        queued = [th["queued_ns"] for x in json.loads(rj.stdout)["groups"]
+                  for th in x["threads"] if th["name"] in spin]
+        t.check(sum(q > 0 for q in queued) >= 2,
+                "cpuwait: at least two spinners waited for a CPU during the snapshot: %r"
+                % queued)
+        t.check("also waited for a CPU (runqueue time grew by" in rt.stdout,
+                "cpuwait: the text says a spinner waited for a CPU", rt.stdout[:3000])
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def refusals(t):
     r = wp.wallprof(["--dump", "--pid=999999"])
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
@@ -269,6 +300,7 @@ def main(t):
         deadlock(t, mode)
     states(t)
     pool(t)
+    cpu_queue(t)
 
 
 wp.main(main)

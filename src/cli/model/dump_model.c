@@ -32,11 +32,12 @@ static const struct wp_last *last_of(const struct wp_profile *p, uint32_t tid)
 }
 
 /* The wait of the stack a thread was last sampled with: its one wait in a call (a thread
- * is sampled once in a dump), else its wait for a CPU. */
-static const struct wp_rwait *wait_of(const struct wp_rstack *s, int want_cpu)
+ * is sampled once in a dump; a wait for a CPU its sample may carry is not what it waits for:
+ * the dump gives its runqueue time instead). */
+static const struct wp_rwait *wait_of(const struct wp_rstack *s)
 {
 	for (uint32_t k = 0; s && k < s->nwaits; k++)
-		if ((s->waits[k].kind == WP_WAIT_CPU) == want_cpu)
+		if (s->waits[k].kind != WP_WAIT_CPU)
 			return &s->waits[k];
 	return NULL;
 }
@@ -45,11 +46,11 @@ static enum wp_dump_state state_of(const struct look *l, const struct wp_rstack 
 {
 	switch (l->letter) {
 	case 'R':
-		/* its one sample was a wait for a CPU; or, never sampled, it queued and did not
-		 * run during the snapshot. A thread sampled by its clock ran then, whatever
-		 * schedstat says: its run time is brought up to date only at the scheduler's tick
-		 * or a switch, so a few ms of running may not show in it yet */
-		if (wait_of(s, 1) || (!s && l->queued && !l->ran))
+		/* sampled by its clock: it ran then (it may have queued too: queued_ns says).
+		 * Never sampled: runnable when it queued and did not run during the snapshot.
+		 * (schedstat's run time is brought up to date only at the scheduler's tick or a
+		 * switch, so a few ms of running may not show in it yet: a sample is surer) */
+		if (!s && l->queued && !l->ran)
 			return WP_DS_RUNNABLE;
 		return WP_DS_RUNNING;
 	case 'S':
@@ -88,15 +89,15 @@ static void fill(const struct wp_resolved *r, uint32_t tid, const struct look *l
 	}
 	l = &seen;
 	t->state = state_of(l, t->stack);
+	t->queued_ns = l->queued;
+	t->ran_ns = l->ran;
 	int blocked = t->state == WP_DS_BLOCKED || t->state == WP_DS_DISK ||
 		      t->state == WP_DS_STOPPED;
 	/* what it waits for, only when the sample says the same as /proc's state: a thread that
 	 * woke between its sample and the snapshot's end is running, its old wait is stale */
 	if (blocked && last && (last->flags & WP_LAST_IN_CALL)) {
 		t->call = wp_syscall_name(last->nr);
-		t->wait = wait_of(t->stack, 0);
-	} else if (t->state == WP_DS_RUNNABLE) {
-		t->wait = wait_of(t->stack, 1);
+		t->wait = wait_of(t->stack);
 	}
 	t->waited_ns = blocked ? l->waited : -1;
 }

@@ -18,8 +18,9 @@
 #include "rwaits.h"
 
 enum wp_dump_state {
-	WP_DS_RUNNING,  /* on a CPU (its clock gave a record during the snapshot) */
-	WP_DS_RUNNABLE, /* ready, waiting for a CPU (it queued and did not run) */
+	WP_DS_RUNNING,  /* on a CPU (its clock gave a record during the snapshot), or ready and
+			 * not sampled but it ran during the snapshot */
+	WP_DS_RUNNABLE, /* ready, waiting for a CPU: not sampled, it queued and did not run */
 	WP_DS_BLOCKED,  /* asleep in a system call (state S) */
 	WP_DS_DISK,     /* uninterruptible sleep (state D) */
 	WP_DS_STOPPED,  /* stopped by a signal or a debugger (T, t) */
@@ -37,6 +38,8 @@ struct wp_dump_thread {
 	const char *call;           /* the system call it is blocked in, NULL when none or unknown */
 	const struct wp_rwait *wait; /* what it waits for (the model's), NULL when nothing known */
 	int64_t waited_ns;          /* blocked, disk, stopped: how long it has not run; -1 unknown */
+	uint64_t queued_ns, ran_ns; /* schedstat's runqueue and run time during the snapshot (a
+				     * running thread's run time may lag by a scheduler tick) */
 	const struct wp_rstack *stack; /* its stack (ROOT FIRST), NULL when none was sampled */
 };
 

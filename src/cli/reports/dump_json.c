@@ -5,7 +5,8 @@
  *   {"wallprof_dump": 1, "pid", "command", "snapshot_ns", "stopped_ns", "bound_ns",
  *    "deadlocks": [{"threads": [{"tid", "name", "waits_for": {"kind", "object"},
  *                                "holder_tid", "holder_name", "waiter", "stack"}]}],
- *    "groups": [{"count", "threads": [{"tid", "name", "waited_ns"}], "state", "proc_state",
+ *    "groups": [{"count", "threads": [{"tid", "name", "waited_ns", "queued_ns", "ran_ns"}],
+ *                "state", "proc_state",
  *                "call", "wait": {"kind", "object", "holder_tid", "holder_name"} | null,
  *                "stack": [{"function", "file", "line", "module"}] (leaf first)}]}
  * waited_ns is null when unknown or when the thread does not wait; call null when none. */
@@ -99,9 +100,11 @@ static void group(const struct wp_resolved *r, const struct wp_dump *d,
 		fprintf(out, "%s{\"tid\":%u,\"name\":", k ? "," : "", (unsigned)t->tid);
 		wp_json_str(out, t->name);
 		if (t->waited_ns >= 0)
-			fprintf(out, ",\"waited_ns\":%lld}", (long long)t->waited_ns);
+			fprintf(out, ",\"waited_ns\":%lld", (long long)t->waited_ns);
 		else
-			fputs(",\"waited_ns\":null}", out);
+			fputs(",\"waited_ns\":null", out);
+		fprintf(out, ",\"queued_ns\":%llu,\"ran_ns\":%llu}",
+			(unsigned long long)t->queued_ns, (unsigned long long)t->ran_ns);
 	}
 	fputs("],\"state\":", out);
 	wp_json_str(out, wp_dump_state_name(t0->state));

@@ -79,6 +79,22 @@ static void what(const struct wp_resolved *r, const struct wp_dump_thread *t, FI
 static void how_long(const struct wp_dump *d, const struct wp_dump_group *g, FILE *out)
 {
 	const struct wp_dump_thread *t0 = &d->threads[g->members[0]];
+	if (t0->state == WP_DS_RUNNING || t0->state == WP_DS_RUNNABLE) {
+		/* what schedstat saw it queue for during the snapshot */
+		uint64_t q = 0;
+		for (size_t k = 0; k < g->n; k++)
+			if (d->threads[g->members[k]].queued_ns > q)
+				q = d->threads[g->members[k]].queued_ns;
+		if (q) {
+			char snap[32];
+			snprintf(snap, sizeof(snap), "%s", wp_dur(d->snapshot_ns));
+			/* (a wait is added to schedstat when it ends: one begun before the
+			 * snapshot may make it longer than the snapshot) */
+			fprintf(out, ", also waited for a CPU (runqueue time grew by %s%s during the "
+				"%s snapshot)", g->n > 1 ? "up to " : "", wp_dur(q), snap);
+		}
+		return;
+	}
 	if (t0->state != WP_DS_BLOCKED && t0->state != WP_DS_DISK && t0->state != WP_DS_STOPPED)
 		return;
 	int64_t lo = -1, hi = -1;

@@ -77,6 +77,18 @@ def dump(pid, fmt=None):
     return wp.wallprof(args, timeout=60)
 
 
+def dump_json_until(pid, ok, tries=3):
+    """The json dump of pid, taken again (up to `tries` times) until ok(dump) holds: a running
+    thread has 100 ms to be sampled by its clock, which a loaded machine may not give it.
+    -> (the last dump's Result, its parsed json or None)."""
+    for _ in range(tries):
+        r = dump(pid, "json")
+        j = json.loads(r.stdout) if r.returncode == 0 else None
+        if j is not None and ok(j):
+            break
+    return r, j
+
+
 def wait_for_file(path, proc, secs=30):
     deadline = time.monotonic() + secs * wp.timeout_mult()
     while time.monotonic() < deadline and proc.poll() is None:
@@ -162,7 +174,10 @@ def states(t):
     try:
         time.sleep(2.0)
         names = thread_names(proc.pid)
-        rj = dump(proc.pid, "json")
+        def holder_sampled(j):
+            return any(f["function"] == "compute_holding_lock"
+                       for f in groups_by_name(j).get("holder", {}).get("stack", []))
+        rj, _ = dump_json_until(proc.pid, holder_sampled)
         age = time.monotonic() - born
         rt = dump(proc.pid)
         t.eq(tracer_pid(proc.pid), 0, "waits: TracerPid 0 after the dumps")
@@ -259,7 +274,10 @@ def cpu_queue(t):
     proc = start([wp.target("cpuwait"), "20", "pinned"])
     try:
         time.sleep(1.0)
-        rj = dump(proc.pid, "json")
+        def spinners_sampled(j):
+            g = groups_by_name(j)
+            return all(g.get(n, {}).get("stack") for n in ("spin-a", "spin-b", "spin-n5"))
+        rj, _ = dump_json_until(proc.pid, spinners_sampled)
         rt = dump(proc.pid)
         t.eq(rj.returncode, 0, "cpuwait: --dump exits 0", rj.describe())
         g = groups_by_name(json.loads(rj.stdout))

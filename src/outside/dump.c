@@ -16,14 +16,46 @@
 #include "snapshot.h"
 #include "waited.h"
 
-/* schedstat of each thread listed as the snapshot began */
-struct first_look {
+/* Each thread as the snapshot began (schedstat), and as it was right after its sample
+ * (state, schedstat, how long it had not run): looked at then, not at the snapshot's end, up
+ * to 100 ms later, by which time a sleeper of 10 ms has woken and slept again. */
+struct look {
 	pid_t tid;
 	uint64_t run_ns, delay_ns;
+	int noted;
+	char state;
+	uint64_t ran_ns, queued_ns;
+	long long waited_ns;
 };
-static struct first_look *first;
+static struct look *first;
 static size_t nfirst;
+static pid_t target;
 static uint64_t bound_ns;
+
+static struct look *first_of(pid_t tid);
+
+/* Looks at thread `tid` now: its state, what its schedstat grew by since l's, how long it
+ * has not run. 0, or -1 when it has ended. */
+static int look_now(pid_t pid, pid_t tid, struct look *l)
+{
+	struct wp_snap now;
+	uint64_t waited;
+	if (wp_snap_state(pid, tid, &now) < 0)
+		return -1;
+	l->noted = 1;
+	l->state = now.state ? now.state : '?';
+	l->ran_ns = now.run_ns > l->run_ns ? now.run_ns - l->run_ns : 0;
+	l->queued_ns = now.delay_ns > l->delay_ns ? now.delay_ns - l->delay_ns : 0;
+	l->waited_ns = wp_waited_ns(pid, tid, wp_now_ns(), &waited) == 0 ? (long long)waited : -1;
+	return 0;
+}
+
+void wp_dump_sampled(pid_t tid)
+{
+	struct look *f = first_of(tid);
+	if (f)
+		look_now(target, tid, f);
+}
 
 static void look_first(pid_t pid)
 {
@@ -41,18 +73,19 @@ static void look_first(pid_t pid)
 			continue;
 		if (nfirst == cap) {
 			size_t ncap = cap ? 2 * cap : 64;
-			struct first_look *v = realloc(first, ncap * sizeof(*v));
+			struct look *v = realloc(first, ncap * sizeof(*v));
 			if (!v)
 				break;
 			first = v;
 			cap = ncap;
 		}
-		first[nfirst++] = (struct first_look){ tid, s.run_ns, s.delay_ns };
+		first[nfirst++] = (struct look){ .tid = tid, .run_ns = s.run_ns,
+						 .delay_ns = s.delay_ns };
 	}
 	closedir(d);
 }
 
-static const struct first_look *first_of(pid_t tid)
+static struct look *first_of(pid_t tid)
 {
 	for (size_t i = 0; i < nfirst; i++)
 		if (first[i].tid == tid)
@@ -62,6 +95,8 @@ static const struct first_look *first_of(pid_t tid)
 
 void wp_dump_take(pid_t pid, int hz, uint64_t *end)
 {
+	target = pid;
+	wp_waited_calibrate(); /* (before the samples: each is looked at right after it) */
 	look_first(pid);
 	uint64_t start = wp_now_ns(), interval = 1000000000ull / (uint64_t)hz;
 	bound_ns = DUMP_BOUND_NS;
@@ -108,23 +143,25 @@ char *wp_dump_meta(pid_t pid)
 {
 	char *s = NULL;
 	size_t len = 0, cap = 0;
-	wp_waited_calibrate();
 	if (add(&s, &len, &cap, "dump=1\nstopped_ns=0\ndump_bound_ns=%llu\n",
 		(unsigned long long)bound_ns))
 		goto oom;
 	for (struct wp_athread *t = wp_othreads_all(); t; t = wp_othread_next(t)) {
-		struct wp_snap now;
-		if (!t->alive || wp_snap_state(pid, t->tid, &now) < 0)
+		if (!t->alive)
 			continue;
-		const struct first_look *f = first_of(t->tid);
-		uint64_t waited;
-		long long w = wp_waited_ns(pid, t->tid, wp_now_ns(), &waited) == 0 ?
-			(long long)waited : -1;
-		if (add(&s, &len, &cap, "dump_thread.%d=%c %llu %llu %lld\n", (int)t->tid,
-			now.state ? now.state : '?',
-			(unsigned long long)(f && now.run_ns > f->run_ns ? now.run_ns - f->run_ns : 0),
-			(unsigned long long)(f && now.delay_ns > f->delay_ns ?
-					     now.delay_ns - f->delay_ns : 0), w))
+		/* not sampled, or started during the snapshot: as it is at the end */
+		struct look *f = first_of(t->tid), end = { .tid = t->tid };
+		if (!f || !f->noted) {
+			if (f)
+				end = *f;
+			if (look_now(pid, t->tid, &end) < 0)
+				continue;
+			if (!f) /* (no first look: no growth known) */
+				end.ran_ns = end.queued_ns = 0;
+			f = &end;
+		}
+		if (add(&s, &len, &cap, "dump_thread.%d=%c %llu %llu %lld\n", (int)t->tid, f->state,
+			(unsigned long long)f->ran_ns, (unsigned long long)f->queued_ns, f->waited_ns))
 			goto oom;
 	}
 	return s;

@@ -8,9 +8,10 @@
  * report reads (docs/profile-format.md, "Dump"):
  *   dump=1, stopped_ns=0 (nothing is ever stopped), dump_bound_ns,
  *   dump_thread.TID=STATE RAN_NS QUEUED_NS WAITED_NS
- * STATE /proc's letter at the end of the snapshot; RAN_NS and QUEUED_NS what schedstat's run
- * and runqueue times grew by during it (a thread that only queued waited for a CPU);
- * WAITED_NS how long it had not run (waited.h), -1 unknown. */
+ * STATE /proc's letter right after its sample (at the snapshot's end for a thread not
+ * sampled); RAN_NS and QUEUED_NS what schedstat's run and runqueue times grew by from the
+ * snapshot's start to then (a thread that only queued waited for a CPU); WAITED_NS how long
+ * it had not run then (waited.h), -1 unknown. */
 #ifndef WP_DUMP_H
 #define WP_DUMP_H
 
@@ -23,6 +24,10 @@
 /* Takes the snapshot (wp_osample_begin done, with once set), ticking at `hz`; *end the time
  * it ended (CLOCK_MONOTONIC). */
 void wp_dump_take(pid_t pid, int hz, uint64_t *end);
+/* wp_osettings's on_sampled for the snapshot: looks at thread `tid` right after its sample
+ * (its state and how long it had not run then, not at the snapshot's end, up to 100 ms later,
+ * by which time a thread sleeping 10 ms at a time has woken and slept again). */
+void wp_dump_sampled(pid_t tid);
 /* The META lines above for process `pid`, malloc'ed (NULL when out of memory). */
 char *wp_dump_meta(pid_t pid);
 

@@ -348,7 +348,7 @@ int main(int argc, char **argv)
 	r.start_unix = wp_ts_ns(&rt);
 	r.start = wp_now_ns();
 	struct wp_osettings set = { .pid = a.pid, .cpu_mode = a.once ? 0 : a.cpu_mode, .hz = a.hz,
-				    .once = a.once };
+				    .once = a.once, .on_sampled = a.once ? wp_dump_sampled : NULL };
 	if (a.exec) {
 		set.pid = 0;
 		if (wp_osample_begin(&set, r.start) < 0)

@@ -469,6 +469,8 @@ int wp_osample_tick(uint64_t now, uint32_t units)
 		else
 			sample_wall(t, units, now);
 		if (t->a.samples != before) {
+			if (set.on_sampled)
+				set.on_sampled(t->a.tid);
 			t->sampled_tick = st.ticks;
 			t->a.last_ns = now - start;
 			if ((t->a.name_reads == 1 && t->a.samples >= 16) ||

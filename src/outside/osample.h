@@ -23,6 +23,8 @@ struct wp_osettings {
 	int cpu_mode;
 	int hz;
 	int once; /* --dump: each thread sampled once (its first sample kept, later ticks skip it) */
+	/* once: called with a thread's tid right after its sample, to look at it then */
+	void (*on_sampled)(pid_t tid);
 };
 
 struct wp_ostats {

@@ -33,6 +33,7 @@ static pid_t target;
 static uint64_t bound_ns;
 
 static struct look *first_of(pid_t tid);
+static int by_tid(const void *a, const void *b);
 
 /* Looks at thread `tid` now: its state, what its schedstat grew by since l's, how long it
  * has not run. 0, or -1 when it has ended. */
@@ -83,14 +84,21 @@ static void look_first(pid_t pid)
 						 .delay_ns = s.delay_ns };
 	}
 	closedir(d);
+	if (nfirst)
+		qsort(first, nfirst, sizeof(*first), by_tid);
 }
 
+static int by_tid(const void *a, const void *b)
+{
+	const struct look *x = a, *y = b;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* (sorted by look_first: a process of thousands of threads is looked up once per thread) */
 static struct look *first_of(pid_t tid)
 {
-	for (size_t i = 0; i < nfirst; i++)
-		if (first[i].tid == tid)
-			return &first[i];
-	return NULL;
+	struct look key = { .tid = tid };
+	return nfirst ? bsearch(&key, first, nfirst, sizeof(*first), by_tid) : NULL;
 }
 
 void wp_dump_take(pid_t pid, int hz, uint64_t *end)

@@ -240,9 +240,17 @@ test('each thread\'s stacks are the folded report\'s, root first, with similar s
 			got.set(key, (got.get(key) || 0) + p.weights[i]);
 			busy += p.weights[i];
 		});
-		assert.deepEqual([...got.keys()].sort(), [...want.keys()].sort(), `${p.name}: the same distinct stacks`);
+		// The timeline names a stack, not how its samples split between running and waiting
+		// for a CPU: a stack's timeline samples are dealt out between the two in proportion
+		// (deal_wait), so a split of one or two samples may land wholly on one side (seen at
+		// load ~10: 'now;clock_gettime' 1 sample, all dealt to its runqueue twin).
+		const few = [...want.keys()].filter(k => !got.has(k) && want.get(k) <= 2 &&
+			(want.has(k + ';[wait cpu runqueue]') || want.has(k.replace(/;\[wait cpu runqueue\]$/, ''))));
+		assert.deepEqual([...got.keys()].sort(), [...want.keys()].filter(k => !few.includes(k)).sort(),
+				 `${p.name}: the same distinct stacks`);
 		const count = [...want.values()].reduce((a, b) => a + b, 0);
 		for (const [key, c] of want) {
+			if (few.includes(key)) continue;
 			const share = c / count, tshare = got.get(key) / busy;
 			// time weights follow the gaps between samples, which a busy machine makes uneven:
 			// a loose bound, that still catches samples given to the wrong stack

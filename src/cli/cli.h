@@ -158,6 +158,9 @@ int wp_report_text(const struct wp_opts *opts, const struct wp_resolved *r,
 		   const struct wp_summary *s, FILE *out);
 /* The text report's DEADLOCK sections (reports/text_deadlock.c): nothing when r has none. */
 void wp_text_deadlocks(const struct wp_resolved *r, FILE *out);
+/* One frame of a stack as the DEADLOCK section and --dump print it (indented 6: the
+ * function, fitted to 40 columns; its file's base name and line; its module). */
+void wp_text_stack_frame(const struct wp_resolved *r, const struct wp_rframe *f, FILE *out);
 int wp_report_folded(const struct wp_opts *opts, const struct wp_resolved *r,
 		     const struct wp_summary *s, FILE *out);
 /* One stack as folded text (with the thread root when opts->per_thread); returns its length. */

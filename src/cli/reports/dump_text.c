@@ -18,25 +18,6 @@
 static const char rule[] =
 	"================================================================================";
 
-static const char *base_name(const char *path)
-{
-	const char *s = path ? strrchr(path, '/') : NULL;
-	return s ? s + 1 : path;
-}
-
-static void frame_line(const struct wp_resolved *r, const struct wp_rframe *f, FILE *out)
-{
-	const struct wp_func *fn = &r->funcs[f->func];
-	char name[64], src[64];
-	if (!f->file)
-		snprintf(src, sizeof(src), "-");
-	else if (f->line > 0)
-		snprintf(src, sizeof(src), "%s:%d", base_name(f->file), f->line);
-	else
-		snprintf(src, sizeof(src), "%s", base_name(f->file));
-	fprintf(out, "      %-40s  %-26s  %s\n", wp_fit_name(fn->name, 40, name, sizeof(name)), src,
-		fn->module ? fn->module : "?");
-}
 
 /* "blocked in futex, waiting for lock abba_lock_b held by abba-2 (tid 8)" */
 static void what(const struct wp_resolved *r, const struct wp_dump_thread *t, FILE *out)
@@ -148,7 +129,7 @@ static void group(const struct wp_resolved *r, const struct wp_dump *d,
 	if (t0->state == WP_DS_RUNNING)
 		fputs("      (as sampled by its clock during the snapshot)\n", out);
 	for (uint32_t j = 0; j < s->n && j < STACK_FRAMES; j++)
-		frame_line(r, &s->frames[s->n - 1 - j], out);
+		wp_text_stack_frame(r, &s->frames[s->n - 1 - j], out);
 	if (s->n > STACK_FRAMES)
 		fprintf(out, "      ... %u frames more\n", (unsigned)(s->n - STACK_FRAMES));
 	else if (s->flags & WP_STACK_TRUNCATED)

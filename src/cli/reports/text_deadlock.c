@@ -23,7 +23,7 @@ static const char *base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
-static void frame_line(const struct wp_resolved *r, const struct wp_rframe *f, FILE *out)
+void wp_text_stack_frame(const struct wp_resolved *r, const struct wp_rframe *f, FILE *out)
 {
 	const struct wp_func *fn = &r->funcs[f->func];
 	char name[64], src[64];
@@ -84,7 +84,7 @@ static void member(const struct wp_resolved *r, const struct wp_dl_member *m, FI
 		snprintf(head + at, sizeof(head) - at, ", in %s", m->waiter);
 	wrapped(head, out);
 	for (uint32_t j = 0; j < m->nframes && j < STACK_FRAMES; j++)
-		frame_line(r, &m->frames[j], out);
+		wp_text_stack_frame(r, &m->frames[j], out);
 	if (m->nframes > STACK_FRAMES)
 		fprintf(out, "      ... %u frames more\n", (unsigned)(m->nframes - STACK_FRAMES));
 }

@@ -112,6 +112,9 @@ int wp_check_profile_path(const char *path);
 int wp_exit_like(int status);
 /* The agent library to preload, or NULL with a message printed. */
 const char *wp_find_agent(void);
+/* The first of `rel` (paths relative to this executable's directory, NULL-ended) that is a
+ * file, written into path; NULL when none is. */
+const char *wp_find_beside(const char *const *rel, char *path, size_t cap);
 /* The child's side of running a program under the agent (after fork): LD_PRELOAD and the
  * WALLPROF_* settings from `opts`, then exec of opts->cmd. `progress_fd` >= 0 is moved to a
  * high descriptor for the agent's progress lines. Never returns: exits 127 when the program

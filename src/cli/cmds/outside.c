@@ -24,28 +24,17 @@ static int is_file(const char *p)
 	return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* wallprof-outside: WALLPROF_OUTSIDE, next to this executable, the build tree, then the
- * installed layout. NULL with a line said. */
+/* wallprof-outside: WALLPROF_OUTSIDE, next to this executable (where it is installed too),
+ * then the build tree. NULL with a line said. */
 static const char *find_outside(void)
 {
 	static char path[PATH_MAX];
 	const char *env = getenv("WALLPROF_OUTSIDE");
 	if (env && *env)
 		return env;
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n > 0) {
-		self[n] = 0;
-		char *slash = strrchr(self, '/');
-		if (slash)
-			*slash = 0;
-		static const char *const rel[] = { "wallprof-outside", "../outside/wallprof-outside" };
-		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-			if (snprintf(path, sizeof(path), "%s/%s", self, rel[i]) < (int)sizeof(path) &&
-			    is_file(path))
-				return path;
-		}
-	}
+	static const char *const rel[] = { "wallprof-outside", "../outside/wallprof-outside", NULL };
+	if (wp_find_beside(rel, path, sizeof(path)))
+		return path;
 	fprintf(stderr, "wallprof: wallprof-outside not found next to wallprof (set "
 			"WALLPROF_OUTSIDE)\n");
 	return NULL;

@@ -30,6 +30,22 @@ static int exists(const char *p)
 	return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+const char *wp_find_beside(const char *const *rel, char *path, size_t cap)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return NULL;
+	self[n] = 0;
+	char *slash = strrchr(self, '/');
+	if (slash)
+		*slash = 0;
+	for (size_t i = 0; rel[i]; i++)
+		if (snprintf(path, cap, "%s/%s", self, rel[i]) < (int)cap && exists(path))
+			return path;
+	return NULL;
+}
+
 const char *wp_find_agent(void)
 {
 	static char path[PATH_MAX];
@@ -40,25 +56,14 @@ const char *wp_find_agent(void)
 		fprintf(stderr, "wallprof: WALLPROF_AGENT=%s does not exist\n", env);
 		return NULL;
 	}
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n > 0) {
-		self[n] = 0;
-		char *slash = strrchr(self, '/');
-		if (slash)
-			*slash = 0;
-		/* next to the executable, the build tree, then an installed layout */
-		static const char *const rel[] = {
-			"libwallprof.so", "../agent/libwallprof.so", "../lib/libwallprof.so",
-			"../lib/x86_64-linux-gnu/libwallprof.so", "../lib64/libwallprof.so",
-		};
-		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-			if (snprintf(path, sizeof(path), "%s/%s", self, rel[i]) >= (int)sizeof(path))
-				continue;
-			if (exists(path))
-				return realpath(path, self) ? strcpy(path, self) : path;
-		}
-	}
+	/* next to the executable, the build tree, then an installed layout */
+	static const char *const rel[] = {
+		"libwallprof.so", "../agent/libwallprof.so", "../lib/libwallprof.so",
+		"../lib/x86_64-linux-gnu/libwallprof.so", "../lib64/libwallprof.so", NULL,
+	};
+	char real[PATH_MAX];
+	if (wp_find_beside(rel, path, sizeof(path)))
+		return realpath(path, real) ? strcpy(path, real) : path;
 	snprintf(path, sizeof(path), "%s/libwallprof.so", WP_LIBDIR);
 	if (exists(path))
 		return path;

@@ -48,31 +48,10 @@ const char *wp_text_source(const char *file, int line, char *buf, size_t cap)
 	return buf;
 }
 
-/* Prints `len` bytes of `s` after `prefix`, broken at spaces into lines of at most WIDTH
- * columns, continuation lines indented under the text. */
+/* Prints `len` bytes of `s` after `prefix`, wrapped, continuation lines under the text. */
 static void wrapped(FILE *out, const char *prefix, const char *s, int len)
 {
-	int indent = (int)strlen(prefix), room = WIDTH - indent;
-	fputs(prefix, out);
-	while (len > 0) {
-		int n = len;
-		if (n > room) {
-			n = room;
-			while (n > 0 && s[n] != ' ')
-				n--;
-			if (n == 0) /* one word longer than the line: cut it */
-				n = room;
-		}
-		fprintf(out, "%.*s\n", n, s);
-		s += n;
-		len -= n;
-		while (len > 0 && *s == ' ') {
-			s++;
-			len--;
-		}
-		if (len > 0)
-			fprintf(out, "%*s", indent, "");
-	}
+	wp_wrap(out, prefix, (int)strlen(prefix), s, len, WIDTH);
 }
 
 void wp_text_banner(struct text *t, const char *fmt, ...)

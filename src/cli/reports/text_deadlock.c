@@ -37,31 +37,6 @@ void wp_text_stack_frame(const struct wp_resolved *r, const struct wp_rframe *f,
 		fn->module ? fn->module : "?");
 }
 
-/* Prints s broken at spaces into lines of at most WIDTH columns, continuation lines indented
- * by 4 (the text report's lines stay within 100 columns). */
-static void wrapped(const char *s, FILE *out)
-{
-	int indent = 0;
-	size_t len = strlen(s);
-	while (len > 0) {
-		size_t room = (size_t)(WIDTH - indent), n = len;
-		if (n > room) {
-			n = room;
-			while (n > 0 && s[n] != ' ')
-				n--;
-			if (n == 0) /* one word longer than the line: cut it */
-				n = room;
-		}
-		fprintf(out, "%*s%.*s\n", indent, "", (int)n, s);
-		s += n;
-		len -= n;
-		while (len > 0 && *s == ' ') {
-			s++;
-			len--;
-		}
-		indent = 4;
-	}
-}
 
 static void member(const struct wp_resolved *r, const struct wp_dl_member *m, FILE *out)
 {
@@ -82,7 +57,7 @@ static void member(const struct wp_resolved *r, const struct wp_dl_member *m, FI
 	at = strlen(head);
 	if (m->waiter)
 		snprintf(head + at, sizeof(head) - at, ", in %s", m->waiter);
-	wrapped(head, out);
+	wp_wrap(out, "", 4, head, (int)strlen(head), WIDTH); /* within 100 columns */
 	for (uint32_t j = 0; j < m->nframes && j < STACK_FRAMES; j++)
 		wp_text_stack_frame(r, &m->frames[j], out);
 	if (m->nframes > STACK_FRAMES)

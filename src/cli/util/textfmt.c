@@ -175,3 +175,29 @@ void wp_json_str(FILE *out, const char *s)
 	}
 	putc('"', out);
 }
+
+void wp_wrap(FILE *out, const char *prefix, int indent, const char *s, int len, int width)
+{
+	int col = (int)strlen(prefix);
+	fputs(prefix, out);
+	while (len > 0) {
+		int room = width - col, n = len;
+		if (n > room) {
+			n = room;
+			while (n > 0 && s[n] != ' ')
+				n--;
+			if (n == 0) /* one word longer than the line: cut it */
+				n = room;
+		}
+		fprintf(out, "%.*s\n", n, s);
+		s += n;
+		len -= n;
+		while (len > 0 && *s == ' ') {
+			s++;
+			len--;
+		}
+		if (len > 0)
+			fprintf(out, "%*s", indent, "");
+		col = indent;
+	}
+}

@@ -42,6 +42,9 @@ static inline int wp_name_is_pseudo(const char *name)
  * ("[wait ...]") keeps its start. The one shortening of a function's name: the text report,
  * --compare (cmds/compare.c, which cuts its own frames in their middle) and --live use it. */
 const char *wp_fit_name(const char *s, int w, char *buf, size_t cap);
+/* Prints `len` bytes of `s` after `prefix`, broken at spaces into lines of at most `width`
+ * columns (a word longer than a line is cut), continuation lines indented by `indent`. */
+void wp_wrap(FILE *out, const char *prefix, int indent, const char *s, int len, int width);
 /* Fits `s` into `w` columns keeping its start ("libstdc++.so.6..."). */
 const char *wp_fit_head(const char *s, int w, char *buf, size_t cap);
 

@@ -175,9 +175,14 @@ static void test_records(void)
 	CHECK(s.in_order);
 	/* the weights are its clock's count since the clock opened (lost records' time
 	 * included): its CPU time over the reads, give or take the interval or two its last
-	 * records lag behind and the moment between opening the clock and reading cpu0 */
-	CHECK(s.weight <= (uint64_t)(cpu1 - cpu0) + 5 * INTERVAL_NS);
-	CHECK(s.weight + 5 * INTERVAL_NS >= (uint64_t)(cpu1 - cpu0));
+	 * records lag behind and the moment between opening the clock and reading cpu0. Under
+	 * valgrind the reads themselves are slow and the ring overflows (132 records lost in
+	 * one CI run, its weights 5.4 ms behind): a tenth of the CPU time is allowed there */
+	uint64_t slack = 5 * INTERVAL_NS;
+	if (getenv("WP_UNDER_VALGRIND"))
+		slack += (uint64_t)(cpu1 - cpu0) / 10;
+	CHECK(s.weight <= (uint64_t)(cpu1 - cpu0) + slack);
+	CHECK(s.weight + slack >= (uint64_t)(cpu1 - cpu0));
 
 	/* wall mode: the newest record stays for the next look */
 	sleep_ms(20);

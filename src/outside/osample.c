@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -30,10 +32,17 @@
 /* /proc/PID/maps is read again at most this often (a library loaded meanwhile unwinds as
  * truncated until then), and at once when a pc falls in no module. */
 #define MAPS_EVERY_NS (200 * 1000000ull)
+/* wall mode's armed clock: its one record comes this much of the thread's CPU time after it
+ * was armed (the kernel's least period for a software clock), in a ring of this many pages
+ * (one record of WP_PCLK_STACK_BYTES) */
+#define PROBE_NS 10000
+#define PROBE_PAGES 16
 
 struct othread {
 	struct wp_athread a; /* stacks.c and waits.c count into it */
 	struct wp_perf_ring ring;
+	int fd;              /* wall mode: the clock, kept to arm it (-1: none) */
+	int armed;           /* wall mode: armed for one record, none read since */
 	uint64_t count;      /* the clock's count at the last record */
 	uint64_t lost;       /* records the kernel lost to a full ring, not yet paid out */
 
@@ -41,7 +50,10 @@ struct othread {
 	uint64_t delay_ns;   /* schedstat's runqueue time at its last look (wall mode) */
 	int64_t owed_ns;     /* runqueue time not yet given to samples as CPU waits (negative:
 			      * given ahead of schedstat, which counts a wait when it ends) */
-	uint64_t rec_time;   /* time of the newest record used (wall mode) */
+	/* wall mode: ticks that found it runnable, waiting for the record of the clock armed
+	 * then (pend_cpu: those of them that are CPU waits) */
+	uint32_t pend_units, pend_cpu_units;
+	uint64_t pend_w, pend_cpu_w, pend_at;
 	int listed;
 	int clock_tried;     /* once: its clock was opened when first seen running */
 	uint64_t sampled_tick; /* the tick of its latest sample */
@@ -82,18 +94,21 @@ static void open_clock(struct othread *t, int on_exec)
 {
 	struct perf_event_attr a;
 	wp_perf_attr(&a, interval_ns, (uint32_t)(DATA_PAGES * page), 1);
+	size_t pages = DATA_PAGES;
 	if (!set.cpu_mode) {
-		/* wall mode counts a running thread with its newest record, up to one period of
-		 * its CPU time old: a thread preempted just after a call returned is counted in
-		 * that call for as long as it waits (cpu_split_static, whose calls last ~1 ms,
-		 * was 3.4 points off at load 20). Half the period with half the stack copied
-		 * halves that lag for the same bytes copied in the thread's time. */
-		a.sample_period = interval_ns / 2 ? interval_ns / 2 : 1;
-		a.sample_stack_user = WP_PCLK_STACK_BYTES / 2;
+		/* wall mode: a clock armed for one record at a time (arm()), taken PROBE_NS of
+		 * the thread's CPU time after the tick that armed it: where it is now when it
+		 * runs, or where it was preempted when it waits for a CPU. One record at most
+		 * is ever in the ring. Disabled until armed; after an exec too (the first tick
+		 * arms it) */
+		a.sample_period = PROBE_NS;
+		a.disabled = 1;
+		pages = PROBE_PAGES;
+	} else {
+		/* a program started for us: counting from its exec's first instruction */
+		a.disabled = on_exec;
+		a.enable_on_exec = on_exec;
 	}
-	/* a program started for us: counting from its exec's first instruction */
-	a.disabled = on_exec;
-	a.enable_on_exec = on_exec;
 	int fd = (int)syscall(SYS_perf_event_open, &a, t->a.tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0) {
 		if (errno != ESRCH && !st.clock_refused[0])
@@ -101,13 +116,17 @@ static void open_clock(struct othread *t, int on_exec)
 				 "perf_event_open for thread %d: %s", (int)t->a.tid, strerror(errno));
 		return;
 	}
-	int r = wp_perf_ring_map(fd, page, DATA_PAGES, DATA_PAGES_MIN, &t->ring);
-	close(fd); /* the mapping keeps the event */
+	int r = wp_perf_ring_map(fd, page, pages, set.cpu_mode ? DATA_PAGES_MIN : PROBE_PAGES,
+				 &t->ring);
 	if (r < 0 && !st.clock_refused[0])
 		snprintf(st.clock_refused, sizeof(st.clock_refused), "perf ring for thread %d: %s "
 			 "(the locked-memory limit, ulimit -l)", (int)t->a.tid, strerror(-r));
 	else if (r == 0)
 		st.clocks_opened++;
+	if (r == 0 && !set.cpu_mode)
+		t->fd = fd; /* (armed by ioctl) */
+	else
+		close(fd); /* the mapping keeps the event */
 }
 
 static void read_name(struct othread *t)
@@ -135,6 +154,7 @@ static struct othread *add_thread(pid_t tid, uint64_t now, int on_exec)
 	if (!t)
 		return NULL;
 	t->a.tid = tid;
+	t->fd = -1;
 	t->a.alive = 1;
 	t->a.first_ns = now - start;
 	t->listed = 1;
@@ -216,7 +236,7 @@ static uint64_t rel_us(uint64_t t)
 
 /* A record counted as a running sample worth `w` of CPU time. */
 static struct wp_stack_entry *count_record(struct othread *t, const struct wp_pclk_rec *r,
-					   uint32_t units, uint64_t w)
+					   uint32_t units, uint64_t w, uint64_t at_ns)
 {
 	uint64_t pcs[WP_AGENT_MAX_FRAMES];
 	int truncated;
@@ -226,73 +246,121 @@ static struct wp_stack_entry *count_record(struct othread *t, const struct wp_pc
 	st.samples += units;
 	t->a.last_wait = NULL;
 	return wp_stacks_add(&t->a, pcs, n, truncated ? WP_STACK_TRUNCATED : 0, units, w,
-			     rel_us(r->time_ns));
+			     rel_us(at_ns));
 }
 
-/* Walks t's ring from its tail to its head. cpu mode: every sample is counted. wall mode:
- * the newest sample after t->rec_time is counted (1 when there was one). Everything read is
- * dropped from the ring. */
-static int drain(struct othread *t, uint32_t units, uint64_t w)
+/* cpu mode: walks t's ring from its tail to its head, counting every sample; everything
+ * read is dropped from the ring. */
+static void drain(struct othread *t)
 {
 	struct wp_perf_ring *ring = &t->ring;
 	if (!ring->map)
-		return 0;
+		return;
 	struct perf_event_mmap_page *mp = (void *)ring->map;
 	uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
-	uint64_t tail = mp->data_tail, keep = head;
+	uint64_t tail = mp->data_tail;
 	while (tail < head) {
 		struct perf_event_header h;
 		memcpy(&h, wp_perf_ring_at(ring, tail, sizeof(h), scratch), sizeof(h));
 		if (h.size < sizeof(h) || h.size > head - tail)
 			break;
 		const uint8_t *p = wp_perf_ring_at(ring, tail, h.size, scratch);
+		struct wp_pclk_rec r;
+		uint64_t count;
 		if (h.type == PERF_RECORD_LOST) {
 			uint64_t n = wp_perf_lost(p, h.size);
 			st.perf_lost += n;
 			t->lost += n;
-		} else if (h.type == PERF_RECORD_SAMPLE) {
-			if (set.cpu_mode) {
-				struct wp_pclk_rec r;
-				uint64_t count;
-				if (wp_perf_parse(p, h.size, 1, &r, &count)) {
-					uint64_t cw = count > t->count ? count - t->count : interval_ns;
-					t->count = count;
-					st.perf_records++;
-					/* one sample, plus part of what the ring lost: a burst
-					 * of lost records paid to one record made one stack
-					 * worth 50 samples (cpu_split_static off by 4.5 points
-					 * at load 20); spread over the records that follow, at
-					 * most 3 each, a thread's total still comes right (the
-					 * split between threads needs it: 0.42 vs 0.50 without).
-					 * A tick that fell in the kernel (no record at all:
-					 * exclude_kernel) is the system call's time, not the
-					 * next user function's: never paid (its time stays in
-					 * the weight) */
-					uint32_t pay = t->lost < 3 ? (uint32_t)t->lost : 3;
-					count_record(t, &r, 1 + pay, cw);
-					t->lost -= pay;
-				}
-			} else {
-				keep = tail;
-			}
+		} else if (h.type == PERF_RECORD_SAMPLE && wp_perf_parse(p, h.size, 1, &r, &count)) {
+			uint64_t cw = count > t->count ? count - t->count : interval_ns;
+			t->count = count;
+			st.perf_records++;
+			/* one sample, plus part of what the ring lost: a burst of lost records
+			 * paid to one record made one stack worth 50 samples (cpu_split_static off
+			 * by 4.5 points at load 20); spread over the records that follow, at most 3
+			 * each, a thread's total still comes right (the split between threads needs
+			 * it: 0.42 vs 0.50 without). A tick that fell in the kernel (no record at
+			 * all: exclude_kernel) is the system call's time, not the next user
+			 * function's: never paid (its time stays in the weight) */
+			uint32_t pay = t->lost < 3 ? (uint32_t)t->lost : 3;
+			count_record(t, &r, 1 + pay, cw, r.time_ns);
+			t->lost -= pay;
 		}
 		tail += h.size;
 	}
+	__atomic_store_n(&mp->data_tail, head, __ATOMIC_RELEASE);
+}
+
+/* wall mode: arms t's clock for one record (the kernel disables it after one: the event's
+ * limit), unless it is armed already (arming adds to the limit). */
+static void arm(struct othread *t)
+{
+	if (t->fd < 0 || t->armed)
+		return;
+	if (ioctl(t->fd, PERF_EVENT_IOC_REFRESH, 1) == 0)
+		t->armed = 1;
+}
+
+/* wall mode: the pending ticks counted on stack `e` (NULL: lost), their CPU waits with it. */
+static void pend_count(struct othread *t, struct wp_stack_entry *e)
+{
+	uint64_t looked;
+	if (e && t->pend_cpu_units)
+		wp_waits_add(&t->a, e->id, WP_WAIT_NR_CPU, (const uint64_t[6]){ 0 },
+			     t->pend_cpu_units, t->pend_cpu_w, 0, &looked);
+	t->a.last_wait = NULL; /* (not a wait to count again as a blocked one) */
+	t->pend_units = t->pend_cpu_units = 0;
+	t->pend_w = t->pend_cpu_w = 0;
+}
+
+/* wall mode: the record of t's armed clock, when it came, is the stack of the ticks pending
+ * since it was armed. Returns 1 when it came. */
+static int take_record(struct othread *t)
+{
+	struct wp_perf_ring *ring = &t->ring;
+	if (!ring->map)
+		return 0;
+	struct perf_event_mmap_page *mp = (void *)ring->map;
+	uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
+	uint64_t tail = mp->data_tail;
 	int found = 0;
-	if (!set.cpu_mode && keep < head) {
+	while (tail < head && !found) {
 		struct perf_event_header h;
-		memcpy(&h, wp_perf_ring_at(ring, keep, sizeof(h), scratch), sizeof(h));
+		memcpy(&h, wp_perf_ring_at(ring, tail, sizeof(h), scratch), sizeof(h));
+		if (h.size < sizeof(h) || h.size > head - tail)
+			break;
 		struct wp_pclk_rec r;
 		uint64_t count;
-		if (wp_perf_parse(wp_perf_ring_at(ring, keep, h.size, scratch), h.size, 1, &r, &count) &&
-		    r.time_ns > t->rec_time) {
-			t->rec_time = r.time_ns;
+		if (h.type == PERF_RECORD_SAMPLE &&
+		    wp_perf_parse(wp_perf_ring_at(ring, tail, h.size, scratch), h.size, 1, &r,
+				  &count)) {
+			found = 1;
 			st.perf_records++;
-			found = count_record(t, &r, units, w) != NULL;
+			if (t->pend_units)
+				pend_count(t, count_record(t, &r, t->pend_units, t->pend_w,
+							   t->pend_at));
 		}
+		tail += h.size;
 	}
 	__atomic_store_n(&mp->data_tail, head, __ATOMIC_RELEASE);
+	if (found)
+		t->armed = 0;
 	return found;
+}
+
+/* wall mode: the pending ticks whose record did not come (the thread blocked, ended, or the
+ * run ended first) counted on its last stack, as a thread seen not to move. */
+static void pend_flush(struct othread *t, uint64_t now)
+{
+	if (!t->pend_units)
+		return;
+	struct wp_stack_entry *last = t->a.last_stack;
+	if (last) {
+		wp_stacks_again(&t->a, last, t->pend_units, t->pend_w, rel_us(now));
+		st.reused += t->pend_units;
+		st.samples += t->pend_units;
+	}
+	pend_count(t, last);
 }
 
 /* wall mode: a blocked thread, from /proc and a copy of its stack (or its last sample again
@@ -358,23 +426,58 @@ static void settle_holders(void)
 /* wall mode: a runnable thread's sample is a CPU wait (the pseudo call WP_WAIT_NR_CPU,
  * format.h: reports show it as waiting for a CPU) while runqueue time (schedstat) read since
  * its last looks is owed: whole samples, each paying its weight, so that the samples' share
- * of CPU waits follows the share of time it spent queued (a thread that alternates running
- * and waiting by a few ms between two ticks has run, and has a fresh record, at most ticks
- * where it waits). A thread that woke from a blocked sample and has not run since is queued
- * now: its wait is given at once, ahead of schedstat (which adds a wait when it ends). At
- * most four samples' worth is carried over either way. */
-static void cpu_wait(struct othread *t, const struct wp_snap *look, struct wp_stack_entry *e,
-		     uint32_t units, uint64_t w, int queued)
+ * of CPU waits follows the share of time it spent queued. A thread that woke from a blocked
+ * sample and has not run since is queued now: its wait is given at once, ahead of schedstat
+ * (which adds a wait when it ends). At most four samples' worth is carried over either way.
+ * Returns whether this sample is one. */
+static int cpu_owed(struct othread *t, uint64_t w, int queued)
 {
-	uint64_t looked;
-	if (e && (queued || t->owed_ns * 2 >= (int64_t)w)) {
-		wp_waits_add(&t->a, e->id, WP_WAIT_NR_CPU, (const uint64_t[6]){ 0 }, units, w, 0,
-			     &looked);
-		t->owed_ns -= (int64_t)w;
-		if (t->owed_ns < -4 * (int64_t)w)
-			t->owed_ns = -4 * (int64_t)w;
+	if (!queued && t->owed_ns * 2 < (int64_t)w)
+		return 0;
+	t->owed_ns -= (int64_t)w;
+	if (t->owed_ns < -4 * (int64_t)w)
+		t->owed_ns = -4 * (int64_t)w;
+	return 1;
+}
+
+/* wall mode, a runnable thread (on a CPU or waiting for one). Its tick is pending until its
+ * clock, armed now, gives a record: PROBE_NS of its CPU time later, where it is when it runs,
+ * or, when it waits for a CPU, where it was preempted (the record comes as it resumes), as
+ * the agent's signal lands. Counting the clock's newest periodic record instead (up to a
+ * period of CPU time old) put a thread preempted just after a call returned in that call for
+ * as long as it waited: cpu_split_static's wall mode was off by up to 4.4 points at load
+ * 5-20. A thread that woke from a blocked sample and has not run since is counted with that
+ * stack at once, its CPU wait given ahead of schedstat. */
+static void sample_runnable(struct othread *t, const struct wp_snap *look, uint32_t units,
+			    uint64_t w, uint64_t now)
+{
+	struct wp_stack_entry *last = t->a.last_stack;
+	if (!t->pend_units && last && (last->flags & WP_STACK_WAITING) &&
+	    look->run_ns == t->run_ns) {
+		wp_stacks_again(&t->a, last, units, w, rel_us(now));
+		st.reused += units;
+		st.samples += units;
+		uint64_t looked;
+		if (cpu_owed(t, w, 1))
+			wp_waits_add(&t->a, last->id, WP_WAIT_NR_CPU, (const uint64_t[6]){ 0 },
+				     units, w, 0, &looked);
+		t->a.last_wait = NULL;
+		return;
 	}
-	t->a.last_wait = NULL; /* (not a wait to count again as a blocked one) */
+	if (set.once && !t->ring.map && !t->clock_tried) {
+		t->clock_tried = 1;
+		open_clock(t, 0);
+	}
+	if (!t->pend_units)
+		t->pend_at = now;
+	t->pend_units += units;
+	t->pend_w += w;
+	if (cpu_owed(t, w, 0)) {
+		t->pend_cpu_units += units;
+		t->pend_cpu_w += w;
+	}
+	arm(t);
+	t->run_ns = look->run_ns;
 }
 
 /* wall mode: one look at `t`. */
@@ -389,38 +492,36 @@ static void sample_wall(struct othread *t, uint32_t units, uint64_t now)
 		if (t->owed_ns > 4 * (int64_t)w)
 			t->owed_ns = 4 * (int64_t)w;
 	}
+	take_record(t); /* the ticks pending since it was armed */
 	if (look.state == 'R') {
-		if (set.once && !t->ring.map && !t->clock_tried) {
-			t->clock_tried = 1;
-			open_clock(t, 0);
-		}
-		/* on a CPU or waiting for one: its clock's newest record, else its last stack
-		 * (it ran in the kernel, or has not run since it woke) */
-		int fresh = drain(t, units, w);
-		struct wp_stack_entry *last = t->a.last_stack;
-		if (!fresh && last) {
-			wp_stacks_again(&t->a, last, units, w, rel_us(now));
-			st.reused += units;
-			st.samples += units;
-		}
-		/* woken from its last (blocked) sample and not run since: queued for a CPU */
-		int queued = !fresh && last && (last->flags & WP_STACK_WAITING) &&
-			     look.run_ns == t->run_ns;
-		if (fresh || last)
-			cpu_wait(t, &look, t->a.last_stack, units, w, queued);
-		t->run_ns = look.run_ns;
+		sample_runnable(t, &look, units, w, now);
 	} else if (look.state == 'S' || look.state == 'D' || look.state == 'T' || look.state == 't') {
-		drain(t, units, w); /* (records of before it blocked: stale) */
+		/* blocked before its clock's record came: the ticks before, on its last stack
+		 * (the record, still armed, comes after it wakes: dropped then) */
+		pend_flush(t, now);
 		sample_blocked(t, &look, units, w, now);
 	}
 	t->delay_ns = look.delay_ns;
 }
 
+/* Closes t's clock: cpu mode drains its ring first, wall mode counts its pending ticks. */
+static void close_clock(struct othread *t, uint64_t now)
+{
+	if (set.cpu_mode) {
+		drain(t);
+	} else {
+		take_record(t);
+		pend_flush(t, now);
+	}
+	wp_perf_ring_unmap(&t->ring);
+	if (t->fd >= 0)
+		close(t->fd);
+	t->fd = -1;
+}
+
 static void ended(struct othread *t, uint64_t now)
 {
-	if (set.cpu_mode)
-		drain(t, 1, interval_ns);
-	wp_perf_ring_unmap(&t->ring);
+	close_clock(t, now);
 	t->a.alive = 0;
 	t->a.flags |= WP_THREAD_EXITED;
 	t->a.last_ns = now - start;
@@ -435,6 +536,12 @@ int wp_osample_begin(const struct wp_osettings *s, uint64_t start_ns)
 	page = p > 0 ? (size_t)p : 4096;
 	if (wp_unwind_init() != 0)
 		return -ENOSYS;
+	/* wall mode keeps each thread's clock open (arm()): as many as the hard limit allows */
+	struct rlimit rl;
+	if (!s->cpu_mode && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 	int r = s->pid ? wp_rmodules_load(s->pid) : 0;
 	return r < 0 ? r : 0;
 }
@@ -473,7 +580,7 @@ int wp_osample_tick(uint64_t now, uint32_t units)
 		if (set.once && before)
 			continue;
 		if (set.cpu_mode)
-			drain(t, 1, interval_ns);
+			drain(t);
 		else
 			sample_wall(t, units, now);
 		if (t->a.samples != before) {
@@ -503,9 +610,7 @@ void wp_osample_end(uint64_t now)
 	for (struct othread *t = threads; t; t = t->next) {
 		if (!t->a.alive)
 			continue;
-		if (set.cpu_mode)
-			drain(t, 1, interval_ns);
-		wp_perf_ring_unmap(&t->ring);
+		close_clock(t, now);
 		t->a.last_ns = now - start;
 	}
 }

@@ -17,12 +17,16 @@ taken from outside by wallprof-outside --once, checked against the truth its tar
   * cpuwait pinned (four threads on one CPU): the spinners run in spin_until, and at least
     two waited for a CPU during the snapshot (their runqueue time, json and text);
   * how long the process was stopped is said: 0 (nothing is stopped), in text and json;
+  * dstate (a thread waiting for its vfork child: D; a sleeper and a joiner: S), then the same
+    stopped by SIGSTOP (T; the vfork waiter stays D): each thread's state in json and text is
+    /proc's (disk, blocked, stopped), and the dump leaves the stopped process stopped;
   * a refusal (no such pid) is one line, exit status 1; --format=json without --dump is a
     usage error.
 """
 import json
 import os
 import re
+import signal
 import subprocess
 import time
 
@@ -299,6 +303,72 @@ def cpu_queue(t):
         proc.wait()
 
 
+def proc_states(pid):
+    """{tid: /proc's state letter} of every thread."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                out[int(tid)] = f.read().rpartition(")")[2].split()[0]
+        except OSError:
+            pass
+    return out
+
+
+def until_states(pid, want, secs=5):
+    """Waits until every thread's /proc state is in `want` ({tid: letters}); returns them."""
+    deadline = time.monotonic() + secs * wp.timeout_mult()
+    while True:
+        st = proc_states(pid)
+        if all(st.get(tid, "?") in letters for tid, letters in want.items()) or \
+                time.monotonic() > deadline:
+            return st
+        time.sleep(0.02)
+
+
+JSON_STATE = {"D": "disk", "S": "blocked", "T": "stopped", "t": "stopped"}
+TEXT_STATE = {"D": "in uninterruptible sleep", "S": "blocked", "T": "stopped by a signal"}
+
+
+def dt_states(t):
+    """D and T: a thread waiting for its vfork child is in D; SIGSTOP puts the others in T."""
+    proc = start([wp.target("dstate"), "4"])
+    try:
+        t.check(b"ready" in proc.stdout.readline(), "dstate: starts")
+        names = {n: tids[0] for n, tids in thread_names(proc.pid).items()}
+        vf, nap = names.get("vforker"), names.get("napper")
+        for stop in (False, True):
+            label = "stopped" if stop else "running"
+            if stop:
+                os.kill(proc.pid, signal.SIGSTOP)
+            want = {vf: "D", nap: "T" if stop else "S", proc.pid: "T" if stop else "S"}
+            before = until_states(proc.pid, want)
+            rj, rt = dump(proc.pid, "json"), dump(proc.pid)
+            after = proc_states(proc.pid)
+            t.eq(rj.returncode, 0, "dstate %s: --dump exits 0" % label, rj.describe())
+            t.eq(before, after, "dstate %s: /proc's states held during the dumps" % label)
+            g = {th["tid"]: gr for gr in json.loads(rj.stdout or "{}").get("groups", [])
+                 for th in gr["threads"]}
+            for tid, letter in sorted(before.items()):
+                t.eq(g.get(tid, {}).get("state"), JSON_STATE.get(letter),
+                     "dstate %s: json names tid %d's state %s as /proc's %s"
+                     % (label, tid, g.get(tid, {}).get("state"), letter), rj.stdout[:2000])
+                head = re.search(r"\(tid %d\)\n    (.*)" % tid, rt.stdout)
+                t.check(head and head.group(1).startswith(TEXT_STATE.get(letter, "?")),
+                        "dstate %s: text names tid %d's state (%s): %r"
+                        % (label, tid, letter, head and head.group(1)), rt.stdout[:3000])
+            t.check("waiting for child" in (g.get(vf, {}).get("wait") or {}).get("kind", "") +
+                    " " + (g.get(vf, {}).get("wait") or {}).get("object", "") or
+                    re.search(r"\(tid %d\)\n    .*waiting for child" % vf, rt.stdout),
+                    "dstate %s: the vfork waiter waits for its child" % label, rt.stdout[:3000])
+        t.eq(tracer_pid(proc.pid), 0, "dstate: TracerPid 0 after the dumps")
+        os.kill(proc.pid, signal.SIGCONT)
+        t.eq(proc.wait(timeout=30), 0, "dstate: continued, it ends as usual (0)")
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def refusals(t):
     r = wp.wallprof(["--dump", "--pid=999999"])
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
@@ -319,6 +389,7 @@ def main(t):
     states(t)
     pool(t)
     cpu_queue(t)
+    dt_states(t)
 
 
 wp.main(main)

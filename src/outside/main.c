@@ -334,6 +334,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "wallprof: %s\n", why);
 		return 1;
 	}
+	if (a.exec && wp_refusal_check_self(why, sizeof(why))) {
+		fprintf(stderr, "wallprof: cannot profile %s from outside: %s\n", a.cmd[0], why);
+		return WP_OUTSIDE_REFUSED;
+	}
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_stop;

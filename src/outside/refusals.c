@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "agent/perfring.h"
@@ -77,15 +78,63 @@ static void access_refused(pid_t pid, long uid, int e, char *why, size_t cap)
 	}
 }
 
+/* What may refuse a call that the kernel's own settings allow: the seccomp filter wallprof
+ * runs under (a container's profile: Docker's default refuses perf_event_open without
+ * CAP_PERFMON and process_vm_readv without CAP_SYS_PTRACE), else a security module. */
+static const char *refuser(void)
+{
+	char status[4096];
+	if (wp_snap_read(getpid(), getpid(), "status", status, sizeof(status)) >= 0 &&
+	    status_field(status, "Seccomp:") == 2)
+		return "the seccomp filter wallprof runs under (Seccomp: 2 in /proc/self/status: a "
+		       "container's profile)";
+	return "a security module or a container's seccomp profile";
+}
+
 void wp_refusal_perf(int e, char *why, size_t cap)
 {
-	if (e == EACCES || e == EPERM)
+	long paranoid = read_long("/proc/sys/kernel/perf_event_paranoid", -100);
+	if ((e == EACCES || e == EPERM) && paranoid > 2)
 		snprintf(why, cap, "perf_event_open refused: %s (kernel.perf_event_paranoid is %ld; "
 			 "above 2 needs CAP_PERFMON: `sysctl kernel.perf_event_paranoid=2`)",
-			 strerror(e), read_long("/proc/sys/kernel/perf_event_paranoid", -100));
+			 strerror(e), paranoid);
+	else if (e == EACCES || e == EPERM)
+		snprintf(why, cap, "perf_event_open refused: %s, though kernel.perf_event_paranoid "
+			 "is %ld, which allows it: refused by %s; allow perf_event_open there (docker "
+			 "run --cap-add PERFMON) or run wallprof outside the container",
+			 strerror(e), paranoid, refuser());
 	else
 		snprintf(why, cap, "perf_event_open: %s (this kernel cannot sample user stacks "
 			 "with a software clock)", strerror(e));
+}
+
+/* One byte of pid's memory by process_vm_readv, at its first mapping: the call itself may be
+ * refused (seccomp) where /proc's ptrace checks pass; stacks and unwind tables are read with
+ * it. Other failures (the mapping went away) are not refusals. */
+static int try_vm_read(pid_t pid, char *why, size_t cap)
+{
+	char path[64], line[128];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(path, "re");
+	unsigned long lo = 0;
+	if (f) {
+		if (fgets(line, sizeof(line), f))
+			lo = strtoul(line, NULL, 16);
+		fclose(f);
+	}
+	char byte;
+	struct iovec l = { &byte, 1 }, r = { (void *)lo, 1 };
+	if (!lo || process_vm_readv(pid, &l, 1, &r, 1, 0) == 1 ||
+	    (errno != EPERM && errno != EACCES && errno != ENOSYS))
+		return 0;
+	char whose[32] = "the program's";
+	if (pid != getpid())
+		snprintf(whose, sizeof(whose), "pid %d's", (int)pid);
+	snprintf(why, cap, "reading %s memory (process_vm_readv) refused: %s, by %s; wallprof "
+		 "copies stacks with it: allow process_vm_readv there (docker run --cap-add "
+		 "SYS_PTRACE) or run wallprof outside the container", whose, strerror(errno),
+		 refuser());
+	return -1;
 }
 
 /* One clock on the leader, opened and closed: the refusal a thread's would meet. */
@@ -136,5 +185,14 @@ int wp_refusal_check(pid_t pid, char *why, size_t cap)
 		access_refused(pid, uid ? strtol(uid + 4, NULL, 10) : -1, e, why, cap);
 		return -1;
 	}
+	if (try_vm_read(pid, why, cap))
+		return -1;
 	return try_perf(pid, why, cap);
+}
+
+int wp_refusal_check_self(char *why, size_t cap)
+{
+	if (try_vm_read(getpid(), why, cap))
+		return -1;
+	return try_perf(getpid(), why, cap);
 }

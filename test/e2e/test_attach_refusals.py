@@ -6,7 +6,17 @@ status 1, no profile, and the process left alone:
   * another user's process (the test drops to nobody with setpriv when run as root);
   * Yama's ptrace_scope, where the kernel has Yama and it is above 0 (not on every machine).
 perf_event_paranoid above 2 cannot be set here without changing the machine for everyone:
-its line is the agent's (perfring.c's refusal), not tested here."""
+its line is not tested here. A container's seccomp profile refusing the calls with EPERM
+(Docker's default refuses perf_event_open without CAP_PERFMON, process_vm_readv without
+CAP_SYS_PTRACE) is the same refusal of the same path, and test/targets/seccomp_deny runs
+wallprof under such a filter:
+  * perf_event_open refused: --pid and a static program say so in one line naming the
+    seccomp filter (before: --pid advised `sysctl kernel.perf_event_paranoid=2` though it was
+    2 already; the static program ran unprofiled and the report said "No samples", exit 0);
+    the static program is not run;
+  * process_vm_readv refused: --dump says so in one line (before: a dump and a profile of
+    bare waits with no stack, exit 0);
+  * ptrace refused: nothing of wallprof's uses it, --pid works (its profile has samples)."""
 import os
 import shutil
 import subprocess
@@ -30,6 +40,40 @@ def refused(t, what, args, must, prof, run=wp.wallprof, **kw):
         t.check(m in line, "%s: the line says %r" % (what, m), line)
     t.check(not os.path.exists(prof), "%s: no profile was written" % what)
     t.note("%s: %s" % (what, line))
+
+
+def seccomp(t):
+    deny = lambda calls, args, **kw: wp.run([wp.target("seccomp_deny"), calls, wp.cli()] +
+                                            args, **kw)
+    target = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        refused(t, "seccomp refuses perf_event_open", ["--pid=%d" % target.pid, "--duration=1"],
+                ["perf_event_open refused", "seccomp", "perf_event_paranoid is"],
+                wp.tmp_path("refused_seccomp_perf.prof"),
+                run=lambda a, **kw: deny("perf_event_open", a, **kw))
+        refused(t, "seccomp refuses process_vm_readv (--dump)", ["--dump", "--pid=%d" % target.pid],
+                ["process_vm_readv", "seccomp", "SYS_PTRACE"],
+                wp.tmp_path("refused_seccomp_vm.prof"),
+                run=lambda a, **kw: deny("process_vm_readv", a, **kw))
+        prof = wp.tmp_path("seccomp_ptrace.prof")
+        r = deny("ptrace", ["--pid=%d" % target.pid, "--duration=0.3", "-o", prof, "-q",
+                            "-f", "folded"])
+        t.eq(r.returncode, 0, "seccomp refuses ptrace: --pid needs none, exits 0", r.describe())
+        t.check(os.path.exists(prof) and wp.read_raw(prof).samples() > 0,
+                "seccomp refuses ptrace: the profile has samples")
+        t.check(target.poll() is None, "the target still runs after the seccomp refusals")
+    finally:
+        target.kill()
+        target.wait()
+    prof = wp.tmp_path("refused_seccomp_static.prof")
+    r = deny("perf_event_open", ["-o", prof, "--", wp.target("cpu_split_static"), "0.2"])
+    t.eq(r.returncode, 1, "seccomp, a static program: wallprof exits 1", r.describe())
+    why = [x for x in r.stderr.splitlines() if "cannot profile" in x]
+    t.check(len(why) == 1 and "perf_event_open refused" in why[0] and "seccomp" in why[0],
+            "seccomp, a static program: one line says why", r.stderr)
+    t.check("cpu_split:" not in r.stdout + r.stderr and "No samples" not in r.stdout,
+            "seccomp, a static program: not run, no report", r.stdout[-500:] + r.stderr)
+    t.check(not os.path.exists(prof), "seccomp, a static program: no profile")
 
 
 def free_pid():
@@ -78,6 +122,8 @@ def main(t):
     finally:
         target.kill()
         target.wait()
+
+    seccomp(t)
 
     try:
         with open("/proc/sys/kernel/yama/ptrace_scope") as f:

@@ -205,6 +205,10 @@ int wp_program_is_static(const char *prog)
 	return is_static;
 }
 
+/* wallprof-outside's exit status when it refuses before running the program
+ * (WP_OUTSIDE_REFUSED, src/outside/refusals.h) */
+#define OUTSIDE_REFUSED 125
+
 int wp_record_outside(struct wp_opts *o, char *path, size_t cap)
 {
 	const char *exe = find_outside();
@@ -233,10 +237,20 @@ int wp_record_outside(struct wp_opts *o, char *path, size_t cap)
 		fprintf(stderr, "wallprof: %s is statically linked: profiling it from outside (no "
 			"dynamic loader to preload the agent into: waits are named from /proc, without "
 			"the agent's EINTR protection or lock holders' stacks)\n", o->cmd[0]);
+	struct stat before;
+	int had = stat(path, &before) == 0;
 	int status = 0;
 	int rc = run_outside(argv, &status);
 	free(argv);
 	if (rc != 0)
+		return -1;
+	/* Refused before it ran the program (a seccomp filter: it said why): no profile written
+	 * (the program's own exit status 125 comes with one) */
+	struct stat after;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == OUTSIDE_REFUSED &&
+	    (stat(path, &after) != 0 || (had && after.st_mtim.tv_sec == before.st_mtim.tv_sec &&
+					 after.st_mtim.tv_nsec == before.st_mtim.tv_nsec &&
+					 after.st_ino == before.st_ino)))
 		return -1;
 	/* It exits as the program did (128 + N: died of signal N); the profile says which */
 	struct wp_profile *p = NULL;

@@ -47,6 +47,10 @@ medians of ratios to the baseline of the same round, never a single absolute tim
                 (a copy of the committed tree) unprofiled, under perf record -F 1000 -g,
                 wallprof's defaults and wallprof --mode=cpu --hz=1000, alternating rounds,
                 medians of the ratios to unprofiled
+  9. attach     what wallprof --pid costs a program, beside the agent (--only attach)
+ 10. dump       wallprof --dump --pid (--only dump: alone, it replaces only section 10): the
+                command's and the snapshot's time, how long the process was stopped and its
+                CPU during the dump, on deadlock abba, demo and 500 idle threads
 
 Standard library only. Progress lines go to stderr; the markdown report to stdout and to
 docs/bench.md (--out, --no-write).
@@ -55,6 +59,7 @@ import argparse
 import bisect
 import collections
 import datetime
+import json
 import os
 import pickle
 import random
@@ -1965,6 +1970,93 @@ def render_attach(r):
 
 
 # ------------------------------------------------------------------------------------------
+# 10. The dump (issue 21: wallprof --dump --pid)
+
+
+def proc_cpu_ns(pid):
+    """utime + stime of a process, in ns (clock ticks)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) * 1e9 / os.sysconf("SC_CLK_TCK")
+
+
+def dump_cost(ctx):
+    """`wallprof --dump --pid --format=json` of three targets started unprofiled: deadlock
+    abba (two threads stuck), demo (running workers and lock waits) and idle_pool with 500
+    idle threads. Per snapshot: the command's wall time, the snapshot's own time and how long
+    the process was stopped (the json's snapshot_ns, stopped_ns), and the program's CPU time
+    during the command (it ran on: nothing is stopped)."""
+    rounds = 3 if ctx.plan.quick else 7
+    tgt = lambda n: os.path.join(ctx.targets, n)
+    ready = ctx.path("dump.ready")
+    targets = [("deadlock abba (2 threads stuck)", [tgt("deadlock"), "abba", ready], "file"),
+               ("demo (workers running and waiting)", [tgt("demo"), "60"], 1.0),
+               ("idle_pool, 500 idle threads", [tgt("idle_pool"), "500", "60"], "line")]
+    out = []
+    for name, argv, how in targets:
+        if os.path.exists(ready):
+            os.unlink(ready)
+        p = subprocess.Popen(argv, env=clean_env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            if how == "file":
+                deadline = time.monotonic() + 30
+                while not os.path.exists(ready) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                time.sleep(0.2)
+            elif how == "line":
+                p.stdout.readline()
+            else:
+                time.sleep(how)
+            rows = []
+            for _ in range(rounds):
+                c0, t0 = proc_cpu_ns(p.pid), time.monotonic()
+                r = run([ctx.cli, "--dump", "--pid=%d" % p.pid, "--format=json"]).check()
+                t1, c1 = time.monotonic(), proc_cpu_ns(p.pid)
+                j = json.loads(r.out)
+                rows.append(dict(cmd=t1 - t0, snap=j["snapshot_ns"] / 1e9,
+                                 stopped=j["stopped_ns"] / 1e9, cpu=(c1 - c0) / 1e9,
+                                 threads=sum(g["count"] for g in j["groups"]),
+                                 deadlocks=len(j["deadlocks"])))
+                time.sleep(0.2)
+            log("dump: %s: %r" % (name, rows))
+            out.append(dict(name=name, rows=rows))
+        finally:
+            p.kill()
+            p.wait()
+    return dict(targets=out, rounds=rounds,
+                date=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+                load=sh("cut -d' ' -f1-3 /proc/loadavg"),
+                commit=sh("git -C %s rev-parse --short HEAD" % ROOT))
+
+
+def render_dump(r):
+    """Section 10's markdown lines."""
+    L = ["## 10. The dump (issue 21: wallprof --dump --pid)", "",
+         "Measured %s on commit %s, load %s, %d snapshots of each target (medians, with the "
+         "range). Each target started unprofiled; `wallprof --dump --pid=PID --format=json` "
+         "run against it: *command*: the whole command's wall time (the sampler's start, the "
+         "snapshot, the report); *snapshot*: the snapshot's own time (json `snapshot_ns`: "
+         "until every live thread had its sample, at most 100 ms); *stopped*: how long the "
+         "process was stopped (json `stopped_ns`: nothing is stopped, by design); *program "
+         "CPU*: the target's CPU time during the command, from /proc/PID/stat (clock ticks): "
+         "a program with running threads goes on running through its dump." % (
+             r["date"], r["commit"], r["load"], r["rounds"]), "",
+         "| target | threads | command | snapshot | stopped | program CPU during the command "
+         "| deadlocks named |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    rng = lambda xs, f: "%s (%s-%s)" % (f(median(xs)), f(min(xs)), f(max(xs)))
+    ms_ = lambda x: "%.1f ms" % (1000 * x)
+    for t in r["targets"]:
+        rows = t["rows"]
+        L.append("| %s | %d | %s | %s | %s | %s | %d |" % (
+            t["name"], max(x["threads"] for x in rows), rng([x["cmd"] for x in rows], ms_),
+            rng([x["snap"] for x in rows], ms_), ms_(max(x["stopped"] for x in rows)),
+            rng([x["cpu"] for x in rows], ms_), max(x["deadlocks"] for x in rows)))
+    L.append("")
+    return L
+
+
+# ------------------------------------------------------------------------------------------
 # The report
 
 
@@ -2424,6 +2516,8 @@ def render(ctx, info, res, elapsed, load0, load1):
         L.extend(render_process(res["process"]))
     if res.get("attach"):
         L.extend(render_attach(res["attach"]))
+    if res.get("dump"):
+        L.extend(render_dump(res["dump"]))
 
     # targets ---------------------------------------------------------------------------
     a("## Targets")
@@ -2645,7 +2739,7 @@ def main():
     ap.add_argument("--no-write", action="store_true", help="print only")
     ap.add_argument("--only", default="",
                     help="comma-separated sections: overhead,accuracy,rate,real,window,scale,"
-                         "memory,report,calls,tree,waits,process,attach (default: all); "
+                         "memory,report,calls,tree,waits,process,attach,dump (default: all); "
                          "--only process alone (without --merge) replaces only section 8 "
                          "of the existing --out file")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
@@ -2722,6 +2816,8 @@ def main():
             res["process"] = process_heavy(ctx)
         if want("attach"):
             res["attach"] = attach_cost(ctx)
+        if want("dump"):
+            res["dump"] = dump_cost(ctx)
         if want("memory") or want("report"):
             res["memory"] = memory(ctx)
         if want("report"):
@@ -2755,6 +2851,14 @@ def main():
         if not args.no_write and os.path.exists(args.out):
             splice_section(args.out, lines, head="## 9. ")
             log("wrote section 9 into %s" % args.out)
+        return
+    if only == {"dump"} and not prev:
+        # section 10 alone: spliced into the existing file as section 9 is
+        lines = render_dump(res["dump"])
+        sys.stdout.write("\n".join(lines) + "\n")
+        if not args.no_write and os.path.exists(args.out):
+            splice_section(args.out, lines, head="## 10. ")
+            log("wrote section 10 into %s" % args.out)
         return
     if only == {"process"} and not prev:
         # one section on its own: print it, and put it in place of section 8 of the

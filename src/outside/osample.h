@@ -3,9 +3,10 @@
  *   cpu mode: each thread has a perf task clock (perfring.h) whose ring receives its user
  *             registers and a copy of its stack at every interval of its CPU time; each tick
  *             drains the rings, unwinds every record and counts it with its CPU time.
- *   wall mode: each tick looks at every thread once. A thread on a CPU (state R) is counted
- *             with its clock's newest record (or its last stack when the clock saw nothing
- *             new: it ran in the kernel, or waited for a CPU); a blocked thread is read from
+ *   wall mode: each tick looks at every thread once. A runnable thread (state R) has its
+ *             clock armed for one record, 10 us of its CPU time later, which the next tick
+ *             counts for it: where it runs, or where it was preempted when it waits for a CPU
+ *             (its last stack when it blocked first); a blocked thread is read from
  *             /proc and its stack copied (snapshot.h), or its last stack and wait counted
  *             again when it has not run since (schedstat), which costs no copy.
  * Threads are listed from /proc/PID/task at every tick: a new one gets its clock then, an

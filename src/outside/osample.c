@@ -477,6 +477,8 @@ static void sample_runnable(struct othread *t, const struct wp_snap *look, uint3
 		t->pend_cpu_w += w;
 	}
 	arm(t);
+	if (!t->armed)
+		pend_flush(t, now); /* no clock to arm: its last stack, as a thread not seen to move */
 	t->run_ns = look->run_ns;
 }
 

@@ -332,11 +332,13 @@ TEXT_STATE = {"D": "in uninterruptible sleep", "S": "blocked", "T": "stopped by 
 
 def dt_states(t):
     """D and T: a thread waiting for its vfork child is in D; SIGSTOP puts the others in T."""
-    proc = start([wp.target("dstate"), "4"])
+    proc = start([wp.target("dstate"), "6"])
     try:
         t.check(b"ready" in proc.stdout.readline(), "dstate: starts")
         names = {n: tids[0] for n, tids in thread_names(proc.pid).items()}
         vf, nap = names.get("vforker"), names.get("napper")
+        if not t.check(vf and nap, "dstate: its threads are named", repr(names)):
+            return
         for stop in (False, True):
             label = "stopped" if stop else "running"
             if stop:

@@ -56,7 +56,6 @@ static void *vforker(void *arg)
 static void *napper(void *arg)
 {
 	(void)arg;
-	pthread_setname_np(pthread_self(), "napper");
 	while (!done)
 		sleep_ns(50 * 1000000ull);
 	return NULL;
@@ -66,7 +65,11 @@ int main(int argc, char **argv)
 {
 	seconds = run_seconds(argc, argv, 3.0);
 	pthread_t v, n;
-	if (pthread_create(&n, NULL, napper, NULL) || pthread_create(&v, NULL, vforker, NULL))
+	if (pthread_create(&n, NULL, napper, NULL))
+		return 1;
+	/* named before "ready" is printed (the thread may not have run yet) */
+	pthread_setname_np(n, "napper");
+	if (pthread_create(&v, NULL, vforker, NULL))
 		return 1;
 	pthread_join(v, NULL);
 	pthread_join(n, NULL);

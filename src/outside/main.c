@@ -31,6 +31,7 @@
 #include "osample.h"
 #include "owriter.h"
 #include "refusals.h"
+#include "children.h"
 #include "rmodules.h"
 
 #ifndef WALLPROF_VERSION
@@ -48,6 +49,8 @@ struct args {
 	int hz;
 	double duration;
 	const char *out;
+	const char *run; /* --run=ID: a child's sampler, started by its parent's (children.h) */
+	const char *root_out; /* --root-out=FILE: the run's main file (a child's sampler) */
 	char **cmd;
 };
 
@@ -84,6 +87,10 @@ static int parse(int argc, char **argv, struct args *a)
 			a->duration = atof(s + 11);
 		else if (!strncmp(s, "--out=", 6))
 			a->out = s + 6;
+		else if (!strncmp(s, "--run=", 6))
+			a->run = s + 6;
+		else if (!strncmp(s, "--root-out=", 11))
+			a->root_out = s + 11;
 		else if (!strcmp(s, "--")) {
 			a->cmd = argv + i + 1;
 			break;
@@ -164,7 +171,12 @@ struct run {
 	char command[1024];
 	long ppid;
 	int status, have_status;
+	char run[96];         /* --pid: the run id of its file and its children's ("": none) */
+	uint64_t children_at; /* when their next look is due */
 };
+
+/* The children of an attached process are looked for this often (children.h). */
+#define CHILDREN_EVERY_NS (100 * 1000000ull)
 
 static void append(char *buf, size_t cap, size_t *len, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -228,6 +240,8 @@ static int write_profile(const struct args *a, const struct run *r, const char *
 	/* how it was sampled: from outside, attached to a running process or running a program
 	 * that could not take the agent */
 	append(meta, cap, &len, "sampler=outside\n%s", a->exec ? "static=1\n" : "attached=1\n");
+	if (r->run[0])
+		append(meta, cap, &len, "run=%s\n", r->run);
 	if (s->clock_refused[0])
 		append(meta, cap, &len, "message_1=%s\n", s->clock_refused);
 	if (r->have_status && WIFSIGNALED(r->status))
@@ -273,6 +287,10 @@ static void loop(const struct args *a, struct run *r)
 		int live = wp_osample_tick(now, units);
 		if (stop || r->have_status || !live || now >= until)
 			break;
+		if (r->run[0] && now >= r->children_at) {
+			wp_children_poll(r->pid);
+			r->children_at = now + CHILDREN_EVERY_NS;
+		}
 		maybe_checkpoint(a, r, now, &next_checkpoint);
 	}
 	r->end = wp_now_ns();
@@ -331,7 +349,8 @@ int main(int argc, char **argv)
 	memset(&r, 0, sizeof(r));
 	char why[512];
 	if (!a.exec && wp_refusal_check(a.pid, why, sizeof(why))) {
-		fprintf(stderr, "wallprof: %s\n", why);
+		if (!a.run) /* (a child's sampler: it ended, or exec'd what we may not read) */
+			fprintf(stderr, "wallprof: %s\n", why);
 		return 1;
 	}
 	if (a.exec && wp_refusal_check_self(why, sizeof(why))) {
@@ -381,10 +400,22 @@ int main(int argc, char **argv)
 		r.cpu_user0 = r.cpu_sys0 = 0;
 	r.cpu_user = r.cpu_user0;
 	r.cpu_sys = r.cpu_sys0;
+	/* --pid: the processes it starts are followed, each into a file of the same run */
+	if (!a.exec && !a.once && !a.checkpoint) {
+		if (a.run)
+			snprintf(r.run, sizeof(r.run), "%s", a.run);
+		else
+			snprintf(r.run, sizeof(r.run), "outside-%d-%llu", (int)getpid(),
+				 (unsigned long long)r.start_unix);
+		if (wp_children_begin(a.root_out ? a.root_out : a.out, r.run, a.cpu_mode, a.hz))
+			r.run[0] = 0;
+	}
 	if (a.once)
 		wp_dump_take(r.pid, a.hz, &r.end);
 	else
 		loop(&a, &r);
+	if (r.run[0])
+		wp_children_end();
 	if (a.exec && !r.have_status)
 		r.have_status = waitpid(r.pid, &r.status, 0) == r.pid;
 	char *extra = a.once ? wp_dump_meta(r.pid) : NULL;

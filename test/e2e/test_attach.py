@@ -9,7 +9,13 @@ sampler"), at 1000 Hz:
   * TracerPid stays 0 while attached and after, and the program runs on after --duration;
   * wallprof and its sampler killed with SIGKILL: the program runs on and ends as usual;
   * threads started while attached are in the profile, with their own stacks and, in cpu
-    mode, their CPU split.
+    mode, their CPU split;
+  * processes started while attached are followed: `sh -c 'sleep 0.5; exec tree_burn 2'`
+    (whose exec keeps the attached pid; tree_burn forks a child that forks a grandchild, and
+    a child that execs tree_burn again) gives each of its processes a file beside the main one
+    (STEM.PID.prof, the same META run=), each with its CPU in its own burn function (the
+    truth: the pids and CPU times tree_burn writes), and the report of the main file shows
+    them as one run. (Failed before: no such files.)
 """
 import os
 import re
@@ -294,6 +300,46 @@ def deadlock_named(t):
         proc.wait()
 
 
+def children(t):
+    truth = wp.tmp_path("attach_tree.truth")
+    prof = wp.tmp_path("attach_tree.prof")
+    for f in os.listdir(os.path.dirname(prof)):
+        if f.startswith("attach_tree.") and f.endswith(".prof") or f == os.path.basename(truth):
+            os.unlink(os.path.join(os.path.dirname(prof), f))
+    hz = 200
+    proc = start(["sh", "-c", "sleep 0.5; exec %s 2" % wp.target("tree_burn")],
+                 env={"WP_TRUTH": truth})
+    r = wp.wallprof(["--pid=%d" % proc.pid, "--mode=cpu", "--hz=%d" % hz, "-o", prof, "-q", "-f",
+                     "text"], timeout=120)
+    finish(proc)
+    t.eq(r.returncode, 0, "tree: wallprof --pid exits 0", r.describe())
+    roles = {}
+    with open(truth) as f:
+        for line in f:
+            pid, _, cpu_ns, role = line.split()
+            roles[role] = (int(pid), int(cpu_ns))
+    t.eq(sorted(roles), ["child", "exec-child", "grandchild", "root"], "tree: the truth has "
+         "every process")
+    run = wp.read_raw(prof).meta.get("run")
+    t.check(run, "tree: the main file has a run id")
+    for role, func in (("child", "burn_child"), ("grandchild", "burn_grandchild"),
+                       ("exec-child", "burn_exec_child")):
+        pid, cpu_ns = roles.get(role, (0, 0))
+        side = prof[:-len(".prof")] + ".%d.prof" % pid
+        if not t.check(os.path.exists(side), "tree: %s (pid %d) has its file %s"
+                       % (role, pid, os.path.basename(side)), repr(sorted(os.listdir(
+                           os.path.dirname(prof))))):
+            continue
+        t.eq(wp.read_raw(side).meta.get("run"), run, "tree: %s's file is of the same run" % role)
+        p = wp.load(side)
+        got, want = p.through(func).total(), cpu_ns * hz / 1e9
+        # (sampled from when its sampler attached: up to 100 ms and a start after its fork)
+        t.check(got >= 0.5 * want, "tree: %s's samples in %s: %d of ~%.0f its CPU time gives"
+                % (role, func, got, want), p.top(5))
+        t.check(str(pid) in r.stdout, "tree: the report lists %s (pid %d)" % (role, pid),
+                r.stdout[:2000])
+
+
 def main(t):
     if not wp.require_built(os.path.join(wp.build_dir(), "src", "outside", "wallprof-outside")):
         return
@@ -303,6 +349,7 @@ def main(t):
     late_threads(t)
     detach_and_kill(t)
     transparency(t)
+    children(t)
 
 
 wp.main(main)

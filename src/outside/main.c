@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -347,6 +348,10 @@ int main(int argc, char **argv)
 		return 2;
 	struct run r;
 	memset(&r, 0, sizeof(r));
+	/* a child's sampler stops with the sampler that started it, even one killed by SIGKILL
+	 * (whose own process would otherwise be sampled on by an orphan) */
+	if (a.run && (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() == 1))
+		return 1;
 	char why[512];
 	if (!a.exec && wp_refusal_check(a.pid, why, sizeof(why))) {
 		if (!a.run) /* (a child's sampler: it ended, or exec'd what we may not read) */

@@ -102,6 +102,12 @@ static void open_clock(struct othread *t, int on_exec)
 		 * is ever in the ring. Disabled until armed; after an exec too (the first tick
 		 * arms it) */
 		a.sample_period = PROBE_NS;
+		/* --dump: a thread is shown running when it ran half an interval of CPU (2.5 ms)
+		 * within the snapshot, else with what it is blocked in when next seen blocked: a
+		 * sleeper that wakes for a few us between 10 ms sleeps was shown running in its
+		 * loop, not in its sleep, with PROBE_NS (test_dump's sleeper) */
+		if (set.once)
+			a.sample_period = interval_ns / 2;
 		a.disabled = 1;
 		pages = PROBE_PAGES;
 	} else {

@@ -19,6 +19,7 @@
 #include "fds.h"
 #include "forkguard.h"
 #include "handshake.h"
+#include "threadstart.h"
 
 /* The history lives in fixed chunks so published entries never move (a fatal-signal
  * handler may be reading them) and a small process pays for one chunk only. */
@@ -491,7 +492,7 @@ int wp_modules_watch_start(void)
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 128 << 10);
-	int e = pthread_create(&watcher, &attr, watch, NULL);
+	int e = wp_own_thread_create(&watcher, &attr, watch, NULL);
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (e)

@@ -33,6 +33,7 @@
 #include "cpuwait.h"
 #include "forkguard.h"
 #include "fds.h"
+#include "pages.h"
 
 /* Stack bytes copied while a thread is held. A thread whose root we have reached before gets
  * exactly what it needs plus a little slack (its outermost frames, thread start, are the same
@@ -825,7 +826,7 @@ void wp_sample_forget(void)
 	 * would leave every later sample uncounted. */
 	njobs = 0;
 	holder_only = 0;
-	memset(backoffs, 0, sizeof(backoffs));
+	wp_pages_zero(backoffs, sizeof(backoffs)); /* a fork child: pages.h */
 	wp_sample_nosignal_forget();
 	wp_locks_reset();
 	wp_pclk_forget();

@@ -363,7 +363,6 @@ static void list_first(void)
 	listed = 1;
 	if (first_fn)
 		first_fn();
-	wp_threads_init(sampler_tid);
 	wp_threads_refresh(wp_now_ns(), start_ns);
 }
 
@@ -457,6 +456,7 @@ static void *run(void *arg)
 	prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
 	wp_sigmask_quiet_this_thread(); /* started with every signal blocked */
 	wp_sample_seed(wp_now_ns() ^ ((uint64_t)pid << 32));
+	wp_threads_init(sampler_tid); /* the leader, whose end program_gone() must know */
 
 	uint64_t next = wp_now_ns();
 	int orphaned = 0, set = 0;

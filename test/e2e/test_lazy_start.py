@@ -108,9 +108,10 @@ def forks(t):
             continue
         func = "child_burn" if role == "child" else "grandchild_burn"
         total, through = burn_samples(prof, func)
-        # its own CPU time over the interval: the burn and a little start and end
+        # its own CPU time over the interval (the burn, a little start and end); ticks come
+        # late on a loaded machine, so fewer, never more
         want = cpu_ns / 1e6
-        t.check(0.8 * want <= total <= 1.1 * want + 5,
+        t.check(0.5 * want <= total <= 1.1 * want + 5,
                 "the %s %d: %d samples for %.0f ms of CPU" % (role, pid, total, want))
         t.check(through >= 0.9 * total,
                 "the %s %d: %d of %d samples in %s" % (role, pid, through, total, func))

@@ -37,6 +37,7 @@
 #include "handshake.h"
 #include "log.h"
 #include "modules.h"
+#include "peek.h"
 #include "sampler.h"
 #include "sigmask.h"
 #include "signals.h"
@@ -85,16 +86,51 @@ const char *wp_agent_meta(void)
 	return meta_text;
 }
 
-/* The command line, NULs turned into spaces, for the report header. From thread-self: once
- * main has ended (pthread_exit), /proc/self names a zombie without memory, and no command. */
+/* Where the program's arguments are in its memory (what the kernel's arg_start and arg_end
+ * say, and /proc/PID/cmdline reads), from the constructor's argv. */
+static uintptr_t arg_start;
+static size_t arg_len;
+
+static void note_arguments(int argc, char **argv)
+{
+	if (argc < 1 || !argv || !argv[0] || !argv[argc - 1])
+		return;
+	arg_start = (uintptr_t)argv[0];
+	uintptr_t end = (uintptr_t)argv[argc - 1] + strlen(argv[argc - 1]) + 1;
+	arg_len = end > arg_start && end - arg_start < (1u << 20) ? end - arg_start : 0;
+}
+
+/* The arguments as they are now, read from memory (fault-proof: peek.h), no /proc read. A
+ * title written over their end (setproctitle) goes on into the environment's memory, where
+ * /proc/PID/cmdline reads it too. -1 when unknown. */
+static ssize_t command_from_memory(char *out, size_t cap)
+{
+	if (!arg_len || cap < 2)
+		return -1;
+	size_t want = arg_len < cap - 1 ? arg_len : cap - 1;
+	ssize_t n = wp_peek_some(arg_start, out, want);
+	if (n == (ssize_t)arg_len && out[n - 1] != 0 && (size_t)n < cap - 1) {
+		ssize_t more = wp_peek_some(arg_start + (size_t)n, out + n, cap - 1 - (size_t)n);
+		char *nul = more > 0 ? memchr(out + n, 0, (size_t)more) : NULL;
+		n += more > 0 ? (nul ? nul - (out + n) : more) : 0;
+	}
+	return n;
+}
+
+/* The command line, NULs turned into spaces, for the report header. /proc only when the
+ * memory could not be read (the sampler's task gone, on a fallback path): from thread-self,
+ * as once main has ended (pthread_exit), /proc/self names a zombie without memory. */
 static void read_command(char *out, size_t cap)
 {
-	int fd = open("/proc/thread-self/cmdline", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, out, cap - 1) : -1;
-	if (fd >= 0)
-		close(fd);
+	ssize_t n = command_from_memory(out, cap);
+	if (n <= 0) {
+		int fd = open("/proc/thread-self/cmdline", O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+		n = fd >= 0 ? read(fd, out, cap - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+	}
 	if (n <= 0) {
 		out[0] = 0;
 		return;
@@ -107,13 +143,23 @@ static void read_command(char *out, size_t cap)
 	out[n] = 0;
 }
 
-/* On the sampler thread at its start. */
+/* Read once per profile: at the first tick (META), or at the end of a process that had none
+ * (its line in the run's list). */
 static char command[2048];
+static int command_known;
+
+static const char *the_command(void)
+{
+	if (!command_known) {
+		read_command(command, sizeof(command));
+		command_known = 1;
+	}
+	return command;
+}
 
 static void build_meta(void)
 {
-	char *cmd = command;
-	read_command(cmd, sizeof(command));
+	const char *cmd = the_command();
 	wp_format(meta_text, sizeof(meta_text),
 		  "wallprof_version=%s\nmode=%s\nhz=%d\nthreads_per_tick=%d\npid=%d\nppid=%d\n"
 		  "run=%s\ncommand=%s\nsignal=%d\nncpus=%ld\n",
@@ -258,7 +304,8 @@ static int note_unsampled(const char *extra)
 			     "cpu_ns=%llu command=%s",
 			     run_id, (int)owner_pid, (int)owner_ppid, end,
 			     (unsigned long long)wp_sampler_start_unix_ns(),
-			     (unsigned long long)(wp_now_ns() - wp_sampler_start_ns()), cpu, command);
+			     (unsigned long long)(wp_now_ns() - wp_sampler_start_ns()), cpu,
+			     the_command());
 	line[n++] = '\n';
 	int fd = open(unsampled_path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
@@ -277,8 +324,16 @@ static int final_result;
  * run's list instead). */
 static void write_final(void)
 {
+	if (!worth_writing()) {
+		final_result = note_unsampled(final_extra);
+		return;
+	}
+	/* a process that ended before its first tick, whose file is written all the same */
+	wp_sampler_list_late();
+	if (!meta_text[0])
+		build_meta(); /* not on the sampler (a fallback): the header at least */
 	refresh_names();
-	final_result = worth_writing() ? write_profile(final_extra) : note_unsampled(final_extra);
+	final_result = write_profile(final_extra);
 }
 
 /* On the sampler's task, after its last tick: the program's thread group ended, or its image
@@ -336,7 +391,10 @@ static int finish_async(const char *extra)
 	}
 	if (r != 0) {
 		/* The sampler could not do it: here, then (names as last read). */
-		final_result = worth_writing() ? write_profile(extra) : note_unsampled(extra);
+		int whole = worth_writing();
+		if (whole && !meta_text[0])
+			build_meta(); /* it ended before the first tick */
+		final_result = whole ? write_profile(extra) : note_unsampled(extra);
 	}
 	return final_result;
 }
@@ -457,6 +515,8 @@ static int start(void)
 	if (wp_config_unsampled_path(&cfg, unsampled_path, sizeof(unsampled_path)) != 0)
 		unsampled_path[0] = 0;
 	choose_run_id();
+	meta_text[0] = 0; /* a new profile: its header at its first tick (or at its end) */
+	command_known = 0;
 	/* before the sampler starts: it names the process by them */
 	owner_pid = getpid();
 	owner_ppid = getppid();
@@ -583,6 +643,7 @@ __attribute__((constructor)) static void wallprof_agent_init(int argc, char **ar
 	(void)envp;
 	wp_log_init(getenv);
 	wp_title_exec(argc, argv);
+	note_arguments(argc, argv);
 	real_pthread_exit = (pthread_exit_fn)dlsym(RTLD_NEXT, "pthread_exit");
 	wp_eintr_init();
 	wp_transfers_init();

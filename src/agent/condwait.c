@@ -14,6 +14,7 @@
  * function unwinds past the restore: the entry keeps C and M until the thread ends (its exit
  * gives the entry back), which names M only for a futex wait inside C. */
 #include "condwait.h"
+#include "pages.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -196,12 +197,20 @@ void wp_condwait_thread_end(void)
 		mine = NULL;
 }
 
+/* Empties the entries that start in [lo, hi): pages in memory only (pages.h). */
+static void empty_part(char *lo, char *hi, void *arg)
+{
+	(void)arg;
+	size_t first = ((size_t)(lo - (char *)table) + sizeof(table[0]) - 1) / sizeof(table[0]);
+	for (size_t i = first; i < NENT && (char *)&table[i] < hi; i++)
+		if (atomic_load(&table[i].tid) != EMPTY)
+			atomic_store(&table[i].tid, EMPTY);
+}
+
 static void fork_child(void)
 {
 	/* One thread here, with a new tid: start afresh. */
-	for (unsigned i = 0; i < NENT; i++)
-		if (atomic_load(&table[i].tid) != EMPTY)
-			atomic_store(&table[i].tid, EMPTY);
+	wp_pages_each(table, sizeof(table), empty_part, NULL);
 	atomic_fetch_add(&epoch, 1);
 }
 

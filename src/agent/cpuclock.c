@@ -49,8 +49,11 @@ void wp_cpuclock_outside(int o)
 
 void wp_cpuclock_forget(void)
 {
+	/* the numbers were the parent task's: nothing to close here (written only where set:
+	 * each page written is a page a fork child copies) */
 	for (unsigned i = 0; i < SLOTS; i++)
-		slots[i].tid = 0; /* the numbers were the parent task's: nothing to close here */
+		if (slots[i].tid)
+			slots[i].tid = 0;
 	stat_kept = 0;
 }
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "fds.h"
+#include "forkguard.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -39,12 +40,17 @@ static int close_span(unsigned lo, unsigned hi)
 	return (int)syscall(SYS_close_range, lo, hi, 0);
 }
 
-/* Without close_range (kernels before 5.9): close what /proc lists for this thread. */
+/* Without close_range (kernels before 5.9): close what /proc lists for this thread. Inside
+ * the fork guard: opendir allocates, and a fork child may take over this task's thread state
+ * (task.c), its malloc cache included. */
 static void close_listed(const int *keep, size_t n)
 {
+	wp_guard_enter();
 	DIR *d = opendir("/proc/thread-self/fd");
-	if (!d)
+	if (!d) {
+		wp_guard_leave();
 		return;
+	}
 	int self = dirfd(d);
 	struct dirent *e;
 	while ((e = readdir(d))) {
@@ -55,10 +61,12 @@ static void close_listed(const int *keep, size_t n)
 		close((int)fd);
 	}
 	closedir(d);
+	wp_guard_leave();
 }
 
 int wp_fds_go_private(const int *keep, size_t n, int allowed)
 {
+	on_private = 0; /* a task on a fork child's inherited thread state (task.c) starts here */
 	if (!allowed || unshare(CLONE_FILES) != 0)
 		return 0;
 	on_private = 1;

@@ -19,6 +19,8 @@
 #include "fds.h"
 #include "forkguard.h"
 #include "handshake.h"
+#include "peek.h"
+#include "threadstart.h"
 
 /* The history lives in fixed chunks so published entries never move (a fatal-signal
  * handler may be reading them) and a small process pays for one chunk only. */
@@ -55,27 +57,30 @@ static char exe_path[4096];
 
 /* ---- building a table (outside windows; inside dl_iterate_phdr's callback) ---- */
 
-static int push_region(struct table *t, uintptr_t addr, size_t len, const void *src)
+/* A module's .eh_frame_hdr or .eh_frame, to be copied lazily: a chunk at a time, as the
+ * unwinder first reads it (wp_modules_read). Copying them whole as a module was found cost
+ * every process its executable's tables at its first tick, most of which no sample ever
+ * reads: 2.8 MB for gcc's cc1, a third of the agent's CPU time in a build. */
+#define RCHUNK 4096u
+
+static int push_region(struct table *t, uintptr_t addr, size_t len)
 {
-	/* Copy aligned to 8 bytes at both ends: libunwind reads whole aligned words. */
+	/* Aligned to 8 bytes at both ends: libunwind reads whole aligned words. */
 	uintptr_t a = addr & ~(uintptr_t)7, e = (addr + len + 7) & ~(uintptr_t)7;
-	uint8_t *copy = malloc(e - a);
-	if (!copy)
+	uint8_t **parts = calloc((e - a + RCHUNK - 1) / RCHUNK, sizeof(*parts));
+	if (!parts)
 		return -ENOMEM;
-	memset(copy, 0, e - a);
-	memcpy(copy + (addr - a), src, len);
 	if (t->nregions == t->capregions) {
 		size_t n = t->capregions ? t->capregions * 2 : 64;
 		struct wp_region *r = realloc(t->regions, n * sizeof(*r));
 		if (!r) {
-			free(copy);
+			free(parts);
 			return -ENOMEM;
 		}
 		t->regions = r;
 		t->capregions = n;
 	}
-	t->regions[t->nregions++] = (struct wp_region){ a, e - a, copy };
-	t->copied += e - a;
+	t->regions[t->nregions++] = (struct wp_region){ a, e - a, NULL, parts };
 	return 0;
 }
 
@@ -128,32 +133,6 @@ static size_t read_enc(const uint8_t *p, uint8_t enc, uintptr_t pc, uintptr_t hd
 	}
 	*out = v;
 	return n;
-}
-
-/* Length of .eh_frame starting at `start`: walks CIE/FDE records up to the zero terminator,
- * never past `limit` (the end of the segment holding it). */
-static size_t eh_frame_len(uintptr_t start, uintptr_t limit)
-{
-	uintptr_t p = start;
-	while (p + 4 <= limit) {
-		uint32_t len32;
-		memcpy(&len32, (const void *)p, 4);
-		if (len32 == 0) {
-			p += 4;
-			break;
-		}
-		uint64_t len = len32, hdr = 4;
-		if (len32 == 0xffffffffu) {
-			if (p + 12 > limit)
-				break;
-			memcpy(&len, (const void *)(p + 4), 8);
-			hdr = 12;
-		}
-		if (len > limit - p - hdr)
-			break;
-		p += hdr + len;
-	}
-	return p - start;
 }
 
 static void read_build_id(struct dl_phdr_info *info, struct wp_module_rec *rec)
@@ -254,22 +233,21 @@ static int add_unwind_tables(struct table *t, struct dl_phdr_info *info, struct 
 	if (count > (seg_end - hdr - off) / 8)
 		return 0;
 	size_t hdr_len = off + count * 8;
-	if (push_region(t, hdr, hdr_len, h))
+	if (push_region(t, hdr, hdr_len))
 		return -ENOMEM;
-	if (eh_frame >= hdr && eh_frame < seg_end) {
-		size_t len = eh_frame_len(eh_frame, seg_end);
-		if (len && push_region(t, eh_frame, len, (const void *)eh_frame))
+	/* .eh_frame up to the end of its segment (or to the header, when it comes first): its
+	 * exact length would be a walk over every record, all of its pages read at the first
+	 * tick, and the copy is lazy anyway (push_region). */
+	if (eh_frame >= hdr + hdr_len && eh_frame < seg_end) {
+		if (push_region(t, eh_frame, seg_end - eh_frame))
 			return -ENOMEM;
-	} else {
-		/* .eh_frame before the header, same segment: find that segment's start. */
+	} else if (eh_frame < hdr) {
 		for (int i = 0; i < info->dlpi_phnum; i++) {
 			const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-			uintptr_t a = info->dlpi_addr + ph->p_vaddr;
-			if (ph->p_type == PT_LOAD && eh_frame >= a && eh_frame < a + ph->p_filesz) {
-				size_t len = eh_frame_len(eh_frame, a + ph->p_filesz);
-				if (len && push_region(t, eh_frame, len, (const void *)eh_frame))
-					return -ENOMEM;
-			}
+			uintptr_t a = info->dlpi_addr + ph->p_vaddr, e = a + ph->p_filesz;
+			if (ph->p_type == PT_LOAD && eh_frame >= a && eh_frame < e &&
+			    push_region(t, eh_frame, (e < hdr ? e : hdr) - eh_frame))
+				return -ENOMEM;
 		}
 	}
 	m->eh_hdr = hdr;
@@ -339,8 +317,12 @@ static int cmp_region(const void *a, const void *b)
 
 static void free_table(struct table *t)
 {
-	for (size_t i = 0; i < t->nregions; i++)
-		free((void *)t->regions[i].data);
+	for (size_t i = 0; i < t->nregions; i++) {
+		struct wp_region *r = &t->regions[i];
+		for (size_t c = 0; c < (r->len + RCHUNK - 1) / RCHUNK; c++)
+			free(r->chunks[c]);
+		free(r->chunks);
+	}
 	free(t->regions);
 	free(t->mods);
 	free(t->spans);
@@ -360,7 +342,7 @@ static void add_sigreturn_trampoline(struct table *t)
 	} ksa;
 	if (syscall(SYS_rt_sigaction, wp_handshake_signal(), NULL, &ksa, 8) != 0 || !ksa.restorer)
 		return;
-	push_region(t, (uintptr_t)ksa.restorer, 16, ksa.restorer);
+	push_region(t, (uintptr_t)ksa.restorer, 16);
 }
 
 /* Marks history entries whose module is gone as unloaded. */
@@ -491,7 +473,7 @@ int wp_modules_watch_start(void)
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 128 << 10);
-	int e = pthread_create(&watcher, &attr, watch, NULL);
+	int e = wp_own_thread_create(&watcher, &attr, watch, NULL);
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (e)
@@ -585,18 +567,53 @@ const struct wp_rt_module *wp_modules_find(uintptr_t pc)
 	return NULL;
 }
 
+/* Chunk `c` of `r`, copied now if it was not: with process_vm_readv on ourselves (peek.h),
+ * which cannot fault (a module unloaded since the table was built reads as zeros: that
+ * sample's frames are lost, nothing else). On the sampler, inside the fork guard (an unwind:
+ * sample.c), never while a thread is held. NULL without memory. */
+static const uint8_t *chunk(struct wp_region *r, size_t c)
+{
+	if (r->chunks[c])
+		return r->chunks[c];
+	size_t n = r->len - c * RCHUNK < RCHUNK ? r->len - c * RCHUNK : RCHUNK;
+	uint8_t *buf = malloc(n);
+	if (!buf)
+		return NULL;
+	ssize_t got = wp_peek_some(r->addr + c * RCHUNK, buf, n);
+	if (got < 0)
+		got = 0;
+	memset(buf + got, 0, n - (size_t)got);
+	cur.copied += n;
+	return r->chunks[c] = buf;
+}
+
+/* `len` bytes at `addr` of a region, or NULL. A read across two chunks is assembled in a
+ * buffer of ours (the unwinder reads words: len <= 8). */
 const uint8_t *wp_modules_read(uintptr_t addr, size_t len)
 {
+	static uint8_t across[16];
 	size_t lo = 0, hi = cur.nregions;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		const struct wp_region *r = &cur.regions[mid];
-		if (addr < r->addr)
+		struct wp_region *r = &cur.regions[mid];
+		if (addr < r->addr) {
 			hi = mid;
-		else if (addr >= r->addr + r->len)
+		} else if (addr >= r->addr + r->len) {
 			lo = mid + 1;
-		else
-			return len <= r->addr + r->len - addr ? r->data + (addr - r->addr) : NULL;
+		} else {
+			size_t off = addr - r->addr, in = off % RCHUNK;
+			if (len > r->len - off)
+				return NULL;
+			const uint8_t *a = chunk(r, off / RCHUNK);
+			if (!a || in + len <= RCHUNK)
+				return a ? a + in : NULL;
+			const uint8_t *b = len <= sizeof(across) ? chunk(r, off / RCHUNK + 1) : NULL;
+			if (!b)
+				return NULL;
+			memcpy(across, a + in, RCHUNK - in);
+			memcpy(across + (RCHUNK - in), b, len - (RCHUNK - in));
+			return across;
+		}
 	}
 	return NULL;
 }

@@ -27,11 +27,14 @@ struct wp_rt_module {
 	uint32_t history_id;
 };
 
-/* A range of host memory the agent holds a private copy of. */
+/* A range of host memory the agent reads through a private copy of it: whole (`data`, the
+ * outside sampler's), or taken a chunk at a time as the unwinder first needs it (`chunks`,
+ * the agent's: modules.c). */
 struct wp_region {
 	uintptr_t addr;
 	size_t len;
 	const uint8_t *data;
+	uint8_t **chunks;
 };
 
 /* One entry of the profile's module map. Entries never move once published. */

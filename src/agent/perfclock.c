@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "pages.h"
 
 /* Threads with a clock open at once. Each costs its ring (below): 256 of them, 33 MiB. */
 #define NSLOTS 256
@@ -301,7 +302,7 @@ uint64_t wp_pclk_open_now(void) { return open_now; }
 
 void wp_pclk_forget(void)
 {
-	memset(slots, 0, sizeof(slots));
+	wp_pages_zero(slots, sizeof(slots)); /* a fork child: pages.h */
 	opened = records = lost = open_now = 0;
 	refused = 0;
 }

@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -33,6 +34,7 @@
 #include "cpuwait.h"
 #include "forkguard.h"
 #include "fds.h"
+#include "pages.h"
 
 /* Stack bytes copied while a thread is held. A thread whose root we have reached before gets
  * exactly what it needs plus a little slack (its outermost frames, thread start, are the same
@@ -64,8 +66,24 @@ static uint64_t rng = 0x9e3779b97f4a7c15ull;
  * leave the threads' sampling state (last stack, CPU clock, wait) as it was. */
 static int holder_only;
 
-/* One stack copy per thread of a batch: all are copied while held, then unwound. */
-static uint8_t stack_bufs[WP_HS_BATCH][STACK_MAX];
+/* One stack copy per thread of a batch: all are copied while held, then unwound. Mapped at
+ * the first tick that needs them (never for a process that ends before), wiped in a fork
+ * child (MADV_WIPEONFORK): the child never reads its parent's copies, so a fork copies no
+ * page table entries for them, and the parent's next copies cause no copy-on-write faults. */
+static uint8_t (*stack_bufs)[STACK_MAX];
+
+static uint8_t *stack_buf(unsigned i)
+{
+	if (!stack_bufs) {
+		size_t n = (size_t)WP_HS_BATCH * STACK_MAX;
+		void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			return NULL;
+		madvise(p, n, MADV_WIPEONFORK); /* before Linux 4.14: copied, as before */
+		stack_bufs = p;
+	}
+	return stack_bufs[i];
+}
 static uint64_t pcs[WP_AGENT_MAX_FRAMES];
 static uint32_t last_nframes; /* frames in pcs */
 
@@ -223,7 +241,7 @@ int wp_sample_holder_only(void)
 
 uint8_t *wp_sample_spare_buffer(void)
 {
-	return stack_bufs[0];
+	return stack_buf(0);
 }
 
 uint64_t wp_sample_rel_us(uint64_t now)
@@ -520,7 +538,9 @@ static void sample_signalled(struct wp_athread *t, uint64_t weight_ns, uint64_t 
 	j->mask = mask;
 	j->t = t;
 	j->weight_ns = weight_ns;
-	j->stack = stack_bufs[njobs];
+	j->stack = stack_buf(njobs);
+	if (!j->stack)
+		return; /* no memory for the copy (never while a thread is held: it is not yet) */
 	j->got = -1;
 	t->held_ns = 0;
 	if (++njobs == WP_HS_BATCH)
@@ -825,7 +845,7 @@ void wp_sample_forget(void)
 	 * would leave every later sample uncounted. */
 	njobs = 0;
 	holder_only = 0;
-	memset(backoffs, 0, sizeof(backoffs));
+	wp_pages_zero(backoffs, sizeof(backoffs)); /* a fork child: pages.h */
 	wp_sample_nosignal_forget();
 	wp_locks_reset();
 	wp_pclk_forget();

@@ -179,7 +179,8 @@ int wp_sample_blocked(struct wp_athread *t, struct wp_cpu_reading before, uint64
 		gregs[REG_RIP] = (greg_t)pc;
 		size_t want = wp_sample_copy_len(t, sp);
 		/* no batch is in flight here: its first buffer is free */
-		ssize_t got = wp_peek_some(sp, wp_sample_spare_buffer(), want);
+		uint8_t *buf = wp_sample_spare_buffer();
+		ssize_t got = buf ? wp_peek_some(sp, buf, want) : -1;
 		struct wp_cpu_reading after;
 		if (wp_thread_cpu_read(t->tid, &after) < 0) {
 			wp_sample_miss(WP_MISS_EXITED);
@@ -193,13 +194,13 @@ int wp_sample_blocked(struct wp_athread *t, struct wp_cpu_reading before, uint64
 			/* Registers other than SP and PC are unknown: frame-pointer code loses the
 			 * frames above its first rbp-based frame (recorded, flagged truncated). */
 			if (wp_sample_holder_only()) {
-				wp_sample_record(t, gregs, wp_sample_spare_buffer(), (size_t)got, WP_STACK_WAITING,
+				wp_sample_record(t, gregs, buf, (size_t)got, WP_STACK_WAITING,
 					    weight_ns, now, &after);
 				return 1;
 			}
 			wp_stats.unsignalled++;
 			t->last_cpu = after; /* off a CPU: what later readings compare with */
-			struct wp_stack_entry *e = wp_sample_record(t, gregs, wp_sample_spare_buffer(), (size_t)got,
+			struct wp_stack_entry *e = wp_sample_record(t, gregs, buf, (size_t)got,
 							       WP_STACK_WAITING, weight_ns, now,
 							       &after);
 			if (e && br.nr >= 0)

@@ -42,6 +42,7 @@
 #include "title.h"
 #include "unwind.h"
 #include "writer.h"
+#include "threadstart.h"
 
 static struct wp_config cfg;
 static pthread_t thread;
@@ -281,7 +282,7 @@ void wp_sampler_prepare_exit_thread(void)
 	sigfillset(&all);
 	pthread_attr_setsigmask_np(&attr, &all); /* never takes a signal of the program's */
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&exit_thread, &attr, exit_main, NULL) == 0) {
+	if (wp_own_thread_create(&exit_thread, &attr, exit_main, NULL) == 0) {
 		for (int i = 0; i < 1000 && !atomic_load(&exit_tid); i++) {
 			struct timespec ts = { 0, 100000 };
 			nanosleep(&ts, NULL); /* at most 100 ms: its tid must be known before listing */
@@ -351,13 +352,33 @@ static int program_gone(void)
 	return leader_left ? 0 : 2;
 }
 
+/* What the first tick needs, and a process that ends before it never: the profile's header
+ * (first_fn: the command line, an earlier image's file) and the thread list (/proc). A
+ * process that ends first (a shell's commands, a build's compilers) costs the program no
+ * /proc read at all, and the sampler's start nothing the program waits for. */
+static int listed;
+
+static void list_first(void)
+{
+	listed = 1;
+	if (first_fn)
+		first_fn();
+	wp_threads_refresh(wp_now_ns(), start_ns);
+}
+
+void wp_sampler_list_late(void)
+{
+	if (!listed && on_sampler_thread())
+		list_first();
+}
+
 /* Sleeps until the next tick at `next`, refreshing the thread list between ticks when
  * threads.c asks (the end of the program's threads is noticed soon at any rate). Returns 0
- * at `next`, -1 when asked to stop. */
+ * at `next`, -1 when asked to stop. Before the first tick there is no list to refresh. */
 static int wait_tick(uint64_t next)
 {
 	for (;;) {
-		uint64_t look = wp_threads_next_look();
+		uint64_t look = listed ? wp_threads_next_look() : next;
 		sleep_until(look < next ? look : next);
 		if (atomic_load(&stop_word) & STOP)
 			return -1;
@@ -367,6 +388,8 @@ static int wait_tick(uint64_t next)
 		uint64_t now = wp_now_ns();
 		if (now >= next)
 			return 0;
+		if (!listed)
+			continue;
 		lock_tick();
 		wp_threads_refresh(now, start_ns);
 		int left = wp_threads_program_left();
@@ -432,11 +455,8 @@ static void *run(void *arg)
 	 * 461 per 4 s (-44%), ticks and samples unchanged (docs/design.md). */
 	prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
 	wp_sigmask_quiet_this_thread(); /* started with every signal blocked */
-	if (first_fn)
-		first_fn();
 	wp_sample_seed(wp_now_ns() ^ ((uint64_t)pid << 32));
-	wp_threads_init(sampler_tid);
-	wp_threads_refresh(wp_now_ns(), start_ns);
+	wp_threads_init(sampler_tid); /* the leader, whose end program_gone() must know */
 
 	uint64_t next = wp_now_ns();
 	int orphaned = 0, set = 0;
@@ -452,6 +472,8 @@ static void *run(void *arg)
 		}
 		if (w < 0)
 			break;
+		if (!listed)
+			list_first();
 		if (!set && !(set = set_up() == 0)) {
 			wp_log("cannot set up unwinding; profiling is off for this run");
 			break;
@@ -619,7 +641,7 @@ static void forget(int abandon, int whole)
 	 * would not build it again), one that did not drops it (wp_modules_abandon). */
 	if (!abandon)
 		wp_modules_forget_pending();
-	wp_task_forget(); /* the parent's task is not here */
+	wp_task_forget(abandon && whole); /* the parent's task is not here */
 	wp_cpuclock_forget();
 	program_fd = -1; /* the parent task's number */
 	memset(&wp_stats, 0, sizeof(wp_stats));
@@ -668,7 +690,7 @@ static int start_task_or_thread(void)
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 256 << 10);
-	int e = pthread_create(&thread, &attr, run, NULL);
+	int e = wp_own_thread_create(&thread, &attr, run, NULL);
 	pthread_attr_destroy(&attr);
 	return e;
 }
@@ -771,6 +793,7 @@ int wp_sampler_start(const struct wp_config *c, void (*first)(void))
 	start_unix_ns = wp_ts_ns(&rt);
 
 	first_fn = first;
+	listed = 0;
 	atomic_store(&private_word, 0);
 	ending = 0;
 	/* The sampler must never receive the program's signals (a process-directed SIGINT

@@ -14,9 +14,13 @@
 #include "config.h"
 
 /* Starts the thread (named "wallprof", all signals blocked). Its first act is to take a
- * descriptor table of its own (fds.h); then it runs `first` (may be NULL) before its first
- * tick. Returns 0 or -errno. */
+ * descriptor table of its own (fds.h); then it runs `first` (may be NULL) and lists the
+ * program's threads when its first tick is due, not before: a process that ends sooner
+ * never pays for either. Returns 0 or -errno. */
 int wp_sampler_start(const struct wp_config *cfg, void (*first)(void));
+/* On the sampler, at the end of a process that ended before its first tick and writes a
+ * whole profile all the same: `first` and the thread list, now. Elsewhere nothing. */
+void wp_sampler_list_late(void);
 /* Asks it to stop and waits (bounded), `last` (may be NULL) running on the sampler thread
  * after its last tick, so that files are written from the agent's own descriptor table.
  * When the sampler cannot run it (never started, gone, stuck), `last` runs on the caller's

@@ -33,9 +33,16 @@
 #endif
 
 #include "clock.h"
+#include "threadstart.h"
 
 #define LENDER_STACK (256u << 10) /* glibc puts the lent thread state at its top */
 #define TASK_STACK (256u << 10)
+/* CLONE_SIGHAND: the program's handler table is the task's, so the sampler sees (and keeps its
+ * own on top of, signals.c) what the program installs with a system call. It blocks every
+ * signal: none is ever run on it. Not CLONE_FS nor CLONE_FILES: a task that shared them would
+ * stop the program entering a user namespace (setns), and its files would be the program's. */
+#define TASK_FLAGS                                                                          \
+	(CLONE_VM | CLONE_SIGHAND | CLONE_SETTLS | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID)
 
 /* The task's tid while it lives: the kernel writes it (CLONE_PARENT_SETTID) and clears it
  * as the task ends (CLONE_CHILD_CLEARTID), waking who waits. */
@@ -45,20 +52,28 @@ static pid_t program_pid;
 static struct {
 	void (*fn)(void *);
 	void *arg;
+	void *tp;        /* the lent thread state (its thread pointer) */
 	pid_t *tid_slot; /* the lender's tid in its glibc thread state */
+	pid_t lender_tid;
 	char *stack;     /* the task's */
-	_Atomic uint32_t state; /* 0 starting, 1 running, 2 failed */
-	_Atomic uint32_t abandoned; /* the starter gave up waiting: the task must not run */
+	/* STARTING until the task takes RUNNING, the lender FAILED or the starter, tired of
+	 * waiting, ABANDONED (compare-and-swap: the task and the starter never both win) */
+	_Atomic uint32_t state;
+	_Atomic int lender_gone; /* set by the task: the starter may go on */
 } lend;
 
 #define STARTING 0u
 #define RUNNING 1u
 #define FAILED 2u
+#define ABANDONED 3u
 
 static long futex(void *w, int op, uint32_t val, const struct timespec *ts)
 {
 	return syscall(SYS_futex, w, op, val, ts, NULL, 0);
 }
+
+/* Where glibc keeps a thread's tid in its thread state (find_tid_slot), as an offset. */
+static _Atomic size_t tid_offset;
 
 /* Where glibc keeps this thread's tid: the first word of its thread state that holds it
  * (0x2d0 on x86-64 from glibc 2.26 on; looked for elsewhere should that change). The task
@@ -88,10 +103,37 @@ static void *thread_pointer(void)
 #endif
 }
 
-static void set_state(uint32_t s)
+/* The task: until the lender has ended (the kernel clears its tid, `lender`, at `slot` then,
+ * and wakes one waiter of that word), or `deadline`; 1 once it has. The kernel's wake is a
+ * shared futex wake: wait the same way. */
+static int wait_lender_gone(_Atomic pid_t *slot, pid_t lender, uint64_t deadline)
 {
-	atomic_store(&lend.state, s);
-	futex(&lend.state, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1 << 30, NULL);
+	int gone;
+	while (!(gone = atomic_load(slot) != lender) && wp_now_ns() < deadline) {
+		struct timespec ts = { 0, 1000000 };
+		futex(slot, FUTEX_WAIT, (uint32_t)lender, &ts);
+	}
+	return gone;
+}
+
+/* The starter: the same, but the task may have written its own tid in the slot already, so
+ * it also looks at lend.lender_gone, which the task sets first. Whoever the kernel woke
+ * wakes the other. */
+static int starter_wait_lender_gone(_Atomic pid_t *slot, uint64_t deadline)
+{
+	for (;;) {
+		if (atomic_load(&lend.lender_gone))
+			return 1;
+		pid_t v = atomic_load(slot);
+		if (v == 0) {
+			futex(slot, FUTEX_WAKE, 1 << 30, NULL); /* the task, if it waits */
+			return 1;
+		}
+		if (wp_now_ns() >= deadline)
+			return 0;
+		struct timespec ts = { 0, 1000000 };
+		futex(slot, FUTEX_WAIT, (uint32_t)v, &ts);
+	}
 }
 
 /* The task's first code: nothing here may use the thread state until the lender is gone. */
@@ -99,19 +141,14 @@ static int task_entry(void *unused)
 {
 	(void)unused;
 	_Atomic pid_t *slot = (_Atomic pid_t *)lend.tid_slot;
-	uint64_t deadline = wp_now_ns() + 1000000000ull;
-	pid_t v;
-	/* The kernel's wake for a cleared tid is a shared futex wake: wait the same way. */
-	while ((v = atomic_load(slot)) != 0 && wp_now_ns() < deadline) {
-		struct timespec ts = { 0, 1000000 };
-		futex(slot, FUTEX_WAIT, (uint32_t)v, &ts);
-	}
-	if (v != 0 || atomic_load(&lend.abandoned)) {
-		set_state(FAILED);
-		return 0;
-	}
+	if (!wait_lender_gone(slot, lend.lender_tid, wp_now_ns() + 1000000000ull))
+		return 0; /* the starter gives up too (it waits as long) */
+	uint32_t starting = STARTING;
+	if (!atomic_compare_exchange_strong(&lend.state, &starting, RUNNING))
+		return 0; /* the starter gave up waiting: a thread samples instead */
+	atomic_store(&lend.lender_gone, 1);
 	atomic_store(slot, (pid_t)syscall(SYS_gettid));
-	set_state(RUNNING);
+	futex(slot, FUTEX_WAKE, 1 << 30, NULL); /* the starter, if it waits */
 	lend.fn(lend.arg);
 	return 0; /* glibc's clone() ends the task with the exit system call */
 }
@@ -119,22 +156,17 @@ static int task_entry(void *unused)
 static void *lender_main(void *unused)
 {
 	(void)unused;
-	pid_t me = (pid_t)syscall(SYS_gettid);
-	lend.tid_slot = find_tid_slot(me);
+	lend.tid_slot = (pid_t *)((char *)pthread_self() + atomic_load(&tid_offset));
+	lend.lender_tid = *lend.tid_slot;
 	void *tp = thread_pointer();
-	if (!lend.tid_slot || !tp) {
-		set_state(FAILED);
-		return NULL; /* an unknown glibc: the caller falls back to a thread */
+	if (!tp) {
+		atomic_store(&lend.state, FAILED);
+		return NULL; /* the caller falls back to a thread */
 	}
-	/* CLONE_SIGHAND: the program's handler table is the task's, so the sampler sees (and
-	 * keeps its own on top of, signals.c) what the program installs with a system call. It
-	 * blocks every signal: none is ever run on it. Not CLONE_FS nor CLONE_FILES: a task
-	 * that shared them would stop the program entering a user namespace (setns), and its
-	 * files would be the program's. */
-	int flags = CLONE_VM | CLONE_SIGHAND | CLONE_SETTLS | CLONE_PARENT_SETTID |
-		    CLONE_CHILD_CLEARTID;
-	if (clone(task_entry, lend.stack + TASK_STACK, flags, NULL, &task_word, tp, &task_word) < 0) {
-		set_state(FAILED);
+	lend.tp = tp;
+	if (clone(task_entry, lend.stack + TASK_STACK, TASK_FLAGS, NULL, &task_word, tp,
+		  &task_word) < 0) {
+		atomic_store(&lend.state, FAILED);
 		return NULL;
 	}
 	/* Not through glibc: it would free the thread state the task now uses. */
@@ -154,13 +186,50 @@ void wp_task_note_program(pid_t pid)
 	program_pid = pid;
 }
 
-int wp_task_start(void (*fn)(void *), void *arg)
+/* In a fork child whose parent's task ran and was in no guarded call (forkguard.h) as the
+ * process forked: the parent task's thread state and stack are in this process's memory,
+ * whole (its allocations and libunwind's state change only inside the guard), and nobody
+ * here uses them. A new task takes them over: no lender, no thread the child did not make,
+ * one clone (a fork child that execs or exits at once pays little more). */
+static int reusable;
+
+static int task_entry_again(void *unused)
 {
+	(void)unused;
+	atomic_store((_Atomic pid_t *)lend.tid_slot, (pid_t)syscall(SYS_gettid));
+	lend.fn(lend.arg);
+	return 0;
+}
+
+static int start_again(void (*fn)(void *), void *arg)
+{
+	reusable = 0;
 	lend.fn = fn;
 	lend.arg = arg;
-	lend.tid_slot = NULL;
+	atomic_store(&lend.state, RUNNING);
+	return clone(task_entry_again, lend.stack + TASK_STACK, TASK_FLAGS, NULL, &task_word,
+		     lend.tp, &task_word) < 0 ? -errno : 0;
+}
+
+/* The starter waits only until the lender is gone (so the program never sees a thread it
+ * did not make), not for the task to run: the task confirms itself (lend.state) when it
+ * must, and a stop before that finds task_word set and waits for it as for any task. One
+ * wake-up (the kernel's, as the lender ends) instead of two. */
+int wp_task_start(void (*fn)(void *), void *arg)
+{
+	if (reusable && start_again(fn, arg) == 0)
+		return 0;
+	lend.tp = NULL;
+	lend.fn = fn;
+	lend.arg = arg;
 	atomic_store(&lend.state, STARTING);
-	atomic_store(&lend.abandoned, 0);
+	atomic_store(&lend.lender_gone, 0);
+	/* Where glibc keeps a thread's tid, found in the starter's own thread state: the
+	 * lender's is at the same place in its own. */
+	pid_t *mine = find_tid_slot((pid_t)syscall(SYS_gettid));
+	if (!mine)
+		return -ENOTSUP; /* an unknown glibc: the caller falls back to a thread */
+	size_t tid_off = (size_t)((char *)mine - (char *)pthread_self());
 	/* Both mappings live as long as the process: the task's thread state is at the top of
 	 * the lender's. */
 	char *lstack = map_stack(LENDER_STACK);
@@ -172,21 +241,19 @@ int wp_task_start(void (*fn)(void *), void *arg)
 		return -ENOMEM;
 	pthread_attr_setstack(&attr, lstack, LENDER_STACK);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	atomic_store(&tid_offset, tid_off);
 	pthread_t th;
-	int e = pthread_create(&th, &attr, lender_main, NULL);
+	int e = wp_own_thread_create(&th, &attr, lender_main, NULL);
 	pthread_attr_destroy(&attr);
 	if (e)
 		return -e;
-	uint64_t deadline = wp_now_ns() + 1000000000ull;
-	uint32_t s;
-	while ((s = atomic_load(&lend.state)) == STARTING && wp_now_ns() < deadline) {
-		struct timespec ts = { 0, 10000000 };
-		futex(&lend.state, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, STARTING, &ts);
-	}
-	if (s == RUNNING)
-		return 0;
-	atomic_store(&lend.abandoned, 1);
-	return s == FAILED ? -ENOTSUP : -ETIMEDOUT;
+	/* glibc wrote the lender's tid there before pthread_create returned */
+	_Atomic pid_t *slot = (_Atomic pid_t *)((char *)th + tid_off);
+	uint32_t starting = STARTING;
+	if (!starter_wait_lender_gone(slot, wp_now_ns() + 1000000000ull) &&
+	    atomic_compare_exchange_strong(&lend.state, &starting, ABANDONED))
+		return -ETIMEDOUT; /* the task, should it come, will not run */
+	return atomic_load(&lend.state) == FAILED ? -ENOTSUP : 0;
 }
 
 pid_t wp_task_tid(void)
@@ -216,7 +283,9 @@ int wp_task_wait_gone(uint64_t deadline)
 	return 1;
 }
 
-void wp_task_forget(void)
+void wp_task_forget(int fork_whole)
 {
 	atomic_store(&task_word, 0);
+	reusable = fork_whole && atomic_load(&lend.state) == RUNNING && lend.tp && lend.stack &&
+		   lend.tid_slot;
 }

@@ -14,7 +14,8 @@
 
 /* Starts `fn(arg)` on a new task; returns 0 or -errno. The calling thread waits (at most 1 s)
  * until the thread lent for the task's glibc thread state is gone, so the program never sees
- * a thread it did not make. */
+ * a thread it did not make; not until the task runs (task_word is set by then: a stop finds
+ * it). */
 int wp_task_start(void (*fn)(void *), void *arg);
 
 /* The task's tid (its pid: it leads a thread group of its own), 0 before it started. */
@@ -31,7 +32,9 @@ pid_t wp_task_program_pid(void);
  * not. */
 void wp_task_note_program(pid_t pid);
 
-/* In a fork child: the parent's task does not exist here. */
-void wp_task_forget(void);
+/* In a fork child: the parent's task does not exist here. `fork_whole`: the fork found no
+ * agent task inside a guarded call (forkguard.h), so the next start may take over the
+ * parent task's thread state instead of borrowing a new one. */
+void wp_task_forget(int fork_whole);
 
 #endif

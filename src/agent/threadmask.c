@@ -3,6 +3,7 @@
 
 #include "condwait.h"
 #include "sampler.h"
+#include "pages.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -155,12 +156,20 @@ void wp_tmask_release_at_exit(struct wp_tmask *e)
 		pthread_setspecific(exit_key, e);
 }
 
+/* Empties the entries that start in [lo, hi): pages in memory only (pages.h). */
+static void empty_part(char *lo, char *hi, void *arg)
+{
+	(void)arg;
+	size_t first = ((size_t)(lo - (char *)table) + sizeof(table[0]) - 1) / sizeof(table[0]);
+	for (size_t i = first; i < NENT && (char *)&table[i] < hi; i++)
+		if (atomic_load(&table[i].tid) != EMPTY)
+			atomic_store(&table[i].tid, EMPTY);
+}
+
 static void fork_child(void)
 {
 	/* One thread here, the one that forked, with a new tid: start afresh. */
-	for (unsigned i = 0; i < NENT; i++)
-		if (atomic_load(&table[i].tid) != EMPTY)
-			atomic_store(&table[i].tid, EMPTY);
+	wp_pages_each(table, sizeof(table), empty_part, NULL);
 	atomic_fetch_add(&epoch, 1);
 	atomic_store(&table_pid, (pid_t)syscall(SYS_getpid));
 	wp_tmask_self();

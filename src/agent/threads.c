@@ -128,9 +128,15 @@ int wp_threads_set_name(pid_t tid, const char *name)
 
 ssize_t wp_threads_read_proc(pid_t tid, const char *file, char *buf, size_t cap)
 {
-	char path[64];
-	/* Relative to the task directory we hold: no lookup of /proc/self/task each time. */
-	wp_format(path, sizeof(path), "%d/%s", tid, file);
+	char path[80];
+	/* Relative to the task directory we hold: no lookup of /proc/self/task each time. Before
+	 * the first tick there is none (sampler.c): the whole path then (a process that ended
+	 * before its first tick, asked how it ended). */
+	if (task_fd >= 0)
+		wp_format(path, sizeof(path), "%d/%s", tid, file);
+	else
+		wp_format(path, sizeof(path), "/proc/%d/task/%d/%s", (int)wp_task_program_pid(),
+			  tid, file);
 	int fd = openat(task_fd, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
@@ -295,7 +301,7 @@ static void meet_leader(void)
 	leader_cpu_at_look = -1;
 }
 
-int wp_threads_init(pid_t self)
+void wp_threads_init(pid_t self)
 {
 	sampler_tid = self;
 	meet_leader();
@@ -303,7 +309,6 @@ int wp_threads_init(pid_t self)
 	periodic_again = 0;
 	nlink_at_look = 0;
 	program_left = 1;
-	return task_fd >= 0 ? 0 : wp_threads_open();
 }
 
 /* Whether the leader has ended: /proc shows it a zombie (Z) until the whole process ends. Its

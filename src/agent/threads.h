@@ -95,8 +95,9 @@ struct wp_athread {
 
 /* Opens /proc/self/task, on the sampler thread (the agent's own descriptor table, fds.h). */
 int wp_threads_open(void);
-/* Lists /proc/self/task (opening it if needed). `self` (the sampler) is never registered. */
-int wp_threads_init(pid_t self);
+/* A new start: `self` (the sampler) is never registered; the program's leader is known (no
+ * /proc read: the task directory is opened by the first refresh). */
+void wp_threads_init(pid_t self);
 /* Relists when needed (see above). Returns 1 when the live set changed. */
 int wp_threads_refresh(uint64_t now_ns, uint64_t run_start_ns);
 /* Whether any thread of the program is left, as of the last refresh. glibc ends the process

@@ -18,6 +18,7 @@
 #include "clock.h"
 #include "log.h"
 #include "task.h"
+#include "pages.h"
 
 #define CHILD_SLOTS 64
 #define CHILD_RECHECK_NS (1000 * 1000000ull)
@@ -142,6 +143,7 @@ uint32_t wp_wait_child_describe(pid_t tid, long nr, const uint64_t args[6],
 
 void wp_wait_child_reset(void)
 {
-	memset(comms, 0, sizeof(comms));
-	memset(kids, 0, sizeof(kids));
+	/* a fork child: pages.h */
+	wp_pages_zero(comms, sizeof(comms));
+	wp_pages_zero(kids, sizeof(kids));
 }

@@ -18,6 +18,7 @@
 #include "task.h"
 #include "ino_slots.h"
 #include "peek.h"
+#include "pages.h"
 
 /* A descriptor's target is looked up again (one readlink of /proc/self/task/TID/fd/N) at
  * most this often. A descriptor closed and reused meanwhile gives the old name at worst.
@@ -583,7 +584,7 @@ uint32_t wp_wait_fds_describe(pid_t tid, long nr, const uint64_t args[6], struct
 void wp_wait_fds_reset(void)
 {
 	fd_cache_ready = 0;
-	memset(pipes, 0, sizeof(pipes));
+	wp_pages_zero(pipes, sizeof(pipes)); /* a fork child: pages.h */
 	pipe_scanned_ns = pipe_scan_cost_ns = 0;
 	for (int i = 0; i < EPOLL_SLOTS; i++)
 		epolls[i].epfd = -1;

@@ -25,6 +25,7 @@
 #include "ino_slots.h"
 #include "log.h"
 #include "task.h"
+#include "pages.h"
 
 #define NET_SLOTS 256 /* sockets named at once */
 #define NET_WAYS 4     /* a socket lives in one of 4 neighbouring slots */
@@ -344,6 +345,6 @@ const char *wp_wait_net_name(uint64_t ino, pid_t tid, int fd, struct wp_look *lo
 
 void wp_wait_net_reset(void)
 {
-	memset(slots, 0, sizeof(slots));
+	wp_pages_zero(slots, sizeof(slots)); /* a fork child: pages.h */
 	last_read_ns = last_read_cost_ns = 0;
 }

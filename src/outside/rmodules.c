@@ -71,7 +71,7 @@ static void copy_region(uintptr_t addr, size_t len)
 		free(p);
 		return;
 	}
-	regions[nregions++] = (struct wp_region){ addr, (size_t)n, p };
+	regions[nregions++] = (struct wp_region){ addr, (size_t)n, p, NULL };
 	copied += (size_t)n;
 }
 
@@ -171,7 +171,7 @@ static void table_from_sections(const char *path, uintptr_t bias, const Elf64_Eh
 	if (!count || nregions == MAX_REGIONS)
 		return;
 	uintptr_t where = SYNTHETIC_BASE + ((uint64_t)synthetic++ << 32);
-	regions[nregions++] = (struct wp_region){ where, count * 8, (const uint8_t *)table };
+	regions[nregions++] = (struct wp_region){ where, count * 8, (const uint8_t *)table, NULL };
 	m->eh_hdr = at; /* the base the table's offsets are relative to */
 	m->table = where;
 	m->fde_count = count;

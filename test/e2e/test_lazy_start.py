@@ -1,0 +1,145 @@
+# SPDX-License-Identifier: MIT
+"""lazy_start (issue 19): what a process does under the agent before its first tick. The
+sampler's task starts at once but reads nothing (no /proc, no profile, no thread list) until
+its first tick is due, so that a process that ends sooner (a shell's commands, a build's
+compilers) costs little; its line in the run's list takes its command from memory. How fast
+it is gets measured in scripts/bench (section 8); this checks that the lazy paths are right:
+
+  * an exec chain that ends before any tick (1 Hz): no task opens anything under /proc
+    (strace -f), both images are in the run's list with their commands, the second as it
+    retitled itself (setproctitle: read from memory at its end);
+  * the process the user started, ending before its first tick, still leaves a whole
+    profile (its header and its thread, made at its end);
+  * fork children that sample at once (cpu mode, 1000 Hz, children forked from main and from
+    another thread, each forking a grandchild): on the thread state their parent's sampler
+    used (task.c); each one's samples of its own burn match the CPU time it measured, and the
+    children that _exit at once are in the run's list;
+  * a first sample that comes late (20 Hz, 100 ms asleep first): the header, the thread and
+    the samples are there.
+"""
+import os
+import re
+import shutil
+
+import wplib as wp
+
+
+def truth_lines(path):
+    """{pid: (ppid, cpu_ns, role)} from lazy_start's $WP_TRUTH."""
+    out = {}
+    if os.path.exists(path):
+        for line in open(path):
+            f = line.split()
+            out[int(f[1])] = (int(f[3]), int(f[5]), f[7])
+    return out
+
+
+def burn_samples(prof, func):
+    """(all samples, samples through `func`) of a profile, from its folded report."""
+    r = wp.wallprof(["--report", prof, "--format=folded"], timeout=60)
+    total = through = 0
+    for line in r.stdout.splitlines():
+        stack, _, n = line.rpartition(" ")
+        if n.isdigit():
+            total += int(n)
+            if func in stack.split(";"):
+                through += int(n)
+    return total, through
+
+
+def exec_chain(t):
+    strace = shutil.which("strace")
+    if not t.check(strace is not None, "strace is installed (scripts/deps installs it)"):
+        return
+    d = wp.tmp_path("lazy-exec")
+    os.makedirs(d, exist_ok=True)
+    trace = os.path.join(d, "trace")
+    # WALLPROF_ROOT_PID=1: neither image is the user's (no whole profile of no samples)
+    env = wp.preload_env(mode="wall", hz=1, out=os.path.join(d, "p.prof"),
+                         extra={"WALLPROF_ROOT_PID": "1"})
+    argv = [strace, "-f", "-qq", "-e", "trace=openat,open,clone,clone3,execve", "-o", trace]
+    for k, v in env.items():
+        argv += ["-E", "%s=%s" % (k, v)]
+    target = wp.target("lazy_start")
+    r = wp.run(argv + ["env", "LAZY=1", target, "title", "x", "y"], timeout=60)
+    t.eq(r.returncode, 0, "env ... lazy_start title: exit 0 under strace and the agent",
+         r.describe())
+    proc = [ln for ln in open(trace) if re.search(r'open(at)?\(.*"/proc/', ln)]
+    t.check(not proc, "nothing under /proc is opened before the first tick", "".join(proc[:5]))
+    lines = wp.unsampled_lines(os.path.join(d, "p.unsampled"))
+    by_cmd = {u["command"]: u for u in lines}
+    first = "env LAZY=1 %s title x y" % target
+    t.check(first in by_cmd and by_cmd[first]["end"] == "exec",
+            "the first image is listed, ended by its exec, with its command line",
+            repr([(u["command"], u["end"]) for u in lines]))
+    t.check("lazy-start: retitled" in by_cmd and by_cmd["lazy-start: retitled"]["end"] == "exit 0",
+            "the second image is listed with the title it gave itself, exit 0",
+            repr([(u["command"], u["end"]) for u in lines]))
+
+
+def root_before_first_tick(t):
+    prof = wp.tmp_path("lazy-root.prof")
+    r = wp.record([wp.target("lazy_start"), "title", "x"], prof, mode="wall", hz=1,
+                  fmt="text")
+    t.eq(r.returncode, 0, "wallprof --hz=1 -- lazy_start title: exit 0", r.describe())
+    if not t.check(os.path.exists(prof), "the user's process leaves a profile of no samples"):
+        return
+    raw = wp.read_raw(prof)
+    t.eq(raw.meta.get("command"), "lazy-start: retitled", "its header names its command")
+    t.eq(raw.meta.get("samples"), "0", "no sample")
+    names = sorted(th.get("name") for th in raw.threads.values())
+    t.eq(names, ["lazy_start"], "its one thread is listed, by name")
+
+
+def forks(t):
+    d = wp.tmp_path("lazy-forks")
+    os.makedirs(d, exist_ok=True)
+    truth_path = os.path.join(d, "truth")
+    r = wp.record([wp.target("lazy_start"), "forks", "4"], os.path.join(d, "f.prof"),
+                  mode="cpu", hz=1000, env={"WP_TRUTH": truth_path}, fmt="text")
+    t.check(r.returncode == 0 and "forks: 0 failed" in r.stdout,
+            "lazy_start forks 4: exit 0, every child and grandchild exit 0", r.describe())
+    truth = truth_lines(truth_path)
+    roles = sorted(v[2] for v in truth.values())
+    t.eq(roles, ["child"] * 4 + ["grandchild"] * 4, "four children and four grandchildren burned")
+    for pid, (ppid, cpu_ns, role) in sorted(truth.items()):
+        prof = os.path.join(d, "f.%d.prof" % pid)
+        if not t.check(os.path.exists(prof), "the %s %d left a profile" % (role, pid)):
+            continue
+        func = "child_burn" if role == "child" else "grandchild_burn"
+        total, through = burn_samples(prof, func)
+        # its own CPU time over the interval (the burn, a little start and end); ticks come
+        # late on a loaded machine, so fewer, never more
+        want = cpu_ns / 1e6
+        t.check(0.5 * want <= total <= 1.1 * want + 5,
+                "the %s %d: %d samples for %.0f ms of CPU" % (role, pid, total, want))
+        t.check(through >= 0.9 * total,
+                "the %s %d: %d of %d samples in %s" % (role, pid, through, total, func))
+    listed = wp.unsampled_lines(os.path.join(d, "f.unsampled"))
+    quick = [u for u in listed if u["end"] == "exit 0" and u["pid"] not in truth]
+    t.check(len(quick) >= 4, "the four children that _exit at once are in the run's list",
+            repr(listed))
+
+
+def late(t):
+    prof = wp.tmp_path("lazy-late.prof")
+    target = wp.target("lazy_start")
+    r = wp.record([target, "late", "100"], prof, mode="cpu", hz=20, fmt="text")
+    t.eq(r.returncode, 0, "lazy_start late 100 (cpu mode, 20 Hz): exit 0", r.describe())
+    raw = wp.read_raw(prof)
+    t.eq(raw.meta.get("command"), "%s late 100" % target, "its header names its command")
+    t.eq(sorted(th.get("name") for th in raw.threads.values()), ["lazy_start"],
+         "its thread is listed")
+    total, through = burn_samples(prof, "late_burn")
+    t.check(3 <= through <= 9 and through >= total - 1,
+            "300 ms of late_burn at 20 Hz: %d of %d samples in it" % (through, total))
+
+
+def main(t):
+    exec_chain(t)
+    root_before_first_tick(t)
+    forks(t)
+    late(t)
+
+
+wp.main(main)

@@ -3,8 +3,8 @@
 """The flame graph tree's worst case as a profile: from a recorded profile, N stacks of one
 thread, each the recorded program's deepest running stack under a random tail of TAIL of its
 real return addresses (so every stack is distinct and the report symbolizes real code, some
-N * TAIL distinct tree nodes). Used to time `--report F --format=svg` and the text report
-(docs/design.md, util: why uthash serves the CLI's tables).
+N * TAIL distinct tree nodes). scripts/bench times `--report F --format=svg` (the flame
+graph) and the text report of it (docs/bench.md, section 4; docs/design.md, util/).
 
     bench/unique_tails.py RECORDED.prof OUT.prof [N [TAIL]]     (default 1000000, 10)
 """
@@ -16,10 +16,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import wpformat  # noqa: E402
 
 
-def main():
-    src, dst = sys.argv[1], sys.argv[2]
-    n = int(sys.argv[3]) if len(sys.argv) > 3 else 1000000
-    tail = int(sys.argv[4]) if len(sys.argv) > 4 else 10
+def write(src, dst, n=1000000, tail=10):
+    """Writes the profile; returns (stacks, frames a stack, return addresses in the pool)."""
     with open(src, "rb") as f:
         recs = wpformat.records(f.read(), src)
     stacks = []
@@ -49,8 +47,14 @@ def main():
     out += wpformat.record(wpformat.REC_END)
     with open(dst, "wb") as f:
         f.write(out)
+    return n, len(base_pcs) // 8 + tail, len(pool)
+
+
+def main():
+    n = int(sys.argv[3]) if len(sys.argv) > 3 else 1000000
+    tail = int(sys.argv[4]) if len(sys.argv) > 4 else 10
     print("%d stacks of %d frames, a pool of %d return addresses" %
-          (n, len(base_pcs) // 8 + tail, len(pool)))
+          write(sys.argv[1], sys.argv[2], n, tail))
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ static void big_free(void *p, size_t n)
 /* uthash's hash value of the edge to `name` under `parent` */
 static inline unsigned edge_hash(uint32_t parent, uint32_t name)
 {
-	return (unsigned)wp_mix64((uint64_t)parent << 32 | name);
+	return wp_hash_u64((uint64_t)parent << 32 | name);
 }
 
 /* The bucket uthash looks in first for that hash (a table exists). */
@@ -161,8 +161,8 @@ static int64_t child_add(struct wp_ftree *t, uint32_t parent, uint32_t name, uns
 	c->next_sibling = p->first_child;
 	p->first_child = n;
 	HASH_ADD_BYHASHVALUE(hh, t->edges, name, sizeof(struct wp_fedge_key), hv, c);
-	if (n == 1) /* the table was just made: buckets for the nodes expected, at once */
-		WP_HASH_RESERVE(t->edges, hh, t->expect);
+	if (!(n & (n - 1))) /* at most one node a bucket, made before uthash would (at 10) */
+		WP_HASH_RESERVE(t->edges, hh, 2 * (size_t)n);
 	t->nnodes++;
 	return n;
 }
@@ -223,6 +223,28 @@ static size_t new_frames(const struct wp_flame_stack *stacks, size_t nstacks)
 	return n;
 }
 
+/* The table's buckets for the whole tree at once, so that a large table is not doubled (and
+ * every node visited) again and again: the nodes made between a 128th and a 64th of the
+ * stacks, extrapolated to the rest, at most the frames not shared with the stack before.
+ * A tree that stops growing (a program's call tree) asks for few; a tree of unique stacks
+ * for all it will get. */
+static void foresee(struct wp_ftree *t, size_t s, size_t nstacks)
+{
+	if (nstacks < 16384 || !t->edges || t->foreseen)
+		return;
+	if (!t->s1 && s >= nstacks / 128) {
+		t->s1 = s;
+		t->nodes_at_s1 = t->nnodes;
+	} else if (t->s1 && s >= nstacks / 64 && s > t->s1) {
+		double rate = (double)(t->nnodes - t->nodes_at_s1) / (double)(s - t->s1);
+		double want = (double)t->nnodes + rate * (double)(nstacks - s);
+		if (want > (double)t->expect)
+			want = (double)t->expect;
+		WP_HASH_RESERVE(t->edges, hh, 2 * (size_t)want);
+		t->foreseen = 1;
+	}
+}
+
 int wp_ftree_build(struct wp_ftree *t, const struct wp_flame_stack *stacks, size_t nstacks,
 		      int diff)
 {
@@ -235,6 +257,7 @@ int wp_ftree_build(struct wp_ftree *t, const struct wp_flame_stack *stacks, size
 	while (s < nstacks && !r) {
 		int nb = 0, maxd = 0, i;
 
+		foresee(t, s, nstacks);
 		while (nb < BATCH && s < nstacks) {
 			const struct wp_flame_stack *st = &stacks[s++];
 			struct lane *l = &lanes[nb + 1];

@@ -45,7 +45,9 @@ struct wp_ftree {
 	struct wp_fnode **chunks;
 	size_t nchunks, chunks_cap;
 	size_t nnodes;
-	size_t expect; /* the nodes the stacks may make at most: buckets made at once */
+	size_t expect;       /* the nodes the stacks may make at most */
+	size_t s1, nodes_at_s1; /* foresee: the stacks and nodes after a 128th of the stacks */
+	int foreseen;
 	struct wp_fnode *edges;    /* uthash of every node but the root, by (name, parent) */
 	struct wp_interner strs;   /* frame name -> name id (a name in a state other than
 				    * RUNNING is interned as "\x1f" STATE NAME: another id) */

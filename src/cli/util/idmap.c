@@ -4,11 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* uthash's hash value of a 64-bit key: the low half of its mix (uthash picks the bucket
- * from the low bits). */
+/* uthash's hash value of a 64-bit key (see wp_hash_u64). */
 static unsigned hash_u64(uint64_t key)
 {
-	return (unsigned)wp_mix64(key);
+	return wp_hash_u64(key);
 }
 
 static struct wp_u64ent *u64_find(const struct wp_u64map *m, uint64_t key)

@@ -101,23 +101,38 @@ def main(t):
     if not binp:
         t.fail("PostgreSQL is installed (Debian: postgresql, which scripts/deps installs)")
         return
-    base = wp.tmp_path("pg")
-    os.chmod(wp.tmp_dir(), 0o755)
-    make_dir(base)
-    # the socket's path must fit in 107 bytes: a directory of its own in /tmp
-    sock = tempfile.mkdtemp(prefix="wp-pg.")
+    # everything the server's user touches lives in a directory of its own in /tmp: the build
+    # tree may be closed to it (a clone under /root), and a socket's path must fit in 107
+    # bytes
+    base = tempfile.mkdtemp(prefix="wp-pg.")
     try:
-        run_server(t, binp, base, sock)
+        os.chmod(base, 0o755)
+        if os.geteuid() == 0:
+            pw = pwd.getpwnam("nobody")
+            os.chown(base, pw.pw_uid, pw.pw_gid)
+        run_server(t, binp, base)
     finally:
-        shutil.rmtree(sock, ignore_errors=True)
+        if not os.environ.get("WP_KEEP_TMP"):
+            shutil.rmtree(base, ignore_errors=True)
 
 
-def run_server(t, binp, base, sock):
-    if os.geteuid() == 0:
-        pw = pwd.getpwnam("nobody")
-        os.chown(sock, pw.pw_uid, pw.pw_gid)
-    data, outd = os.path.join(base, "data"), os.path.join(base, "out")
-    make_dir(outd)
+def reachable(path, test):
+    """Whether the server's user may open `path` (`test`: -r, -x)."""
+    return subprocess.run(as_user() + ["test", test, path]).returncode == 0
+
+
+def run_server(t, binp, base):
+    data, sock, outd = (os.path.join(base, n) for n in ("data", "sock", "out"))
+    for d in (sock, outd):
+        make_dir(d)
+    cli, agent = wp.cli(), wp.agent()
+    if not reachable(cli, "-x") or not reachable(agent, "-r"):
+        bind = os.path.join(base, "bin")
+        os.makedirs(bind)
+        for f in (cli, agent):
+            shutil.copy2(f, bind)
+            os.chmod(os.path.join(bind, os.path.basename(f)), 0o755)
+        cli, agent = (os.path.join(bind, os.path.basename(f)) for f in (cli, agent))
     port = 54000 + os.getpid() % 1000
     run_as(t, [os.path.join(binp, "initdb"), "-D", data, "-A", "trust", "-U", "postgres",
                "--no-sync", "-E", "UTF8", "--locale=C"], "initdb succeeds", timeout=120)
@@ -125,9 +140,10 @@ def run_server(t, binp, base, sock):
     log_path = os.path.join(base, "server.log")
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("WALLPROF_") and k != "LD_PRELOAD"}
+    env["WALLPROF_AGENT"] = agent
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
-            as_user() + [wp.cli(), "-q", "--hz=1000", "-o", prof, "--report-output=/dev/null",
+            as_user() + [cli, "-q", "--hz=1000", "-o", prof, "--report-output=/dev/null",
                          "--", os.path.join(binp, "postgres"), "-D", data, "-k", sock,
                          "-c", "listen_addresses=", "-p", str(port)],
             env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)

@@ -77,6 +77,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
 import wpformat  # noqa: E402  (profiles are read and written as the e2e tests do)
+import unique_tails  # noqa: E402  (bench/unique_tails.py, beside this file)
 LIBPROFILER = "/usr/lib/x86_64-linux-gnu/libprofiler.so"
 PYTHON = "/usr/bin/python3"
 
@@ -1187,9 +1188,25 @@ def report_speed(ctx, mem):
         rss.append(r.maxrss_kb)
     # the same report of the recorded profile, for scale
     small = run([ctx.cli, "--report", mem["profile"], "--format=folded"]).check()
-    return dict(samples=n, stacks=nstacks, bytes=os.path.getsize(big), time=median(times),
-                tmin=min(times), tmax=max(times), rss_kb=median(rss), small_time=small.wall,
-                small_samples=mem["samples"])
+    out = dict(samples=n, stacks=nstacks, bytes=os.path.getsize(big), time=median(times),
+               tmin=min(times), tmax=max(times), rss_kb=median(rss), small_time=small.wall,
+               small_samples=mem["samples"])
+    # the flame graph's worst case: 1M stacks, each with a tail of its own (issue 20)
+    ut = ctx.path("unique_tails.prof")
+    log("report: writing 1M stacks with unique tails")
+    out["ut_stacks"], out["ut_frames"], _ = unique_tails.write(mem["profile"], ut)
+    out["ut_bytes"] = os.path.getsize(ut)
+    for fmt in ("svg", "text"):
+        t, m = [], []
+        for i in range(plan.report_runs):
+            log("report: unique tails, %s, run %d of %d" % (fmt, i + 1, plan.report_runs))
+            r = run([ctx.cli, "--report", ut, "--format=" + fmt,
+                     "--report-output=/dev/null"]).check()
+            t.append(r.wall)
+            m.append(r.maxrss_kb)
+        out["ut_" + fmt] = (median(t), min(t), max(t), median(m))
+    os.unlink(ut)
+    return out
 
 
 # ------------------------------------------------------------------------------------------
@@ -2455,6 +2472,18 @@ def render(ctx, info, res, elapsed, load0, load1):
               rep["time"], plan.report_runs, rep["tmin"], rep["tmax"], rep["rss_kb"] / 1024,
               "{:,}".format(rep["small_samples"]), rep["small_time"]))
         a("")
+        if "ut_svg" in rep:
+            a("**The flame graph's worst case**: %s stacks of %d frames from the same recorded "
+              "profile, each the program's deepest running stack under a random 10-frame "
+              "tail of its real return addresses (`bench/unique_tails.py`: every stack "
+              "distinct, some 10M tree nodes), %.0f MB. `--format=svg`: **%.2f s** (median "
+              "of %d, [%.2f, %.2f]), peak RSS %.0f MB; the text report: %.2f s ([%.2f, "
+              "%.2f]), peak RSS %.0f MB." % (
+                  "{:,}".format(rep["ut_stacks"]), rep["ut_frames"], rep["ut_bytes"] / 1e6,
+                  rep["ut_svg"][0], plan.report_runs, rep["ut_svg"][1], rep["ut_svg"][2],
+                  rep["ut_svg"][3] / 1024, rep["ut_text"][0], rep["ut_text"][1],
+                  rep["ut_text"][2], rep["ut_text"][3] / 1024))
+            a("")
 
     # 5 ---------------------------------------------------------------------------------
     ca = res.get("calls")

@@ -532,6 +532,8 @@ static int waits_on_fd(long nr)
 	case SYS_preadv2: case SYS_pwritev2: case SYS_sync_file_range: case SYS_syncfs:
 	case SYS_mq_timedsend: case SYS_mq_timedreceive: case SYS_tee: case SYS_vmsplice:
 	case SYS_copy_file_range:
+	/* the file system's calls on a descriptor */
+	case SYS_ftruncate: case SYS_fallocate: case SYS_getdents64:
 		return 1;
 	default:
 		return 0;

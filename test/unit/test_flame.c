@@ -622,7 +622,7 @@ static void test_perf(void)
 	secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	printf("perf: 1M stacks x %d frames: %.2f s\n", DEPTH, secs);
 	CHECK(r == 0, "rc %d", r);
-	CHECK(secs < 5.0, "1M stacks took %.2f s", secs);
+	CHECK(secs < 10.0, "1M stacks took %.2f s", secs);
 
 	/* every stack with a unique random 10-frame tail: 10M more distinct frames */
 	for (i = 0; i < N; i++) {
@@ -639,7 +639,7 @@ static void test_perf(void)
 	secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	printf("perf: 1M stacks with unique tails: %.2f s\n", secs);
 	CHECK(r == 0, "rc %d", r);
-	CHECK(secs < 15.0, "1M unique stacks took %.2f s", secs);
+	CHECK(secs < 30.0, "1M unique stacks took %.2f s", secs);
 	free(fr);
 	free(s);
 }

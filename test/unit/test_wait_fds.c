@@ -5,6 +5,7 @@
  * this process's own descriptors. Run on the unit test's own process: its memory is the
  * "program's", its thread the waiting one. */
 #include <fcntl.h>
+#include <stdlib.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
@@ -92,6 +93,23 @@ static void test_names(void)
 		 (unsigned long)st.st_ino, pfd[1]);
 	describe(SYS_read, (uint64_t)pfd[0], 0, 0, 0);
 	CHECK_STR(text, want);
+
+	/* the file system's calls on a descriptor are named by its file, as fdatasync's are
+	 * (a relation's ftruncate or fallocate, a directory's getdents64) */
+	char tmpl[] = "/tmp/wp_wait_fds.XXXXXX";
+	int tfd = mkstemp(tmpl);
+	/* a number no later check reuses: looks are cached by number for a while */
+	int ffd = fcntl(tfd, F_DUPFD_CLOEXEC, 900);
+	close(tfd);
+	CHECK(ffd >= 900, "mkstemp, F_DUPFD");
+	CHECK(wp_wait_fds_handles(SYS_ftruncate) && wp_wait_fds_handles(SYS_fallocate) &&
+	      wp_wait_fds_handles(SYS_getdents64), "ftruncate, fallocate, getdents64 are looked up");
+	describe(SYS_ftruncate, (uint64_t)ffd, 0, 0, 0);
+	CHECK_STR(text, tmpl);
+	describe(SYS_fallocate, (uint64_t)ffd, 0, 0, 0);
+	CHECK_STR(text, tmpl);
+	unlink(tmpl);
+	close(ffd);
 
 	/* poll over a pipe's read end, an fd ignored (-1) and a unix socket */
 	int sp[2];

@@ -55,6 +55,12 @@ static void test_classify(void)
 	CHECK_INT(wp_wait_classify(SYS_semop, NULL, 0), WP_WAIT_SEMAPHORE);
 	CHECK_INT(wp_wait_classify(SYS_sync_file_range, NULL, 0), WP_WAIT_IO);
 	CHECK_INT(wp_wait_classify(SYS_epoll_pwait2, NULL, 0), WP_WAIT_IO);
+	/* the file system's calls (PostgreSQL's rename of a WAL segment, rmdir of its
+	 * temporary directories read "[wait other syscall 82]", "84" before) */
+	CHECK_INT(wp_wait_classify(SYS_rename, NULL, 0), WP_WAIT_IO);
+	CHECK_INT(wp_wait_classify(SYS_rmdir, NULL, 0), WP_WAIT_IO);
+	CHECK_INT(wp_wait_classify(SYS_unlink, NULL, 0), WP_WAIT_IO);
+	CHECK_INT(wp_wait_classify(SYS_ftruncate, NULL, 0), WP_WAIT_IO);
 	CHECK_INT(wp_wait_classify(9999, NULL, 0), WP_WAIT_OTHER);
 	/* the pseudo calls: whatever the stack */
 	CHECK_INT(wp_wait_classify(WP_WAIT_NR_CPU, lock, N(lock)), WP_WAIT_CPU);
@@ -127,6 +133,12 @@ static void test_describe(void)
 	struct wp_wait pnap = { .nr = SYS_poll, .a1 = 0, .aux = 5000000, .target = "" };
 	CHECK_STR(describe(&pnap, NULL, NULL, NULL), "5ms");
 	CHECK_INT(wp_wait_kind_of(&poll, NULL, 0), WP_WAIT_IO);
+	struct wp_wait ren = { .nr = SYS_rename, .a0 = 0x7ffd0000, .target = "" };
+	CHECK_STR(describe(&ren, NULL, NULL, NULL), "rename");
+	struct wp_wait rmd = { .nr = SYS_rmdir, .a0 = 0x7ffd0000, .target = "" };
+	CHECK_STR(describe(&rmd, NULL, NULL, NULL), "rmdir");
+	struct wp_wait ftr = { .nr = SYS_ftruncate, .a0 = 9, .target = "/db/base/5/16400" };
+	CHECK_STR(describe(&ftr, NULL, NULL, NULL), "/db/base/5/16400");
 	struct wp_wait sfr = { .nr = SYS_sync_file_range, .a0 = 7, .target = "/tmp/x" };
 	CHECK_STR(describe(&sfr, NULL, NULL, NULL), "/tmp/x");
 	struct wp_wait ep = { .nr = SYS_epoll_pwait2, .a0 = 9, .target = "" };

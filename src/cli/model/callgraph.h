@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hashmap.h"
+#include "idmap.h"
 
 struct wp_resolved;
 

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "alloc.h"
-#include "hashmap.h"
+#include "idmap.h"
 #include "ranges.h"
 #include "symbolize.h"
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "alloc.h"
-#include "hashmap.h"
+#include "idmap.h"
 #include "resolve.h"
 #include "rwaits.h"
 

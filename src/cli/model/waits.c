@@ -67,7 +67,32 @@ static const struct {
 	{ SYS_io_getevents, "io_getevents", WP_WAIT_IO },
 	{ SYS_io_pgetevents, "io_pgetevents", WP_WAIT_IO },
 	{ SYS_io_uring_enter, "io_uring_enter", WP_WAIT_IO },
+	/* the file system's own calls, which block on its journal and the disk (PostgreSQL
+	 * renames and unlinks WAL segments, removes its temporary directories, truncates and
+	 * extends relations): a path's calls are named by the call, a descriptor's by its file */
+	{ SYS_rename, "rename", WP_WAIT_IO },	     { SYS_renameat, "renameat", WP_WAIT_IO },
+	{ SYS_renameat2, "renameat2", WP_WAIT_IO },  { SYS_unlink, "unlink", WP_WAIT_IO },
+	{ SYS_unlinkat, "unlinkat", WP_WAIT_IO },    { SYS_rmdir, "rmdir", WP_WAIT_IO },
+	{ SYS_mkdir, "mkdir", WP_WAIT_IO },	     { SYS_mkdirat, "mkdirat", WP_WAIT_IO },
+	{ SYS_link, "link", WP_WAIT_IO },	     { SYS_linkat, "linkat", WP_WAIT_IO },
+	{ SYS_symlink, "symlink", WP_WAIT_IO },	     { SYS_symlinkat, "symlinkat", WP_WAIT_IO },
+	{ SYS_truncate, "truncate", WP_WAIT_IO },    { SYS_ftruncate, "ftruncate", WP_WAIT_IO },
+	{ SYS_fallocate, "fallocate", WP_WAIT_IO },  { SYS_getdents64, "getdents64", WP_WAIT_IO },
+	{ SYS_close, "close", WP_WAIT_IO },
 };
+
+/* The file system's calls that take a path, not a descriptor: named by the call. */
+static int path_call(uint32_t nr)
+{
+	switch (nr) {
+	case SYS_rename: case SYS_renameat: case SYS_renameat2: case SYS_unlink: case SYS_unlinkat:
+	case SYS_rmdir: case SYS_mkdir: case SYS_mkdirat: case SYS_link: case SYS_linkat:
+	case SYS_symlink: case SYS_symlinkat: case SYS_truncate:
+		return 1;
+	default:
+		return 0;
+	}
+}
 
 const char *wp_syscall_name(uint32_t nr)
 {
@@ -246,7 +271,7 @@ void wp_wait_describe(const struct wp_wait *w, enum wp_wait_kind k, const char *
 			snprintf(buf, cap, "epoll fd %" PRIu64, w->a0); /* watching nothing known */
 		else if (w->nr == SYS_sync || w->nr == SYS_openat || w->nr == SYS_open ||
 			 w->nr == SYS_io_getevents || w->nr == SYS_io_pgetevents ||
-			 w->nr == SYS_msync)
+			 w->nr == SYS_msync || path_call(w->nr))
 			snprintf(buf, cap, "%s", call); /* no descriptor */
 		else
 			snprintf(buf, cap, "fd %" PRIu64, w->a0);

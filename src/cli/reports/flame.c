@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Self-contained interactive SVG flame graphs; see flame.h.
  *
- * Stacks are merged into a prefix tree (names interned, children found through a hash map
- * keyed by (parent, name): util/hashmap.h), laid out breadth first with children in
+ * Stacks are merged into a prefix tree (flame_tree.c), laid out breadth first with children in
  * alphabetical order, frames narrower than min_width_px dropped (their samples stay in the
  * parent's width), and written as one SVG with an inline style sheet and script (flame.css,
  * flame.js, built in by scripts/embed_text.py): hover details, click to zoom, regex search with
@@ -11,296 +10,21 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
 #include "flame_assets.h" /* wp_flame_css, wp_flame_js: flame.css and flame.js, built in */
-#include "hashmap.h"
+#include "flame_tree.h"
+#include "idmap.h"
 #include "textfmt.h"
 
 #define ROW_H 17    /* pixels from one frame row to the next */
 #define FRAME_H 16  /* frame rectangle height */
 #define XPAD 10     /* left and right margin */
 #define CHAR_W 7.0  /* estimated average glyph width of the 12px label font */
-
-/* ---------------------------------------------------------------------------------------- */
-/* The merged tree */
-
-struct name_info {
-	const char *str;
-	uint32_t rank; /* position in strcmp order (then by state) */
-	uint8_t kind;
-	uint8_t state; /* enum wp_flame_state */
-};
-
-struct node {
-	uint32_t name, parent, first_child, next_sibling;
-	uint64_t count, base;
-};
-
-struct tree {
-	struct node *nodes;
-	size_t nnodes, cap;
-	struct wp_u64map edges;    /* edge_key(parent, name) -> child */
-	struct wp_interner strs;   /* frame name -> name id (a name in a state other than
-				    * RUNNING is interned as "\x1f" STATE NAME: another id) */
-	char **keys;               /* those composed names, freed with the tree */
-	size_t nkeys, keys_cap;
-	struct wp_u64map key_of;   /* (name pointer << 3 | state) -> index in keys */
-	struct name_info *names;   /* by name id */
-	size_t nnames, names_cap;
-};
-
-static uint64_t edge_key(uint32_t parent, uint32_t name)
-{
-	return (uint64_t)parent << 32 | name;
-}
-
-static void tree_free(struct tree *t)
-{
-	free(t->nodes);
-	wp_u64map_free(&t->edges);
-	wp_interner_free(&t->strs);
-	free(t->names);
-	for (size_t i = 0; i < t->nkeys; i++)
-		free(t->keys[i]);
-	free(t->keys);
-	wp_u64map_free(&t->key_of);
-}
-
-static int tree_init(struct tree *t)
-{
-	memset(t, 0, sizeof(*t));
-	if (wp_grow(&t->nodes, &t->cap, 1024, sizeof(*t->nodes)))
-		return -ENOMEM;
-	t->nodes[0] = (struct node){ 0 }; /* the root, "all" */
-	t->nnodes = 1;
-	return 0;
-}
-
-/* The interner's key of name `s` in `state`: `s` itself when running, else "\x1f" STATE
- * NAME, kept in t->keys (interned strings are kept by pointer). NULL when out of memory. */
-static const char *state_key(struct tree *t, const char *s, enum wp_flame_state state)
-{
-	if (state == WP_FLAME_RUNNING)
-		return s;
-	/* user-space pointers fit in 61 bits: the state goes in the low 3 */
-	uint64_t pk = (uint64_t)(uintptr_t)s << 3 | (uint64_t)state;
-	uint32_t at;
-	if (wp_u64map_get(&t->key_of, pk, &at))
-		return t->keys[at];
-	size_t l = strlen(s);
-	char *k = malloc(l + 3);
-	if (!k || (t->nkeys == t->keys_cap &&
-		   wp_grow(&t->keys, &t->keys_cap, t->nkeys + 1, sizeof(*t->keys)))) {
-		free(k);
-		return NULL;
-	}
-	k[0] = '\x1f';
-	k[1] = (char)('0' + state);
-	memcpy(k + 2, s, l + 1);
-	if (wp_u64map_get_or_add(&t->key_of, pk, (uint32_t)t->nkeys, &at) < 0) {
-		free(k);
-		return NULL;
-	}
-	t->keys[t->nkeys++] = k;
-	return k;
-}
-
-static int name_id(struct tree *t, const char *s, enum wp_frame_kind kind,
-		   enum wp_flame_state state, uint32_t *out)
-{
-	int64_t id;
-	const char *key;
-
-	if (!s) {
-		s = "[unknown]";
-		kind = WP_KIND_UNKNOWN;
-	}
-	if ((unsigned)state >= WP_FLAME__N)
-		state = WP_FLAME_RUNNING;
-	if (t->nnames == t->names_cap &&
-	    wp_grow(&t->names, &t->names_cap, t->nnames + 1, sizeof(*t->names)))
-		return -ENOMEM;
-	key = state_key(t, s, state);
-	if (!key)
-		return -ENOMEM;
-	id = wp_intern(&t->strs, key);
-	if (id < 0)
-		return -ENOMEM;
-	if ((size_t)id == t->nnames) /* a new name: the kind it first came with is its colour */
-		t->names[t->nnames++] = (struct name_info){ .str = s, .kind = (uint8_t)kind,
-							    .state = (uint8_t)state };
-	*out = (uint32_t)id;
-	return 0;
-}
-
-/* The child of `parent` called `name`, created if new; returns its index or -errno. */
-static int64_t child_get(struct tree *t, uint32_t parent, uint32_t name)
-{
-	uint32_t n = (uint32_t)t->nnodes, child;
-	int r;
-
-	if (n >= (UINT32_MAX >> 1) ||
-	    (n == t->cap && wp_grow(&t->nodes, &t->cap, n + 1, sizeof(*t->nodes))))
-		return -ENOMEM;
-	r = wp_u64map_get_or_add(&t->edges, edge_key(parent, name), n, &child);
-	if (r < 0)
-		return -ENOMEM;
-	if (!r)
-		return child;
-	t->nodes[n] = (struct node){ .name = name, .parent = parent,
-				     .next_sibling = t->nodes[parent].first_child };
-	t->nodes[parent].first_child = n;
-	t->nnodes++;
-	return n;
-}
-
-/* Stacks are merged BATCH at a time in lockstep, level by level: the hash slots and nodes
- * of one level are prefetched for all of them before any is looked up, so their cache
- * misses overlap instead of following one another. */
-#define BATCH 16
-
-struct lane {
-	const struct wp_flame_stack *st;
-	uint32_t *path; /* node at each level */
-	size_t path_cap;
-	uint32_t cur, nid;
-	int same; /* the names so far are the previous lane's, pointer for pointer */
-};
-
-static int lane_reserve(struct lane *l, int n)
-{
-	return wp_grow(&l->path, &l->path_cap, (size_t)n, sizeof(*l->path)) ? -ENOMEM : 0;
-}
-
-static int tree_build(struct tree *t, const struct wp_flame_stack *stacks, size_t nstacks,
-		      int diff)
-{
-	struct lane lanes[BATCH + 1]; /* lanes[0]: the last stack of the previous batch */
-	size_t s = 0;
-	int r = 0, k;
-
-	memset(lanes, 0, sizeof(lanes));
-	while (s < nstacks && !r) {
-		int nb = 0, maxd = 0, i;
-
-		while (nb < BATCH && s < nstacks) {
-			const struct wp_flame_stack *st = &stacks[s++];
-			struct lane *l = &lanes[nb + 1];
-
-			if (!st->count && !(diff && st->base))
-				continue;
-			r = lane_reserve(l, st->nframes);
-			if (r)
-				goto out;
-			l->st = st;
-			l->cur = 0;
-			l->same = lanes[nb].st != NULL;
-			if (st->nframes > maxd)
-				maxd = st->nframes;
-			t->nodes[0].count += st->count;
-			t->nodes[0].base += diff ? st->base : 0;
-			nb++;
-		}
-		for (i = 0; i < maxd; i++) {
-			for (k = 1; k <= nb; k++) {
-				struct lane *l = &lanes[k];
-				const struct wp_flame_stack *p = lanes[k - 1].st;
-
-				if (i >= l->st->nframes)
-					continue;
-				if (l->same && (i >= p->nframes ||
-						p->frames[i].name != l->st->frames[i].name ||
-						p->frames[i].state != l->st->frames[i].state))
-					l->same = 0;
-				if (l->same)
-					continue;
-				r = name_id(t, l->st->frames[i].name, l->st->frames[i].kind,
-					    l->st->frames[i].state, &l->nid);
-				if (r)
-					goto out;
-				wp_u64map_prefetch(&t->edges, edge_key(l->cur, l->nid));
-			}
-			for (k = 1; k <= nb; k++) {
-				struct lane *l = &lanes[k];
-
-				if (i >= l->st->nframes)
-					continue;
-				if (l->same) {
-					l->cur = lanes[k - 1].path[i];
-				} else {
-					int64_t ch = child_get(t, l->cur, l->nid);
-
-					if (ch < 0) {
-						r = (int)ch;
-						goto out;
-					}
-					l->cur = (uint32_t)ch;
-				}
-				l->path[i] = l->cur;
-				__builtin_prefetch(&t->nodes[l->cur], 1);
-			}
-			for (k = 1; k <= nb; k++) {
-				struct lane *l = &lanes[k];
-
-				if (i >= l->st->nframes)
-					continue;
-				t->nodes[l->cur].count += l->st->count;
-				t->nodes[l->cur].base += diff ? l->st->base : 0;
-			}
-		}
-		if (nb) { /* the last lane becomes the next batch's lanes[0] */
-			struct lane tmp = lanes[0];
-
-			lanes[0] = lanes[nb];
-			lanes[nb] = tmp;
-		}
-	}
-out:
-	for (k = 0; k <= BATCH; k++)
-		free(lanes[k].path);
-	return r;
-}
-
-static int cmp_name_ids(const void *a, const void *b, void *arg)
-{
-	const struct name_info *names = arg;
-	const struct name_info *x = &names[*(const uint32_t *)a], *y = &names[*(const uint32_t *)b];
-	int c = strcmp(x->str, y->str);
-
-	return c ? c : (x->state > y->state) - (x->state < y->state);
-}
-
-static int cmp_rank(const void *a, const void *b, void *arg)
-{
-	const struct tree *t = arg;
-	uint32_t ra = t->names[t->nodes[*(const uint32_t *)a].name].rank;
-	uint32_t rb = t->names[t->nodes[*(const uint32_t *)b].name].rank;
-
-	return ra < rb ? -1 : ra > rb;
-}
-
-static int rank_names(struct tree *t)
-{
-	uint32_t *ids;
-	size_t i;
-
-	if (!t->nnames)
-		return 0;
-	ids = malloc(t->nnames * sizeof(*ids));
-	if (!ids)
-		return -ENOMEM;
-	for (i = 0; i < t->nnames; i++)
-		ids[i] = (uint32_t)i;
-	qsort_r(ids, t->nnames, sizeof(*ids), cmp_name_ids, t->names);
-	for (i = 0; i < t->nnames; i++)
-		t->names[ids[i]].rank = (uint32_t)i;
-	free(ids);
-	return 0;
-}
 
 /* ---------------------------------------------------------------------------------------- */
 /* Layout */
@@ -318,7 +42,16 @@ struct layout {
 	size_t before_only; /* differential: frames with no AFTER samples */
 };
 
-static int layout_build(const struct tree *t, double min_samples, struct layout *L)
+static int cmp_rank(const void *a, const void *b, void *arg)
+{
+	const struct wp_ftree *t = arg;
+	uint32_t ra = t->names[wp_fnode_at(t, *(const uint32_t *)a)->name].rank;
+	uint32_t rb = t->names[wp_fnode_at(t, *(const uint32_t *)b)->name].rank;
+
+	return ra < rb ? -1 : ra > rb;
+}
+
+static int layout_build(const struct wp_ftree *t, double min_samples, struct layout *L)
 {
 	size_t cap = 0, tmp_cap = 0, k;
 	uint32_t *tmp = NULL;
@@ -334,7 +67,7 @@ static int layout_build(const struct tree *t, double min_samples, struct layout 
 		size_t nc = 0, i;
 		uint32_t c;
 
-		for (c = t->nodes[it.node].first_child; c; c = t->nodes[c].next_sibling) {
+		for (c = wp_fnode_at(t, it.node)->first_child; c; c = wp_fnode_at(t, c)->next_sibling) {
 			if (wp_grow(&tmp, &tmp_cap, nc + 1, sizeof(*tmp)))
 				goto oom;
 			tmp[nc++] = c;
@@ -342,7 +75,7 @@ static int layout_build(const struct tree *t, double min_samples, struct layout 
 		if (nc > 1)
 			qsort_r(tmp, nc, sizeof(*tmp), cmp_rank, (void *)t);
 		for (i = 0; i < nc; i++) {
-			const struct node *n = &t->nodes[tmp[i]];
+			const struct wp_fnode *n = wp_fnode_at(t, tmp[i]);
 
 			if (n->count && (double)n->count >= min_samples) {
 				if (wp_grow(&L->items, &cap, L->nitems + 1, sizeof(*L->items)))
@@ -357,7 +90,7 @@ static int layout_build(const struct tree *t, double min_samples, struct layout 
 	}
 	free(tmp);
 	for (k = 1; k < t->nnodes; k++)
-		if (!t->nodes[k].count)
+		if (!wp_fnode_at(t, (uint32_t)k)->count)
 			L->before_only++;
 	L->merged = t->nnodes - L->nitems - L->before_only;
 	return 0;
@@ -633,11 +366,11 @@ static void o_swatch(struct out *o, double *x, double y, struct rgb c, const cha
 	*x += 16 + CHAR_W * (double)strlen(label) + 18;
 }
 
-static void write_svg(struct out *o, const struct tree *t, const struct layout *L,
+static void write_svg(struct out *o, const struct wp_ftree *t, const struct layout *L,
 		      const struct wp_flame_opts *opts, int width, double minw)
 {
 	const int diff = opts->differential;
-	const uint64_t total = t->nodes[0].count, btotal = t->nodes[0].base;
+	const uint64_t total = wp_fnode_at(t, 0)->count, btotal = wp_fnode_at(t, 0)->base;
 	const double gw = width - 2.0 * XPAD, scale = total ? gw / (double)total : 0;
 	const char *title = opts->title ? opts->title
 				       : diff ? "Differential Flame Graph" : "Flame Graph";
@@ -652,7 +385,7 @@ static void write_svg(struct out *o, const struct tree *t, const struct layout *
 
 	if (diff) {
 		for (k = 1; k < L->nitems; k++) {
-			const struct node *n = &t->nodes[L->items[k].node];
+			const struct wp_fnode *n = wp_fnode_at(t, L->items[k].node);
 			double d = fabs((double)n->count - (double)n->base);
 
 			if (d > maxdelta)
@@ -701,7 +434,7 @@ static void write_svg(struct out *o, const struct tree *t, const struct layout *
 	o_puts(o, "<g id=\"wp-frames\">\n");
 	for (k = 0; total && k < L->nitems; k++) {
 		const struct item *it = &L->items[k];
-		const struct node *n = &t->nodes[it->node];
+		const struct wp_fnode *n = wp_fnode_at(t, it->node);
 		const char *name = it->node ? t->names[n->name].str : "all";
 		int kind = it->node ? t->names[n->name].kind : -1;
 		int state = it->node ? t->names[n->name].state : 0;
@@ -826,7 +559,7 @@ int wp_flame_write(FILE *out, const struct wp_flame_stack *stacks, size_t nstack
 		   const struct wp_flame_opts *opts)
 {
 	static const struct wp_flame_opts defaults = { 0 };
-	struct tree t;
+	struct wp_ftree t;
 	struct layout L = { 0 };
 	struct out o = { 0 };
 	double minw, min_samples;
@@ -845,15 +578,15 @@ int wp_flame_write(FILE *out, const struct wp_flame_stack *stacks, size_t nstack
 		width = 200;
 	minw = opts->min_width_px > 0 ? opts->min_width_px : 0.1;
 
-	r = tree_init(&t);
+	r = wp_ftree_init(&t);
 	if (!r)
-		r = tree_build(&t, stacks, nstacks, opts->differential);
+		r = wp_ftree_build(&t, stacks, nstacks, opts->differential);
 	if (!r)
-		r = rank_names(&t);
+		r = wp_ftree_rank(&t);
 	if (r)
 		goto done;
-	min_samples = t.nodes[0].count
-			      ? minw * (double)t.nodes[0].count / (width - 2.0 * XPAD)
+	min_samples = wp_fnode_at(&t, 0)->count
+			      ? minw * (double)wp_fnode_at(&t, 0)->count / (width - 2.0 * XPAD)
 			      : 0;
 	r = layout_build(&t, min_samples, &L);
 	if (r)
@@ -877,6 +610,6 @@ int wp_flame_write(FILE *out, const struct wp_flame_stack *stacks, size_t nstack
 done:
 	free(o.buf);
 	free(L.items);
-	tree_free(&t);
+	wp_ftree_free(&t);
 	return r;
 }

@@ -11,4 +11,17 @@
 
 #include <uthash.h>
 
+/* Gives the table at `head` (handle `hh`, not empty) at least `n` / 2 buckets at once, as
+ * uthash's own doubling would when it reached n items, but without moving those items
+ * along the way: each doubling visits every item, a cache miss each in a large table. Made
+ * of uthash's own expansion, so the table stays one uthash would make. */
+#define WP_HASH_RESERVE(head, hh, n)                                                        \
+	do {                                                                                \
+		int wp_oomed_ = 0;                                                          \
+		(void)wp_oomed_;                                                            \
+		while ((head)->hh.tbl->num_buckets < (n) / 2 &&                             \
+		       (head)->hh.tbl->num_buckets < (1u << 30))                            \
+			HASH_EXPAND_BUCKETS(&(head)->hh, (head)->hh.tbl, wp_oomed_);         \
+	} while (0)
+
 #endif

@@ -1898,6 +1898,13 @@ def attached_run(ctx, argv, mode, hz, out):
     return text
 
 
+def run_stamp():
+    """When, at what load and on which commit a section was measured (its heading's line)."""
+    return dict(date=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+                load=sh("cut -d' ' -f1-3 /proc/loadavg"),
+                commit=sh("git -C %s rev-parse --short HEAD" % ROOT))
+
+
 def attach_cost(ctx):
     """spin (section 1's workloads) unprofiled, under the agent and attached from outside,
     in wall and cpu mode at 100 and 1000 Hz: the program's own wall and thread CPU time as
@@ -1954,9 +1961,7 @@ def attach_cost(ctx):
             row[(wname, "samples")] = median([r.get("samples") for r in runs]) if how else None
         table.append(row)
     return dict(table=table, workloads=[w[0] for w in workloads], rounds=plan.overhead_rounds,
-                date=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
-                load=sh("cut -d' ' -f1-3 /proc/loadavg"),
-                commit=sh("git -C %s rev-parse --short HEAD" % ROOT))
+                **run_stamp())
 
 
 def render_attach(r):
@@ -2041,10 +2046,7 @@ def dump_cost(ctx):
         finally:
             p.kill()
             p.wait()
-    return dict(targets=out, rounds=rounds,
-                date=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
-                load=sh("cut -d' ' -f1-3 /proc/loadavg"),
-                commit=sh("git -C %s rev-parse --short HEAD" % ROOT))
+    return dict(targets=out, rounds=rounds, **run_stamp())
 
 
 def render_dump(r):

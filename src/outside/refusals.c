@@ -227,7 +227,8 @@ static int descends_from_us(pid_t pid)
 	return 0;
 }
 
-/* Not dumpable: the kernel then gives its /proc files to root instead of its effective user. */
+/* Not dumpable: the kernel then gives its /proc files to root instead of its effective user
+ * (all but its directories, which everyone may list). */
 static int dumpable(pid_t pid, const char *status)
 {
 	char path[64];
@@ -239,7 +240,7 @@ static int dumpable(pid_t pid, const char *status)
 		strtol(p + 4, &at, 10);
 		euid = strtol(at, NULL, 10);
 	}
-	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
 	if (euid <= 0 || stat(path, &st) != 0)
 		return 1;
 	return st.st_uid == (uid_t)euid;

@@ -4,9 +4,13 @@ status 1, no profile, and the process left alone:
   * no such pid;
   * another tracer already holds it (strace -p): named from TracerPid's comm;
   * another user's process (the test drops to nobody with setpriv when run as root);
+  * a process that made itself not dumpable (PR_SET_DUMPABLE 0; as root, both it and
+    wallprof run as nobody): named as such (before: "another user namespace or container,
+    or a security module");
   * Yama's ptrace_scope, where the kernel has Yama and it is above 0 (not on every machine).
-perf_event_paranoid above 2 cannot be set here without changing the machine for everyone:
-its line is not tested here. A container's seccomp profile refusing the calls with EPERM
+Yama and perf_event_paranoid above 2 cannot be set here without changing the machine for
+everyone, nor a container entered: their lines are checked from the facts alone by
+test/unit/test_refusals.c (wp_refusal_explain, which wallprof calls with what it reads). A container's seccomp profile refusing the calls with EPERM
 (Docker's default refuses perf_event_open without CAP_PERFMON, process_vm_readv without
 CAP_SYS_PTRACE) is the same refusal of the same path, and test/targets/seccomp_deny runs
 wallprof under such a filter:
@@ -20,6 +24,7 @@ wallprof under such a filter:
 import os
 import shutil
 import subprocess
+import sys
 import time
 
 import wplib as wp
@@ -76,6 +81,36 @@ def seccomp(t):
     t.check(not os.path.exists(prof), "seccomp, a static program: no profile")
 
 
+def not_dumpable(t):
+    """A process of wallprof's own user that is not dumpable: only root may read it."""
+    drop = []
+    if os.geteuid() == 0:
+        if not shutil.which("setpriv"):
+            t.note("setpriv missing: the not-dumpable refusal is not tested as root")
+            return
+        drop = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    # PR_SET_DUMPABLE is 4: then a line that says it is ready, and a wait
+    code = ("import ctypes, sys, time; ctypes.CDLL(None).prctl(4, 0, 0, 0, 0); "
+            "print('ready', flush=True); time.sleep(30)")
+    target = subprocess.Popen(drop + [sys.executable, "-c", code], stdout=subprocess.PIPE,
+                              text=True, start_new_session=True)
+    try:
+        t.eq(target.stdout.readline().strip(), "ready", "the not-dumpable target started")
+        out = "/tmp/wallprof-refusal-nodump-%d.prof" % os.getpid()
+        r = wp.run(drop + [wp.cli(), "--pid=%d" % target.pid, "-o", out, "-q"], timeout=60)
+        t.eq(r.returncode, 1, "not dumpable: exits 1", r.describe())
+        line = one_line(r)
+        t.check("\n" not in line and "pid %d is not dumpable" % target.pid in line and
+                "PR_SET_DUMPABLE" in line and "as root" in line,
+                "not dumpable: one line says so and what to do", r.stderr)
+        t.check(not os.path.exists(out), "not dumpable: no profile")
+        t.check(target.poll() is None, "not dumpable: the target still runs")
+        t.note("not dumpable: %s" % line)
+    finally:
+        target.kill()
+        target.wait()
+
+
 def free_pid():
     p = subprocess.Popen(["true"])
     p.wait()
@@ -123,6 +158,7 @@ def main(t):
         target.kill()
         target.wait()
 
+    not_dumpable(t)
     seccomp(t)
 
     try:

@@ -202,14 +202,16 @@ static int ns_depth(const char *status, long *inner)
 	int n = 0;
 	if (!p)
 		return 1;
-	p += 6;
-	for (char *end;; p = end, n++) {
-		long v = strtol(p, &end, 10);
-		if (end == p)
+	for (p += 6;; n++) {
+		while (*p == '\t' || *p == ' ') /* (not strtol's own skip, which would pass '\n') */
+			p++;
+		if (*p < '0' || *p > '9')
 			break;
-		*inner = v;
+		char *end;
+		*inner = strtol(p, &end, 10);
+		p = end;
 	}
-	return n;
+	return n ? n : 1;
 }
 
 /* Whether `pid` descends from wallprof: its parents, followed up to init (bounded, in case a
@@ -262,16 +264,18 @@ static void read_facts(pid_t pid, const char *status, struct wp_refusal_facts *f
 	f->pid = pid;
 	f->self = pid == getpid();
 	f->tracer_pid = status_field(status, "TracerPid:");
+	n->tracer[0] = 0;
 	if (f->tracer_pid > 0)
 		comm_of((pid_t)f->tracer_pid, n->tracer, sizeof(n->tracer));
 	f->tracer = n->tracer;
 	f->root = geteuid() == 0;
 	f->other_uid = other_id(status, "Uid:", (long)getuid());
-	if (f->other_uid >= 0)
+	n->owner[0] = n->group[0] = 0;
+	if (f->other_uid >= 0 && !f->root) /* (names only for a line that uses them) */
 		user_name(f->other_uid, n->owner, sizeof(n->owner));
 	f->owner = n->owner;
 	f->other_gid = other_id(status, "Gid:", (long)getgid());
-	if (f->other_gid >= 0)
+	if (f->other_gid >= 0 && !f->root)
 		group_name(f->other_gid, n->group, sizeof(n->group));
 	f->group = n->group;
 	f->dumpable = dumpable(pid, status);

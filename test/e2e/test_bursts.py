@@ -17,8 +17,17 @@ NOT checked, noted: running <= its CPU share. Measured on this 2-CPU machine sha
 other builds (3 s runs, 1000 Hz, every thread a tick), the agent reports the worker running
 for more than its CPU time: with four spinners 15.6/12.6%, 19.6/16.6%, 20.7/16.6%,
 30.7/26.9% (x1.14-1.25, +3 to +4 points, 4 of 4 runs); with two, from +0 to +11 points
-depending on the machine's load. Kept as a note until the cause is fixed (the branch's
-report says what was tried): a check would fail on the code as it is.
+depending on the machine's load; at 100 Hz still +1.5 to +3.5 points (x1.07-1.18), so it is
+not only the agent's own holds (at 1000 Hz under that load: 92 ticks/s, windows p50 91 us,
+p99 7 ms). Where it comes from, per sample path (a run at 1000 Hz, four spinners, CPU 20.9%,
+runqueue 60.3%, blocked 18.8% by the worker's clocks; report running 28.7%, CPU wait 59.1%,
+io 11.9%): the ticks found the worker blocked in 12.6% of the sampled time, against 18.8%
+(the /proc look at a blocked thread and the unmoved count of one were each right about the
+state they saw), and found it in state R (signalled, or unmoved since a preemption) 87%
+against 81%; cpuwait.c's split of those R samples gave too little to the CPU wait, the rest
+staying "running" where the signal landed (at epoll_wait's or send's return, where a
+thread woken and queued takes it). Kept as a note until the cause is fixed: a check would
+fail on the code as it is.
 """
 import os
 import re

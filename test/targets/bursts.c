@@ -10,7 +10,6 @@
  * measures its own CPU time, wall time and runqueue time (its schedstat) over the run, and
  * writes them to $WP_TRUTH with its tid (cpu.worker, wall.worker, delay.worker, tid.worker,
  * rounds). argv[1]: seconds (default 3); argv[2]: "free" to pin nothing, "split" (below); argv[3]: spinners, 0-4 (default 2). */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
 #include <stdatomic.h>

@@ -16,9 +16,11 @@
 
 static int under_command;   /* started by `wallprof` (WALLPROF_ROOT_PID is set) */
 static int quiet;           /* WALLPROF_QUIET=1: nothing on the program's stderr */
-/* the process the user started, not one it ran or forked; -1: not asked yet (the parent's
- * environment is read at the first line to print, not at every process's start) */
-static int user_process = -1;
+/* the process the user started, not one it ran or forked. Decided at the start: by the time
+ * a line is printed (its end) the parent may be gone, and the process reparented to one that
+ * was never profiled (multiprocessing's resource tracker printed its summary so, found by
+ * CPython's test_multiprocessing_forkserver) */
+static int user_process;
 static struct wp_fd_id stderr_id; /* fd 2 as the process started */
 static int chan_fd = -1;    /* the command's channel, in the root process only */
 static struct wp_fd_id chan_id;
@@ -73,7 +75,8 @@ void wp_log_init(char *(*getenv_fn)(const char *))
 	 * too, and QUIET silences it as well. */
 	const char *q = getenv_fn("WALLPROF_QUIET");
 	quiet = q && !strcmp(q, "1");
-	user_process = under_command ? 0 : -1;
+	/* under the command, WALLPROF_ROOT_PID says which process is the user's: no /proc read */
+	user_process = !under_command && !parent_is_profiled();
 	long fd = small_number(getenv_fn("WALLPROF_PROGRESS_FD"));
 	struct stat st;
 	/* Only in the process the command ran, and only a pipe: in any other process that number
@@ -171,8 +174,6 @@ static int stderr_unchanged(void)
 
 static void to_stderr(const char *line, size_t n)
 {
-	if (!quiet && user_process < 0)
-		user_process = !parent_is_profiled();
 	if (!quiet && !under_command && user_process && stderr_unchanged())
 		write_all(2, line, n);
 }

@@ -15,7 +15,8 @@ it is gets measured in scripts/bench (section 8); this checks that the lazy path
     used (task.c); each one's samples of its own burn match the CPU time it measured, and the
     children that _exit at once are in the run's list;
   * a first sample that comes late (20 Hz, 100 ms asleep first): the header, the thread and
-    the samples are there.
+    the samples are there;
+  * a preloaded shell's child that outlives the shell keeps quiet at its end.
 """
 import os
 import re
@@ -135,7 +136,31 @@ def late(t):
             "300 ms of late_burn at 20 Hz: %d of %d samples in it" % (through, total))
 
 
+def orphan_quiet(t):
+    """Under bare LD_PRELOAD, a process the profiled program started keeps quiet, even once
+    its parent has ended and it was reparented to a process never profiled (whether the
+    parent was profiled is read at the start, not when the line would be printed: CPython's
+    multiprocessing resource tracker printed its summary so). The shell waits until the
+    child has started, then exits; the child ends later."""
+    sh = shutil.which("sh") or "/bin/sh"
+    d = wp.tmp_path("lazy-orphan")
+    os.makedirs(d, exist_ok=True)
+    env = wp.preload_env(mode="wall", hz=100, out=os.path.join(d, "o.%p.prof"), quiet=False)
+    script = "%s late 300 & sleep 0.15; exit 0" % wp.target("lazy_start")
+    r = wp.run([sh, "-c", script], env=env, timeout=60)  # waits for the child's stderr to close
+    t.eq(r.returncode, 0, "sh -c 'lazy_start late 300 & sleep 0.15': exit 0", r.describe())
+    target = wp.target("lazy_start")
+    child = [f for f in os.listdir(d) if f.endswith(".prof") and
+             (wp.read_raw(os.path.join(d, f)).meta.get("command") or "").startswith(target)]
+    if not t.check(len(child) == 1, "the child left its profile", repr(os.listdir(d))):
+        return
+    loud = [ln for ln in r.stderr.splitlines() if ln.startswith("wallprof") and child[0] in ln]
+    t.eq(loud, [], "the child, outliving the shell that started it, keeps quiet at its end",
+         r.stderr)
+
+
 def main(t):
+    orphan_quiet(t)
     exec_chain(t)
     root_before_first_tick(t)
     forks(t)

@@ -2875,22 +2875,15 @@ def main():
                                         for r in reruns)
         elapsed += prev["elapsed"]
     res["loads"] = dict(prev["res"].get("loads", {}), **loads) if prev else loads
-    if only == {"attach"} and not prev:
-        # section 9 alone: spliced into the existing file as section 8 is
-        lines = render_attach(res["attach"])
-        sys.stdout.write("\n".join(lines) + "\n")
-        if not args.no_write and os.path.exists(args.out):
-            splice_section(args.out, lines, head="## 9. ")
-            log("wrote section 9 into %s" % args.out)
-        return
-    if only == {"dump"} and not prev:
-        # section 10 alone: spliced into the existing file as section 9 is
-        lines = render_dump(res["dump"])
-        sys.stdout.write("\n".join(lines) + "\n")
-        if not args.no_write and os.path.exists(args.out):
-            splice_section(args.out, lines, head="## 10. ")
-            log("wrote section 10 into %s" % args.out)
-        return
+    # sections 9 and 10 alone: spliced into the existing file as section 8 is
+    for name, render, number in (("attach", render_attach, 9), ("dump", render_dump, 10)):
+        if only == {name} and not prev:
+            lines = render(res[name])
+            sys.stdout.write("\n".join(lines) + "\n")
+            if not args.no_write and os.path.exists(args.out):
+                splice_section(args.out, lines, head="## %d. " % number)
+                log("wrote section %d into %s" % (number, args.out))
+            return
     if only == {"process"} and not prev:
         # one section on its own: print it, and put it in place of section 8 of the
         # existing file, the other sections as they were (their own runs and dates)

@@ -145,13 +145,21 @@ def check_text(t, mode, res, truth):
     return members
 
 
-def check_lasts(t, mode, prof, members):
+def check_lasts(t, mode, prof, members, killed=False):
     """The profile's LAST records: each thread of the loop blocked in futex (202) with its
-    lock's holder as the owner read; main blocked joining the first locker."""
+    lock's holder as the owner read; main blocked joining the first locker. `killed`: the
+    program was SIGKILLed, at any moment, maybe during a tick, which then saw a thread of the
+    loop end (META missed_exited) and wrote no LAST record for it (seen once in a clean run:
+    abba-2 missed, the rest right): only then is a missing record a note."""
     raw = wp.read_raw(prof)
     last = {l["tid"]: l for l in raw.lasts}
+    ended_in_tick = killed and int(raw.meta.get("missed_exited", "0")) > 0
     for name, (tid, lock, holder) in sorted(members.items()):
         l = last.get(tid, {})
+        if not l and ended_in_tick:
+            t.note("%s: %s has no LAST record: the tick the SIGKILL interrupted saw it end "
+                   "(missed_exited %s)" % (mode, name, raw.meta.get("missed_exited")))
+            continue
         if lock is None:  # a join sleeps on the joined thread's tid word, expecting its tid
             t.check(l.get("flags", 0) & wf.LAST_IN_CALL and l.get("nr") == 202 and
                     l.get("a2") == members[holder][0],
@@ -164,6 +172,9 @@ def check_lasts(t, mode, prof, members):
                 str(l))
     first = next(iter(members.values()))[0]  # lockers[0], the thread main joins
     m = last.get(int(raw.meta.get("pid", 0)), {})
+    if not m and ended_in_tick:
+        t.note("%s: main has no LAST record: the tick the SIGKILL interrupted saw it end" % mode)
+        return
     t.check(m.get("nr") == 202 and m.get("a2") == first,
             "%s: main's LAST record: blocked in futex on the first locker's tid (a join)" % mode,
             str(m))
@@ -232,7 +243,7 @@ def main(t):
         res, truth, prof = run_stuck(t, mode, stop)
         label = "%s (SIG%s)" % (mode, stop.upper())
         members = check_text(t, label, res, truth)
-        check_lasts(t, label, prof, members)
+        check_lasts(t, label, prof, members, killed=(stop == "kill"))
         if stop == "int":
             check_formats(t, label, prof, members)
     check_contend(t)

@@ -222,6 +222,28 @@ void wp_threads_forget_unsampled(struct wp_athread *t)
 		forget_or_keep(t);
 }
 
+/* Whether the whole process is ending now: its leader, not a zombie (a leader that left by
+ * pthread_exit is one while its threads go on), is exiting (PF_EXITING in /proc's flags,
+ * field 9) or has SIGKILL pending (field 31: exit_group and fatal signals kill every thread
+ * so). Unreadable: the leader is gone, and so is the process. One /proc read, made only
+ * when threads vanished. */
+#define PF_EXITING_FLAG 0x4u
+static int process_ending(void)
+{
+	char buf[1024];
+	if (wp_threads_read_proc(leader, "stat", buf, sizeof(buf)) <= 0)
+		return 1;
+	char *p = strrchr(buf, ')');
+	if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
+		return 0;
+	unsigned long long field[32] = { 0 };
+	int k = 3;
+	for (p += 3; *p && k < 31; p++)
+		if (*p == ' ' && ++k < 32)
+			field[k] = strtoull(p + 1, NULL, 10);
+	return (field[9] & PF_EXITING_FLAG) || (field[31] & (1ull << (9 - 1)));
+}
+
 static void relist(uint64_t rel_ns)
 {
 	gen++;
@@ -260,6 +282,15 @@ static void relist(uint64_t rel_ns)
 		}
 	}
 	struct wp_athread *t, *tmp;
+	int vanished = 0;
+	HASH_ITER(hh, by_tid, t, tmp)
+		vanished += t->alive && t->seen_gen != gen;
+	/* Threads that vanished because the whole process is ending (a SIGKILL, an exit_group
+	 * our hooks did not see) died with it: they stay as they were last seen, so the profile
+	 * the task writes next (program_gone) keeps their LAST records, and a deadlock the kill
+	 * ended is still named. They are no longer sampled (not in `live`). */
+	if (vanished && process_ending())
+		return;
 	HASH_ITER(hh, by_tid, t, tmp) {
 		if (t->seen_gen != gen)
 			forget_or_keep(t);

@@ -30,7 +30,8 @@ void wp_sample_miss(enum wp_miss why);
 int wp_sample_holder_only(void);
 /* Stack bytes to copy for `t` whose stack pointer is `sp`. */
 size_t wp_sample_copy_len(const struct wp_athread *t, uintptr_t sp);
-/* A stack buffer of the largest copy, free whenever no handshake batch is in flight. */
+/* A stack buffer of the largest copy, free whenever no handshake batch is in flight; NULL when
+ * the buffers could not be mapped (sample.c maps them at first use). */
 uint8_t *wp_sample_spare_buffer(void);
 /* A time of the run as microseconds from its start (a stack's last sample). */
 uint64_t wp_sample_rel_us(uint64_t now);

@@ -479,8 +479,11 @@ static void finish_job(struct job *j, const struct wp_hs_request *r, uint64_t no
 	uint32_t flags = was_in_syscall(j->gregs, code, have_code) ? WP_STACK_WAITING : 0;
 	struct wp_stack_entry *e = wp_sample_record(t, j->gregs, j->stack, stack_len, flags,
 					       j->weight_ns, now, &cpu);
-	if (e && !flags && !holder_only)
-		wp_sample_note_runnable(t, e, j->weight_ns, 0, now); /* running, or runnable: state R */
+	if (e && !flags && !holder_only) {
+		/* running, or runnable: state R; maybe just back from a blocking call */
+		uint64_t unran = wp_sample_note_runnable(t, e, j->weight_ns, 0, now);
+		wp_sample_note_returned(t, e, j->gregs, j->weight_ns, unran, now);
+	}
 }
 
 /* Signals the queued threads all at once (handshake.c serves them as they answer), then

@@ -65,7 +65,13 @@ int wp_sample_on_cpu_now(struct wp_athread *t, const struct wp_cpu_reading *befo
 int wp_sample_unmoved(struct wp_athread *t, uint64_t weight_ns, uint64_t now);
 /* A sample of `t` in state R on stack `e`: cpuwait.h counts the share that waited for a CPU
  * (`unmoved`: all of it). */
-void wp_sample_note_runnable(struct wp_athread *t, struct wp_stack_entry *e, uint64_t weight_ns,
-			     int unmoved, uint64_t now);
+/* Returns the part of the sample it neither ran nor waited for a CPU (when known). */
+uint64_t wp_sample_note_runnable(struct wp_athread *t, struct wp_stack_entry *e,
+				 uint64_t weight_ns, int unmoved, uint64_t now);
+/* A sample of `t` running on stack `e` with registers `g`, of which `unran_ns` it neither
+ * ran nor waited for a CPU: when it is just back from a blocking call, the blocked time its
+ * clocks showed and no sample counted goes to that call's wait (returned.h). */
+void wp_sample_note_returned(struct wp_athread *t, struct wp_stack_entry *e, const greg_t *g,
+			     uint64_t weight_ns, uint64_t unran_ns, uint64_t now);
 
 #endif

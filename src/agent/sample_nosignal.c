@@ -18,6 +18,7 @@
 #include "fds.h"
 #include "log.h"
 #include "peek.h"
+#include "returned.h"
 #include "stacks.h"
 #include "stats.h"
 #include "threads.h"
@@ -289,19 +290,35 @@ int wp_sample_unmoved(struct wp_athread *t, uint64_t weight_ns, uint64_t now)
 
 /* A sample of `t` in state R on stack `e`: cpuwait.h counts the share that waited for a CPU
  * (`unmoved`: all of it). Outside any window. */
-void wp_sample_note_runnable(struct wp_athread *t, struct wp_stack_entry *e, uint64_t weight_ns,
-			  int unmoved, uint64_t now)
+uint64_t wp_sample_note_runnable(struct wp_athread *t, struct wp_stack_entry *e,
+				 uint64_t weight_ns, int unmoved, uint64_t now)
 {
 	if (cfg.mode != WP_MODE_WALL || cfg.test_no_waits)
-		return; /* a cpu profile's samples are CPU time: none of it waited (no-waits: no
-			 * schedstat read) */
+		return 0; /* a cpu profile's samples are CPU time: none of it waited (no-waits: no
+			   * schedstat read) */
 	/* without a descriptor table of its own (fds.h's fallback), a read would briefly take
 	 * the lowest free number in the program's table: not for these extras */
 	int may = unmoved || (wp_fds_private() &&
 			      ration_allows(&state_look_tokens, &state_look_refilled, now));
-	state_look_tokens -= (int64_t)wp_cpuwait_runnable(t, e->id, wp_sample_units(weight_ns), weight_ns,
-							  unmoved, may, now);
+	uint64_t unran;
+	state_look_tokens -= (int64_t)wp_cpuwait_runnable(t, e->id, wp_sample_units(weight_ns),
+							  weight_ns, unmoved, may, now,
+							  e->flags & WP_STACK_WAITING, &unran);
 	t->cw_runnable = 1;
+	return unran;
+}
+
+void wp_sample_note_returned(struct wp_athread *t, struct wp_stack_entry *e, const greg_t *g,
+			     uint64_t weight_ns, uint64_t unran_ns, uint64_t now)
+{
+	long nr;
+	uint64_t args[6], looked_ns;
+	if (!unran_ns || t->cw_unseen_block_ns <= 0 || cfg.test_no_waits ||
+	    !wp_returned_call(g, &nr, args))
+		return;
+	wp_returned_count(t, e, nr, args, wp_sample_units(weight_ns), weight_ns, unran_ns,
+			  first_look_allowed(now), &looked_ns);
+	first_look_tokens -= (int64_t)looked_ns;
 }
 
 /* A sample of `t` blocked in the kernel (call br->nr, -1: none) on stack `e`: when it may be

@@ -53,10 +53,13 @@ static void count(struct wp_athread *t, struct wp_stack_entry *e, uint32_t units
 	e->count += units;
 	e->weight_ns += weight_ns;
 	t->samples += units;
-	if (e->flags & WP_STACK_WAITING)
+	t->cw_sampled_ns += weight_ns;
+	if (e->flags & WP_STACK_WAITING) {
 		t->waiting += units;
-	else
+		t->cw_waiting_ns += weight_ns;
+	} else {
 		t->running += units;
+	}
 	t->last_stack = e;
 	timeline_add(t, e->id, rel_us);
 }
@@ -108,6 +111,23 @@ void wp_stacks_again(struct wp_athread *t, struct wp_stack_entry *e, uint32_t un
 		     uint64_t weight_ns, uint64_t rel_us)
 {
 	count(t, e, units, weight_ns, rel_us);
+}
+
+void wp_stacks_move(struct wp_athread *t, struct wp_stack_entry *from, struct wp_stack_entry *to,
+		    uint32_t units, uint64_t weight_ns)
+{
+	units = units < from->count ? units : (uint32_t)from->count;
+	weight_ns = weight_ns < from->weight_ns ? weight_ns : from->weight_ns;
+	from->count -= units;
+	from->weight_ns -= weight_ns;
+	to->count += units;
+	to->weight_ns += weight_ns;
+	uint64_t *was = from->flags & WP_STACK_WAITING ? &t->waiting : &t->running;
+	*was -= units < *was ? units : *was;
+	if (to->flags & WP_STACK_WAITING)
+		t->waiting += units;
+	else
+		t->running += units;
 }
 
 struct wp_stack_entry *wp_stacks_all(void)

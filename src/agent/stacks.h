@@ -44,6 +44,10 @@ struct wp_stack_entry *wp_stacks_intern(struct wp_athread *t, const uint64_t *pc
 /* The same for an existing entry (a thread that has not moved). */
 void wp_stacks_again(struct wp_athread *t, struct wp_stack_entry *e, uint32_t units,
 		     uint64_t weight_ns, uint64_t rel_us);
+/* Moves `units` and `weight_ns` of samples already counted on `from` to `to`, another stack
+ * of the same thread (returned.h: the blocked share of a running sample). */
+void wp_stacks_move(struct wp_athread *t, struct wp_stack_entry *from, struct wp_stack_entry *to,
+		    uint32_t units, uint64_t weight_ns);
 
 struct wp_stack_entry *wp_stacks_all(void);
 /* Forgets every stack (a new profile; a fork child starts its own). With `abandon` (a fork

@@ -61,6 +61,14 @@ struct wp_athread {
 	 * the same, and schedstat's next growth says which it was (cpuwait.c) */
 	struct wp_wait_entry *cw_again_wait;
 	uint64_t cw_again_ns, cw_again_units;
+	/* cpuwait.c: what its samples stood for since the last schedstat read (stacks.c counts
+	 * every sample's weight, and the weight of those flagged waiting), its CPU time by
+	 * schedstat then, and blocked time its clocks showed that no sample counted yet (negative:
+	 * samples counted more): given to running samples just back from a blocking call
+	 * (returned.h), with the share of a whole sample not yet moved (1/1024ths) */
+	uint64_t cw_sampled_ns, cw_waiting_ns, cw_run_ns;
+	int64_t cw_unseen_block_ns;
+	uint32_t cw_moved_fx;
 	/* cpu mode: the clock at the last poll and CPU time not yet paid out in samples */
 	int64_t poll_cpu_ns;
 	uint64_t credit_ns;

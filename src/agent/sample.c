@@ -299,6 +299,8 @@ struct wp_stack_entry *wp_sample_record(struct wp_athread *t, const greg_t *greg
 		return NULL;
 	}
 	wp_stats.samples++;
+	if (!(flags & WP_STACK_WAITING))
+		t->cw_run_stack = e; /* where its CPU time goes from samples found waiting */
 	wp_locks_sampled(t, e->id, cpu);
 	/* Its name, read when first sampled (not when listed: 10,000 idle threads would cost
 	 * 10,000 reads up front) and again later, as threads often name themselves once started. */
@@ -479,7 +481,11 @@ static void finish_job(struct job *j, const struct wp_hs_request *r, uint64_t no
 	uint32_t flags = was_in_syscall(j->gregs, code, have_code) ? WP_STACK_WAITING : 0;
 	struct wp_stack_entry *e = wp_sample_record(t, j->gregs, j->stack, stack_len, flags,
 					       j->weight_ns, now, &cpu);
-	if (e && !flags && !holder_only) {
+	if (!e || holder_only)
+		return;
+	if (flags) {
+		wp_sample_note_interrupted(t, e, j->gregs, j->weight_ns, now);
+	} else {
 		/* running, or runnable: state R; maybe just back from a blocking call */
 		uint64_t unran = wp_sample_note_runnable(t, e, j->weight_ns, 0, now);
 		wp_sample_note_returned(t, e, j->gregs, j->weight_ns, unran, now);

@@ -69,9 +69,15 @@ int wp_sample_unmoved(struct wp_athread *t, uint64_t weight_ns, uint64_t now);
 uint64_t wp_sample_note_runnable(struct wp_athread *t, struct wp_stack_entry *e,
 				 uint64_t weight_ns, int unmoved, uint64_t now);
 /* A sample of `t` running on stack `e` with registers `g`, of which `unran_ns` it neither
- * ran nor waited for a CPU: when it is just back from a blocking call, the blocked time its
- * clocks showed and no sample counted goes to that call's wait (returned.h). */
+ * ran nor waited for a CPU, squares the thread's samples with its clocks (reconcile.h): just
+ * back from a blocking call, it gives the call blocked time no sample counted; having run,
+ * it takes back time its samples counted waiting beyond its clocks. */
 void wp_sample_note_returned(struct wp_athread *t, struct wp_stack_entry *e, const greg_t *g,
 			     uint64_t weight_ns, uint64_t unran_ns, uint64_t now);
+/* A signalled sample of `t` on stack `e` with registers `g`, interrupted in a call (or about to
+ * restart one): what the thread ran since its previous sample goes to its running stack
+ * (reconcile.h), the rest to the call's wait when the code names the call. */
+void wp_sample_note_interrupted(struct wp_athread *t, struct wp_stack_entry *e, const greg_t *g,
+				uint64_t weight_ns, uint64_t now);
 
 #endif

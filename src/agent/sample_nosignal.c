@@ -18,7 +18,7 @@
 #include "fds.h"
 #include "log.h"
 #include "peek.h"
-#include "returned.h"
+#include "reconcile.h"
 #include "stacks.h"
 #include "stats.h"
 #include "threads.h"
@@ -104,20 +104,39 @@ static int read_blocked_regs(pid_t tid, struct blocked_regs *r)
 }
 
 static void note_disk(struct wp_athread *t, struct wp_stack_entry *e,
-		      const struct blocked_regs *br, uint64_t weight_ns, uint64_t now);
+		      const struct blocked_regs *br, uint32_t units, uint64_t weight_ns,
+		      uint64_t now);
 
-/* Counts what a sample blocked in a call waits in (waits.h). A descriptor's first look at its
- * target reads /proc: rationed with the threads' first looks, and paid from the same ration. */
+/* Counts what a sample blocked in a call waits in (waits.h), `units` and `weight_ns` of it. A
+ * descriptor's first look at its target reads /proc: rationed with the threads' first looks,
+ * and paid from the same ration. */
 static void note_wait(struct wp_athread *t, struct wp_stack_entry *e,
-		      const struct blocked_regs *br, uint64_t weight_ns, uint64_t now)
+		      const struct blocked_regs *br, uint32_t units, uint64_t weight_ns,
+		      uint64_t now)
 {
 	uint64_t looked_ns = 0;
 	if (cfg.test_no_waits)
 		return; /* WALLPROF_TEST=no-waits: no wait, so no owner read and no holder sample */
-	if (!wp_waits_add(t, e->id, br->nr, br->args, wp_sample_units(weight_ns), weight_ns,
-			  first_look_allowed(now), &looked_ns))
+	struct wp_wait_entry *w = wp_waits_add(t, e->id, br->nr, br->args, units, weight_ns,
+					       first_look_allowed(now), &looked_ns);
+	if (!w)
 		wp_stats.waits_lost++;
+	else if (!wp_sample_holder_only())
+		wp_reconcile_note_blocked(t, e, w);
 	first_look_tokens -= (int64_t)looked_ns;
+}
+
+/* Wall mode: a sample of `t` found waiting on stack `e`, worth `*units` and `*weight_ns`:
+ * what the thread ran meanwhile goes to its running stack (reconcile.h), and the rest is
+ * left for its wait. */
+static void split_off_ran(struct wp_athread *t, struct wp_stack_entry *e, uint32_t *units,
+			  uint64_t *weight_ns)
+{
+	uint64_t ran_ns;
+	if (cfg.mode != WP_MODE_WALL || cfg.test_no_waits)
+		return;
+	*units -= wp_reconcile_ran(t, e, *units, *weight_ns, &ran_ns);
+	*weight_ns -= ran_ns;
 }
 
 /* The syscall file is read with ptrace's rules, and the sampler's task is outside the
@@ -204,10 +223,14 @@ int wp_sample_blocked(struct wp_athread *t, struct wp_cpu_reading before, uint64
 			struct wp_stack_entry *e = wp_sample_record(t, gregs, buf, (size_t)got,
 							       WP_STACK_WAITING, weight_ns, now,
 							       &after);
-			if (e && br.nr >= 0)
-				note_wait(t, e, &br, weight_ns, now);
-			if (e)
-				note_disk(t, e, &br, weight_ns, now);
+			if (!e)
+				return 1;
+			uint32_t units = wp_sample_units(weight_ns);
+			uint64_t waited_ns = weight_ns;
+			split_off_ran(t, e, &units, &waited_ns);
+			if (br.nr >= 0)
+				note_wait(t, e, &br, units, waited_ns, now);
+			note_disk(t, e, &br, units, waited_ns, now);
 			return 1;
 		}
 		before = after; /* it woke up meanwhile: look again */
@@ -313,12 +336,26 @@ void wp_sample_note_returned(struct wp_athread *t, struct wp_stack_entry *e, con
 {
 	long nr;
 	uint64_t args[6], looked_ns;
-	if (!unran_ns || t->cw_unseen_block_ns <= 0 || cfg.test_no_waits ||
-	    !wp_returned_call(g, &nr, args))
+	if (cfg.mode != WP_MODE_WALL || cfg.test_no_waits || !unran_ns ||
+	    t->cw_unseen_block_ns <= 0)
 		return;
-	wp_returned_count(t, e, nr, args, wp_sample_units(weight_ns), weight_ns, unran_ns,
-			  first_look_allowed(now), &looked_ns);
+	if (!wp_reconcile_call(g, 0, &nr, args)) {
+		wp_reconcile_unseen(t, e, wp_sample_units(weight_ns), weight_ns, unran_ns);
+		return;
+	}
+	wp_reconcile_blocked(t, e, nr, args, wp_sample_units(weight_ns), weight_ns, unran_ns,
+			     first_look_allowed(now), &looked_ns);
 	first_look_tokens -= (int64_t)looked_ns;
+}
+
+void wp_sample_note_interrupted(struct wp_athread *t, struct wp_stack_entry *e, const greg_t *g,
+				uint64_t weight_ns, uint64_t now)
+{
+	struct blocked_regs br;
+	uint32_t units = wp_sample_units(weight_ns);
+	split_off_ran(t, e, &units, &weight_ns);
+	if (wp_reconcile_call(g, 1, &br.nr, br.args))
+		note_wait(t, e, &br, units, weight_ns, now);
 }
 
 /* A sample of `t` blocked in the kernel (call br->nr, -1: none) on stack `e`: when it may be
@@ -327,7 +364,8 @@ void wp_sample_note_returned(struct wp_athread *t, struct wp_stack_entry *e, con
  * in state R, it was preempted in its own code (/proc's syscall file says "-1" for a
  * runnable thread not on a CPU): a sample in state R (wp_sample_note_runnable). Outside any window. */
 static void note_disk(struct wp_athread *t, struct wp_stack_entry *e,
-		      const struct blocked_regs *br, uint64_t weight_ns, uint64_t now)
+		      const struct blocked_regs *br, uint32_t units, uint64_t weight_ns,
+		      uint64_t now)
 {
 	struct wp_wait_entry *w = br->nr >= 0 ? t->last_wait : NULL;
 	if (cfg.mode != WP_MODE_WALL || cfg.test_no_waits)
@@ -346,8 +384,9 @@ static void note_disk(struct wp_athread *t, struct wp_stack_entry *e,
 	}
 	if (state != 'D')
 		return;
-	uint32_t units = wp_sample_units(weight_ns);
 	if (w) {
+		if (t->cw_block_wait == w)
+			t->cw_block_wait = NULL; /* (no disk wait takes unseen blocked time) */
 		/* counted as a wait in the call a moment ago: it is this disk wait instead */
 		w->count -= w->count < units ? w->count : units;
 		w->weight_ns -= w->weight_ns < weight_ns ? w->weight_ns : weight_ns;

@@ -64,11 +64,15 @@ struct wp_athread {
 	/* cpuwait.c: what its samples stood for since the last schedstat read (stacks.c counts
 	 * every sample's weight, and the weight of those flagged waiting), its CPU time by
 	 * schedstat then, and blocked time its clocks showed that no sample counted yet (negative:
-	 * samples counted more): given to running samples just back from a blocking call
-	 * (returned.h), with the share of a whole sample not yet moved (1/1024ths) */
+	 * samples counted more), settled by running samples (reconcile.h), with the shares of
+	 * a whole sample not yet moved either way (1/1024ths) */
 	uint64_t cw_sampled_ns, cw_waiting_ns, cw_run_ns;
 	int64_t cw_unseen_block_ns;
-	uint32_t cw_moved_fx;
+	uint32_t cw_moved_fx, cw_ran_fx;
+	/* the stack of its latest sample found running, and of its latest found blocked in a
+	 * call with that call's wait (reconcile.h) */
+	struct wp_stack_entry *cw_run_stack, *cw_block_stack;
+	struct wp_wait_entry *cw_block_wait;
 	/* cpu mode: the clock at the last poll and CPU time not yet paid out in samples */
 	int64_t poll_cpu_ns;
 	uint64_t credit_ns;

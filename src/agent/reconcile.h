@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/* Squaring a thread's samples with its clocks (issue 20, "Figures that agree"). A sample
+ * stands for its thread's whole interval in the state it was found in, and the moments a
+ * tick finds are not independent of what the thread does. A thread that computes in short
+ * bursts between blocking calls (a database backend between its client's queries) is woken,
+ * queued, and often takes the sampling signal as it returns from the call: found in state R,
+ * its blocked time was counted as running (PostgreSQL's backends: twice their CPU time). On
+ * an idle machine the same thread is signalled because its clock moved and takes the signal
+ * blocked in its next call a few microseconds later: its CPU time was counted as the wait
+ * (test_bursts with no spinners: running 25% of its wall time against 80% of CPU).
+ *
+ * So a sample's interval is split by the thread's own clocks:
+ *   - a sample found waiting (blocked in a call, or interrupted in one by the signal) gives
+ *     what the thread ran since its previous sample (its CPU clock, exact at once) to the
+ *     stack of its latest sample found running;
+ *   - a sample found running cannot tell at once how long it was blocked (schedstat's
+ *     runqueue time is read every 20 ms, cpuwait.h): cpuwait.c compares, at each read, what
+ *     the samples since the last one counted as waiting with what the clocks say (wall time
+ *     less CPU time less runqueue time) and keeps the excess (wp_cpuwait_unseen_block). A
+ *     sample just back from a blocking call gives the call the part of its interval that it
+ *     neither ran nor waited for a CPU, up to that excess: the same stack flagged waiting,
+ *     with the call's wait (waits.h), read from the code before the pc (glibc's wrappers
+ *     load the call's number just before `syscall`) and the argument registers, which the
+ *     kernel leaves as they were.
+ * Sampler thread only, after the thread runs again (outside any window): it reads the
+ * program's memory and /proc. */
+#ifndef WP_RECONCILE_H
+#define WP_RECONCILE_H
+
+#include <stdint.h>
+#include <sys/ucontext.h>
+
+struct wp_athread;
+struct wp_stack_entry;
+struct wp_wait_entry;
+
+/* Whether registers `g` stand just after a `syscall` instruction that a `mov $NR, %eax` (or
+ * %rax) precedes, or (`interrupted`: the signal came inside the call) on one the kernel
+ * rewound to restart, for a call that may block and that waits.h names from its arguments
+ * alone (not a futex: a lock's holder is read as wait_locks.h orders it); *nr and args[6]
+ * get the call and its arguments, which the kernel leaves in their registers. */
+int wp_reconcile_call(const greg_t *g, int interrupted, long *nr, uint64_t args[6]);
+
+/* Sample of `t` on running stack `e` worth `units` and `weight_ns`, of which `unran_ns` it
+ * neither ran nor waited for a CPU, just back from call `nr`: moves the blocked time the
+ * thread's clocks showed and no sample counted (up to `unran_ns`) to that call's wait on the
+ * waiting copy of `e`. `may_look`: whether a descriptor's target may be read from /proc now;
+ * *looked_ns gets what reading it cost. */
+void wp_reconcile_blocked(struct wp_athread *t, struct wp_stack_entry *e, long nr,
+			  const uint64_t args[6], uint32_t units, uint64_t weight_ns,
+			  uint64_t unran_ns, int may_look, uint64_t *looked_ns);
+
+/* `t` was just sampled blocked in a call on stack `e`, counted in wait `w` (not a disk
+ * wait): where wp_reconcile_unseen puts blocked time no sample saw. */
+void wp_reconcile_note_blocked(struct wp_athread *t, struct wp_stack_entry *e,
+			       struct wp_wait_entry *w);
+
+/* The same as wp_reconcile_blocked for a running sample that is not just back from a call it
+ * can name: blocked many times between two samples (a thread that blocks for microseconds
+ * at a time), the thread's unseen blocked time goes to the call it was last found blocked
+ * in, on that sample's stack. */
+void wp_reconcile_unseen(struct wp_athread *t, struct wp_stack_entry *e, uint32_t units,
+			 uint64_t weight_ns, uint64_t unran_ns);
+
+/* Sample of `t` found waiting on stack `e`, worth `units` and `weight_ns`, counted there a
+ * moment ago: what the thread ran since its previous sample (its CPU clock, exact) moves to
+ * the stack of its latest sample found running, where its bursts run. Returns the whole
+ * samples moved; *ran_ns the time. The caller counts the sample's wait for the rest. */
+uint32_t wp_reconcile_ran(struct wp_athread *t, struct wp_stack_entry *e, uint32_t units,
+			  uint64_t weight_ns, uint64_t *ran_ns);
+
+#endif

@@ -22,49 +22,21 @@
 static struct wp_cpuwait_entry *table;
 static uint64_t bytes, reads, state_reads, read_ns;
 
-/* Reads `tid`'s schedstat: field 1, ns on a CPU (as of its last scheduler tick or switch),
- * and field 2, ns spent runnable on a runqueue. Returns 0, or -1 when unreadable (the thread
- * ended; a kernel without schedstats). */
-static int read_schedstat(pid_t tid, uint64_t *run_ns, uint64_t *delay_ns)
+/* Reads field 2 of `tid`'s schedstat: ns spent runnable on a runqueue. Returns 0, or -1 when
+ * unreadable (the thread ended; a kernel without schedstats). */
+static int read_run_delay(pid_t tid, uint64_t *delay_ns)
 {
 	char buf[128];
 	if (wp_threads_read_proc(tid, "schedstat", buf, sizeof(buf)) <= 0)
 		return -1;
 	reads++;
 	char *end;
-	*run_ns = strtoull(buf, &end, 10);
+	strtoull(buf, &end, 10); /* field 1: ns on a CPU */
 	if (end == buf)
 		return -1;
 	char *p = end;
 	*delay_ns = strtoull(p, &end, 10);
 	return end == p ? -1 : 0;
-}
-
-/* At a schedstat read after the first: the time its samples stood for since the last read,
- * less what it ran and waited for a CPU meanwhile by schedstat, was spent blocked; what of
- * it the samples did not count as waiting (those that found it running right after a wake)
- * is kept for the running samples just back from a call (wp_cpuwait_unseen_block). Both
- * clocks telescope from read to read: their lags at either end cancel over a run. */
-static void note_unseen_block(struct wp_athread *t, uint64_t run_ns, uint64_t delay_ns)
-{
-	int64_t ran = run_ns > t->cw_run_ns ? (int64_t)(run_ns - t->cw_run_ns) : 0;
-	int64_t queued = delay_ns > t->cw_delay_ns ? (int64_t)(delay_ns - t->cw_delay_ns) : 0;
-	t->cw_unseen_block_ns += (int64_t)t->cw_sampled_ns - ran - queued -
-				 (int64_t)t->cw_waiting_ns;
-	if (t->cw_unseen_block_ns > CPUWAIT_AHEAD_MAX_NS)
-		t->cw_unseen_block_ns = CPUWAIT_AHEAD_MAX_NS;
-	if (t->cw_unseen_block_ns < -CPUWAIT_AHEAD_MAX_NS)
-		t->cw_unseen_block_ns = -CPUWAIT_AHEAD_MAX_NS;
-}
-
-uint64_t wp_cpuwait_unseen_block(struct wp_athread *t, uint64_t most)
-{
-	if (t->cw_unseen_block_ns <= 0)
-		return 0;
-	uint64_t got = (uint64_t)t->cw_unseen_block_ns < most ? (uint64_t)t->cw_unseen_block_ns
-							       : most;
-	t->cw_unseen_block_ns -= (int64_t)got;
-	return got;
 }
 
 static struct wp_cpuwait_entry *count(uint32_t stack_id, uint32_t nr, uint64_t a0, uint64_t a1,
@@ -124,7 +96,6 @@ static void take_back(struct wp_athread *t, uint64_t excess)
 		if (moved)
 			count(w->key.stack_id, WP_WAIT_NR_CPU, 0, 0, NULL, 0, whole * UNIT_FX, moved);
 		t->cw_owed_ns -= (int64_t)moved;
-		t->cw_unseen_block_ns += (int64_t)moved; /* counted waiting, but it was queued */
 	}
 	t->cw_again_wait = NULL;
 	t->cw_again_ns = t->cw_again_units = 0;
@@ -132,7 +103,7 @@ static void take_back(struct wp_athread *t, uint64_t excess)
 
 uint64_t wp_cpuwait_runnable(struct wp_athread *t, uint32_t stack_id, uint32_t units,
 			     uint64_t weight_ns, int unmoved, int may_read, uint64_t now,
-			     int waiting_stack, uint64_t *unran_ns)
+			     uint64_t *unran_ns)
 {
 	uint64_t spent = 0, waited;
 	*unran_ns = 0;
@@ -152,16 +123,12 @@ uint64_t wp_cpuwait_runnable(struct wp_athread *t, uint32_t stack_id, uint32_t u
 		int fresh = 0;
 		if (room && may_read &&
 		    (!t->cw_read_ns || now - t->cw_read_ns >= CPUWAIT_READ_EVERY_NS)) {
-			uint64_t c0 = wp_self_cpu_ns(), run_ns, delay_ns;
-			if (read_schedstat(t->tid, &run_ns, &delay_ns) == 0) {
+			uint64_t c0 = wp_self_cpu_ns(), delay_ns;
+			if (read_run_delay(t->tid, &delay_ns) == 0) {
 				/* the first read is a baseline: before it, the thread was not sampled */
 				if (t->cw_read_ns && delay_ns > t->cw_delay_ns)
 					t->cw_owed_ns += (int64_t)(delay_ns - t->cw_delay_ns);
 				fresh = t->cw_read_ns != 0;
-				if (fresh)
-					note_unseen_block(t, run_ns, delay_ns);
-				t->cw_sampled_ns = t->cw_waiting_ns = 0;
-				t->cw_run_ns = run_ns;
 				t->cw_delay_ns = delay_ns;
 				t->cw_read_ns = now;
 			}
@@ -179,8 +146,6 @@ uint64_t wp_cpuwait_runnable(struct wp_athread *t, uint32_t stack_id, uint32_t u
 					     ? (uint64_t)(t->cw_owed_ns - (int64_t)waited) : 0);
 		*unran_ns = room - waited; /* blocked meanwhile, or queued as a later read shows */
 	}
-	if (waiting_stack) /* queued, not blocked: no wait of the blocked time read above */
-		t->cw_waiting_ns -= waited < t->cw_waiting_ns ? waited : t->cw_waiting_ns;
 	t->cw_owed_ns -= (int64_t)waited;
 	if (t->cw_owed_ns < -CPUWAIT_AHEAD_MAX_NS)
 		t->cw_owed_ns = -CPUWAIT_AHEAD_MAX_NS;

@@ -46,19 +46,12 @@ struct wp_cpuwait_entry {
 /* A sample of `t` in state R, counted on stack `stack_id` with `units` and `weight_ns`.
  * `unmoved`: the thread has not run since its last sample (the whole sample waited).
  * `may_read`: whether /proc may be read now (the caller's ration); returns the CPU time a
- * read took (0 when none), for the caller to charge to that ration. `waiting_stack`: the
- * stack is flagged waiting (what it waited for a CPU is no blocked time). *unran_ns: the
- * part of the sample the thread neither ran nor was given as waiting for a CPU. */
+ * read took (0 when none), for the caller to charge to that ration. *unran_ns: the part of
+ * the sample the thread neither ran nor was given as waiting for a CPU (not unmoved): it was
+ * blocked (reconcile.h), or queued as a later read shows. */
 uint64_t wp_cpuwait_runnable(struct wp_athread *t, uint32_t stack_id, uint32_t units,
 			     uint64_t weight_ns, int unmoved, int may_read, uint64_t now,
-			     int waiting_stack, uint64_t *unran_ns);
-/* Blocked time: each schedstat read compares what the thread's samples counted since the
- * one before with its clocks (wall time less CPU time less runqueue time); a thread found
- * running right after its wake, again and again (a thread that computes in short bursts
- * between blocking calls: the signal lands at a call's return), has its blocked time
- * counted as running. That excess is kept, and a running sample just back from a blocking
- * call takes up to `most` of it (returned.h). Returns what it takes. */
-uint64_t wp_cpuwait_unseen_block(struct wp_athread *t, uint64_t most);
+			     uint64_t *unran_ns);
 
 /* `t` has not run since its last sample, blocked in a call: its wait (t->last_wait) was
  * counted again for `weight_ns`. It may have been woken and be queued for a CPU instead, which

@@ -74,15 +74,11 @@ void wp_reconcile_blocked(struct wp_athread *t, struct wp_stack_entry *e, long n
 	*looked_ns = 0;
 	if (!unran_ns || !weight_ns)
 		return;
-	uint64_t blocked = wp_cpuwait_unseen_block(t, unran_ns);
-	if (!blocked)
-		return;
+	uint64_t blocked = unran_ns;
 	struct wp_stack_entry *w = wp_stacks_intern(t, e->pcs, e->nframes,
 						    e->flags | WP_STACK_WAITING);
-	if (!w) {
-		t->cw_unseen_block_ns += (int64_t)blocked; /* out of memory: kept for later */
-		return;
-	}
+	if (!w)
+		return; /* out of memory: counted running, as before */
 	uint32_t whole = whole_units(&t->cw_moved_fx, units, blocked, weight_ns);
 	wp_stacks_move(t, e, w, whole, blocked);
 	wp_waits_add(t, w->id, nr, args, whole, blocked, may_look, looked_ns);
@@ -103,9 +99,7 @@ void wp_reconcile_unseen(struct wp_athread *t, struct wp_stack_entry *e, uint32_
 	struct wp_wait_entry *w = t->cw_block_wait;
 	if (!to || !w || !unran_ns || !weight_ns)
 		return;
-	uint64_t blocked = wp_cpuwait_unseen_block(t, unran_ns);
-	if (!blocked)
-		return;
+	uint64_t blocked = unran_ns;
 	uint32_t whole = whole_units(&t->cw_moved_fx, units, blocked, weight_ns);
 	wp_stacks_move(t, e, to, whole, blocked);
 	w->count += whole;
@@ -122,7 +116,6 @@ uint32_t wp_reconcile_ran(struct wp_athread *t, struct wp_stack_entry *e, uint32
 	uint64_t ran = (uint64_t)t->cw_ran_ns < weight_ns ? (uint64_t)t->cw_ran_ns : weight_ns;
 	uint32_t whole = whole_units(&t->cw_ran_fx, units, ran, weight_ns);
 	wp_stacks_move(t, e, r, whole, ran);
-	t->cw_waiting_ns -= ran < t->cw_waiting_ns ? ran : t->cw_waiting_ns;
 	*ran_ns = ran;
 	return whole;
 }

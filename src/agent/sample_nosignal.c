@@ -127,16 +127,24 @@ static void note_wait(struct wp_athread *t, struct wp_stack_entry *e,
 }
 
 /* Wall mode: a sample of `t` found waiting on stack `e`, worth `*units` and `*weight_ns`:
- * what the thread ran meanwhile goes to its running stack (reconcile.h), and the rest is
- * left for its wait. */
-static void split_off_ran(struct wp_athread *t, struct wp_stack_entry *e, uint32_t *units,
-			  uint64_t *weight_ns)
+ * what the thread ran meanwhile goes to its running stack (reconcile.h); `in_call` (blocked
+ * in a system call, not preempted or in a page fault, whose state note_disk reads), the
+ * runqueue time schedstat owes it is given as waiting for a CPU as for a runnable sample
+ * (cpuwait.h: woken and queued before it blocked again). The rest is left for its wait. */
+static void split_off(struct wp_athread *t, struct wp_stack_entry *e, uint32_t *units,
+		      uint64_t *weight_ns, int in_call, uint64_t now)
 {
-	uint64_t ran_ns;
+	uint64_t ran_ns, whole_ns = *weight_ns, unran;
 	if (cfg.mode != WP_MODE_WALL || cfg.test_no_waits)
 		return;
-	*units -= wp_reconcile_ran(t, e, *units, *weight_ns, &ran_ns);
+	*units -= wp_reconcile_ran(t, e, *units, whole_ns, &ran_ns);
 	*weight_ns -= ran_ns;
+	if (!in_call)
+		return;
+	int may = wp_fds_private() && ration_allows(&state_look_tokens, &state_look_refilled, now);
+	state_look_tokens -= (int64_t)wp_cpuwait_runnable(t, e->id, wp_sample_units(whole_ns),
+							  whole_ns, 0, may, now, &unran);
+	*weight_ns = unran < *weight_ns ? unran : *weight_ns;
 }
 
 /* The syscall file is read with ptrace's rules, and the sampler's task is outside the
@@ -227,7 +235,7 @@ int wp_sample_blocked(struct wp_athread *t, struct wp_cpu_reading before, uint64
 				return 1;
 			uint32_t units = wp_sample_units(weight_ns);
 			uint64_t waited_ns = weight_ns;
-			split_off_ran(t, e, &units, &waited_ns);
+			split_off(t, e, &units, &waited_ns, br.nr >= 0, now);
 			if (br.nr >= 0)
 				note_wait(t, e, &br, units, waited_ns, now);
 			note_disk(t, e, &br, units, waited_ns, now);
@@ -325,8 +333,7 @@ uint64_t wp_sample_note_runnable(struct wp_athread *t, struct wp_stack_entry *e,
 			      ration_allows(&state_look_tokens, &state_look_refilled, now));
 	uint64_t unran;
 	state_look_tokens -= (int64_t)wp_cpuwait_runnable(t, e->id, wp_sample_units(weight_ns),
-							  weight_ns, unmoved, may, now,
-							  e->flags & WP_STACK_WAITING, &unran);
+							  weight_ns, unmoved, may, now, &unran);
 	t->cw_runnable = 1;
 	return unran;
 }
@@ -336,8 +343,7 @@ void wp_sample_note_returned(struct wp_athread *t, struct wp_stack_entry *e, con
 {
 	long nr;
 	uint64_t args[6], looked_ns;
-	if (cfg.mode != WP_MODE_WALL || cfg.test_no_waits || !unran_ns ||
-	    t->cw_unseen_block_ns <= 0)
+	if (cfg.mode != WP_MODE_WALL || cfg.test_no_waits || !unran_ns)
 		return;
 	if (!wp_reconcile_call(g, 0, &nr, args)) {
 		wp_reconcile_unseen(t, e, wp_sample_units(weight_ns), weight_ns, unran_ns);
@@ -353,7 +359,7 @@ void wp_sample_note_interrupted(struct wp_athread *t, struct wp_stack_entry *e, 
 {
 	struct blocked_regs br;
 	uint32_t units = wp_sample_units(weight_ns);
-	split_off_ran(t, e, &units, &weight_ns);
+	split_off(t, e, &units, &weight_ns, 1, now);
 	if (wp_reconcile_call(g, 1, &br.nr, br.args))
 		note_wait(t, e, &br, units, weight_ns, now);
 }

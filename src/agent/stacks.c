@@ -53,13 +53,10 @@ static void count(struct wp_athread *t, struct wp_stack_entry *e, uint32_t units
 	e->count += units;
 	e->weight_ns += weight_ns;
 	t->samples += units;
-	t->cw_sampled_ns += weight_ns;
-	if (e->flags & WP_STACK_WAITING) {
+	if (e->flags & WP_STACK_WAITING)
 		t->waiting += units;
-		t->cw_waiting_ns += weight_ns;
-	} else {
+	else
 		t->running += units;
-	}
 	t->last_stack = e;
 	timeline_add(t, e->id, rel_us);
 }

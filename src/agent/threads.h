@@ -61,13 +61,7 @@ struct wp_athread {
 	 * the same, and schedstat's next growth says which it was (cpuwait.c) */
 	struct wp_wait_entry *cw_again_wait;
 	uint64_t cw_again_ns, cw_again_units;
-	/* cpuwait.c: what its samples stood for since the last schedstat read (stacks.c counts
-	 * every sample's weight, and the weight of those flagged waiting), its CPU time by
-	 * schedstat then, and blocked time its clocks showed that no sample counted yet (negative:
-	 * samples counted more), settled by running samples (reconcile.h), with the shares of
-	 * a whole sample not yet moved either way (1/1024ths) */
-	uint64_t cw_sampled_ns, cw_waiting_ns, cw_run_ns;
-	int64_t cw_unseen_block_ns;
+	/* reconcile.h: the shares of a whole sample not yet moved either way (1/1024ths), */
 	uint32_t cw_moved_fx, cw_ran_fx;
 	/* the stack of its latest sample found running, and of its latest found blocked in a
 	 * call with that call's wait (reconcile.h) */

@@ -171,27 +171,27 @@ static void test_cpuwait(void)
 	/* 6 ms owed; a 10 ms sample in which it ran 7 ms can have waited 3 */
 	t.cw_owed_ns = 6000000;
 	t.cw_ran_ns = 7000000;
-	wp_cpuwait_runnable(&t, 1, 1, 10000000, 0, 0, 1, 0, &unran);
+	wp_cpuwait_runnable(&t, 1, 1, 10000000, 0, 0, 1, &unran);
 	CHECK_EQ_U(cpu_weight(1), 3000000);
 	CHECK_EQ_U((uint64_t)t.cw_owed_ns, 3000000);
 	CHECK_EQ_U(unran, 0); /* 7 ran, 3 waited: all of it */
 	/* the next one ran 2 ms: the 3 ms left */
 	t.cw_ran_ns = 2000000;
-	wp_cpuwait_runnable(&t, 1, 1, 10000000, 0, 0, 2, 0, &unran);
+	wp_cpuwait_runnable(&t, 1, 1, 10000000, 0, 0, 2, &unran);
 	CHECK_EQ_U(cpu_weight(1), 6000000);
 	CHECK_EQ_U((uint64_t)t.cw_owed_ns, 0);
 	CHECK_EQ_U(unran, 5000000); /* 2 ran, 3 waited: 5 blocked, or queued as read later */
 	/* unmoved: all 10 ms, ahead of schedstat (owed goes negative) */
-	wp_cpuwait_runnable(&t, 2, 1, 10000000, 1, 0, 3, 0, &unran);
+	wp_cpuwait_runnable(&t, 2, 1, 10000000, 1, 0, 3, &unran);
 	CHECK_EQ_U(cpu_weight(2), 10000000);
 	CHECK(t.cw_owed_ns == -10000000, "given ahead: %lld", (long long)t.cw_owed_ns);
 	/* nothing owed: nothing given; ran the whole interval: nothing either */
 	t.cw_ran_ns = 0;
-	wp_cpuwait_runnable(&t, 3, 1, 10000000, 0, 0, 4, 0, &unran);
+	wp_cpuwait_runnable(&t, 3, 1, 10000000, 0, 0, 4, &unran);
 	CHECK_EQ_U(cpu_weight(3), 0);
 	t.cw_owed_ns = 5000000;
 	t.cw_ran_ns = 10000000;
-	wp_cpuwait_runnable(&t, 3, 1, 10000000, 0, 0, 5, 0, &unran);
+	wp_cpuwait_runnable(&t, 3, 1, 10000000, 0, 0, 5, &unran);
 	CHECK_EQ_U(cpu_weight(3), 0);
 	/* a share of a sample: 3 ms of 10 is 0.3 of a unit (1024ths) */
 	for (struct wp_cpuwait_entry *e = wp_cpuwait_all(); e; e = e->hh.next)

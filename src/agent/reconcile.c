@@ -90,6 +90,7 @@ void wp_reconcile_note_blocked(struct wp_athread *t, struct wp_stack_entry *e,
 {
 	t->cw_block_stack = e;
 	t->cw_block_wait = w;
+	t->cw_since_block = 0;
 }
 
 void wp_reconcile_unseen(struct wp_athread *t, struct wp_stack_entry *e, uint32_t units,

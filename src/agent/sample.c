@@ -301,6 +301,8 @@ struct wp_stack_entry *wp_sample_record(struct wp_athread *t, const greg_t *greg
 	wp_stats.samples++;
 	if (!(flags & WP_STACK_WAITING))
 		t->cw_run_stack = e; /* where its CPU time goes from samples found waiting */
+	if (t->cw_since_block < UINT32_MAX)
+		t->cw_since_block++;
 	wp_locks_sampled(t, e->id, cpu);
 	/* Its name, read when first sampled (not when listed: 10,000 idle threads would cost
 	 * 10,000 reads up front) and again later, as threads often name themselves once started. */

@@ -299,6 +299,8 @@ int wp_sample_unmoved(struct wp_athread *t, uint64_t weight_ns, uint64_t now)
 		wp_waits_again(t, wp_sample_units(weight_ns), weight_ns, first_look_allowed(now),
 			       &looked_ns);
 		first_look_tokens -= (int64_t)looked_ns;
+		if (t->last_wait)
+			wp_reconcile_note_blocked(t, last, t->last_wait);
 		wp_cpuwait_again(t, wp_sample_units(weight_ns), weight_ns);
 		if (t->last_wait && !t->cw_last_disk)
 			wp_cpuwait_waited_again(t, wp_sample_units(weight_ns), weight_ns);
@@ -345,7 +347,9 @@ void wp_sample_note_returned(struct wp_athread *t, struct wp_stack_entry *e, con
 	uint64_t args[6], looked_ns;
 	if (cfg.mode != WP_MODE_WALL || cfg.test_no_waits || !unran_ns)
 		return;
-	if (!wp_reconcile_call(g, 0, &nr, args)) {
+	/* found blocked in a call at its previous sample, it left that call meanwhile: its
+	 * blocked time was there most likely (a sleep before a write that did not block) */
+	if ((t->cw_since_block == 1 && t->cw_block_wait) || !wp_reconcile_call(g, 0, &nr, args)) {
 		wp_reconcile_unseen(t, e, wp_sample_units(weight_ns), weight_ns, unran_ns);
 		return;
 	}

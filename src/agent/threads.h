@@ -67,6 +67,7 @@ struct wp_athread {
 	 * call with that call's wait (reconcile.h) */
 	struct wp_stack_entry *cw_run_stack, *cw_block_stack;
 	struct wp_wait_entry *cw_block_wait;
+	uint32_t cw_since_block; /* its new samples since that one (1: the next was this one) */
 	/* cpu mode: the clock at the last poll and CPU time not yet paid out in samples */
 	int64_t poll_cpu_ns;
 	uint64_t credit_ns;

@@ -186,8 +186,9 @@ class TextReport:
                 cur = ThreadSection(m)
                 self.threads.append(cur)
                 continue
-            if cur and l.startswith(("    time (", "    (it blocked the sampling signal")):
-                continue  # the time budget (wp.time_budgets reads it) and its note
+            if cur and (l.startswith(("    time (", "    (it blocked the sampling signal")) or
+                        re.match(r"^      [a-z]", l)):
+                continue  # the time budget (wp.time_budgets reads it), its note, its rest
             m = _THREAD_ROW.match(l)
             if m and cur:
                 cur.rows.append((float(m.group(1)), num(m.group(2)), m.group(3), m.group(4),

@@ -432,15 +432,20 @@ _BUDGET_PART = re.compile(r"([a-zA-Z][a-zA-Z ]*?) (\d+\.\d)%")
 def time_budgets(text, by_name=False):
     """tid (or thread name) -> {part: percent} from a text report's per-thread time budgets,
     the line "    time (2.0 s sampled): running 35.1%, waiting for a CPU 64.9%, lock 0.2%, ..."
-    under each "NAME (tid N...)" heading."""
-    out, key = {}, None
+    under each "NAME (tid N...)" heading, and its continuation lines ("      sleep 3.0%, ...",
+    indented 6, when it passes 100 columns)."""
+    out, key, parts = {}, None, None
     for line in text.splitlines():
+        if parts is not None and re.match(r"^      [a-z]", line):
+            parts.update({k: float(v) for k, v in _BUDGET_PART.findall(line)})
+            continue
+        parts = None
         m = _BUDGET_HEAD.match(line)
         if m:
             key = m.group(1) if by_name else int(m.group(2))
         elif key is not None and line.startswith("    time ("):
-            parts = _BUDGET_PART.findall(line.split("):", 1)[1])
-            out[key] = {k: float(v) for k, v in parts}
+            parts = {k: float(v) for k, v in _BUDGET_PART.findall(line.split("):", 1)[1])}
+            out[key] = parts
             key = None
     return out
 

@@ -96,24 +96,40 @@ static int unseen_line(struct text *t, uint32_t proc, uint32_t tid)
 	return 1;
 }
 
-/* One line: where the thread's wall time went, parts adding up to 100%: running, waiting
- * for a CPU, then each kind of wait, then waiting in no known call (summary.h's budget). */
+/* A part of a time budget line ("sleep 99.6%"), after a comma, or on a line of its own
+ * (indented 6) when it would take the line past the report's 100 columns. */
+static void budget_part(struct text *t, int *col, const char *name, uint64_t ns,
+			uint64_t total_ns)
+{
+	char part[64];
+	int n = snprintf(part, sizeof(part), "%s %.1f%%", name, wp_pct(ns, total_ns));
+	if (*col + 2 + n > 100) {
+		fprintf(t->out, ",\n      %s", part);
+		*col = 6 + n;
+	} else {
+		fprintf(t->out, ", %s", part);
+		*col += 2 + n;
+	}
+}
+
+/* Where the thread's wall time went, parts adding up to 100%: running, waiting for a CPU,
+ * then each kind of wait, then waiting in no known call (summary.h's budget). */
 static void time_budget(struct text *t, uint32_t proc, uint32_t tid)
 {
 	struct wp_budget b;
 	wp_thread_budget(t->r, proc, tid, &b);
 	if (!b.total_ns)
 		return;
-	fprintf(t->out, "    time (%s sampled): running %.1f%%", wp_dur(b.total_ns),
-		wp_pct(b.running_ns, b.total_ns));
+	int col = fprintf(t->out, "    time (%s sampled): running %.1f%%", wp_dur(b.total_ns),
+			  wp_pct(b.running_ns, b.total_ns));
 	if (b.kind_ns[WP_WAIT_CPU])
-		fprintf(t->out, ", waiting for a CPU %.1f%%", wp_pct(b.kind_ns[WP_WAIT_CPU], b.total_ns));
+		budget_part(t, &col, "waiting for a CPU", b.kind_ns[WP_WAIT_CPU], b.total_ns);
 	for (int k = 0; k < WP_WAIT__N; k++)
 		if (k != WP_WAIT_CPU && b.kind_ns[k])
-			fprintf(t->out, ", %s %.1f%%", wp_wait_kind_name((enum wp_wait_kind)k),
-				wp_pct(b.kind_ns[k], b.total_ns));
+			budget_part(t, &col, wp_wait_kind_name((enum wp_wait_kind)k), b.kind_ns[k],
+				    b.total_ns);
 	if (b.unknown_ns)
-		fprintf(t->out, ", waiting in no known call %.1f%%", wp_pct(b.unknown_ns, b.total_ns));
+		budget_part(t, &col, "waiting in no known call", b.unknown_ns, b.total_ns);
 	fputc('\n', t->out);
 	if (unseen_line(t, proc, tid))
 		return; /* it says what was missing, and why */

@@ -299,8 +299,6 @@ struct wp_stack_entry *wp_sample_record(struct wp_athread *t, const greg_t *greg
 		return NULL;
 	}
 	wp_stats.samples++;
-	if (!(flags & WP_STACK_WAITING))
-		t->cw_run_stack = e; /* where its CPU time goes from samples found waiting */
 	if (t->cw_since_block < UINT32_MAX)
 		t->cw_since_block++;
 	wp_locks_sampled(t, e->id, cpu);
@@ -706,8 +704,10 @@ static void sample_clocked(struct wp_athread *t, uint64_t weight_ns, uint64_t no
 	t->lock_seq = seq;
 	t->lock_stack = stack;
 	t->lock_cpu = cpu;
-	if (e)
+	if (e) {
 		wp_sample_note_runnable(t, e, weight_ns, 0, now); /* running, or waiting for a CPU */
+		t->cw_run_stack = e; /* where it runs (reconcile.h) */
+	}
 }
 
 void wp_sample_end_clocks(void)

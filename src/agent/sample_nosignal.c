@@ -344,18 +344,30 @@ void wp_sample_note_returned(struct wp_athread *t, struct wp_stack_entry *e, con
 			     uint64_t weight_ns, uint64_t unran_ns, uint64_t now)
 {
 	long nr;
-	uint64_t args[6], looked_ns;
-	if (cfg.mode != WP_MODE_WALL || cfg.test_no_waits || !unran_ns)
+	uint64_t args[6], looked_ns = 0, ran_ns;
+	uint32_t units = wp_sample_units(weight_ns);
+	if (cfg.mode != WP_MODE_WALL || cfg.test_no_waits)
 		return;
-	/* found blocked in a call at its previous sample, it left that call meanwhile: its
-	 * blocked time was there most likely (a sleep before a write that did not block) */
-	if ((t->cw_since_block == 1 && t->cw_block_wait) || !wp_reconcile_call(g, 0, &nr, args)) {
-		wp_reconcile_unseen(t, e, wp_sample_units(weight_ns), weight_ns, unran_ns);
+	if (!unran_ns) {
+		t->cw_run_stack = e; /* it ran or waited for a CPU all along: where it runs */
 		return;
 	}
-	wp_reconcile_blocked(t, e, nr, args, wp_sample_units(weight_ns), weight_ns, unran_ns,
-			     first_look_allowed(now), &looked_ns);
+	int back = wp_reconcile_call(g, 0, &nr, args);
+	/* found blocked in a call at its previous sample, it left that call meanwhile: its
+	 * blocked time was there most likely (a sleep before a write that did not block) */
+	if ((t->cw_since_block == 1 && t->cw_block_wait) || !back)
+		wp_reconcile_unseen(t, e, units, weight_ns, unran_ns);
+	else
+		wp_reconcile_blocked(t, e, nr, args, units, weight_ns, unran_ns,
+				     first_look_allowed(now), &looked_ns);
 	first_look_tokens -= (int64_t)looked_ns;
+	if (!back) {
+		t->cw_run_stack = e;
+		return;
+	}
+	/* just back from a call it blocked in: woken, queued, and signalled as it got a CPU;
+	 * what it ran meanwhile it ran before it blocked, where it runs */
+	wp_reconcile_ran(t, e, units, weight_ns, &ran_ns);
 }
 
 void wp_sample_note_interrupted(struct wp_athread *t, struct wp_stack_entry *e, const greg_t *g,

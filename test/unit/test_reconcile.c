@@ -12,6 +12,7 @@
 #include "agent/peek.h"
 #include "agent/reconcile.h"
 #include "agent/stacks.h"
+#include "agent/taskalloc.h"
 #include "agent/threads.h"
 #include "agent/waits.h"
 #include "common/format.h"
@@ -147,6 +148,7 @@ static void test_moves(void)
 	CHECK(found, "the copy's nanosleep wait has 0.6 ms");
 	wp_stacks_reset(0);
 	wp_waits_reset(0);
+	wp_task_free(t.tl); /* its timeline (threads.c frees it with the thread) */
 }
 
 int main(void)

@@ -86,10 +86,11 @@ void wp_reconcile_blocked(struct wp_athread *t, struct wp_stack_entry *e, long n
 }
 
 void wp_reconcile_note_blocked(struct wp_athread *t, struct wp_stack_entry *e,
-			       struct wp_wait_entry *w)
+			       struct wp_wait_entry *w, struct wp_cpuwait_entry *d)
 {
 	t->cw_block_stack = e;
 	t->cw_block_wait = w;
+	t->cw_block_disk = w ? NULL : d;
 	t->cw_since_block = 0;
 }
 
@@ -98,13 +99,19 @@ void wp_reconcile_unseen(struct wp_athread *t, struct wp_stack_entry *e, uint32_
 {
 	struct wp_stack_entry *to = t->cw_block_stack;
 	struct wp_wait_entry *w = t->cw_block_wait;
-	if (!to || !w || !unran_ns || !weight_ns)
+	struct wp_cpuwait_entry *d = t->cw_block_disk;
+	if (!to || (!w && !d) || !unran_ns || !weight_ns)
 		return;
 	uint64_t blocked = unran_ns;
 	uint32_t whole = whole_units(&t->cw_moved_fx, units, blocked, weight_ns);
 	wp_stacks_move(t, e, to, whole, blocked);
-	w->count += whole;
-	w->weight_ns += blocked;
+	if (w) {
+		w->count += whole;
+		w->weight_ns += blocked;
+	} else {
+		d->units_fx += (uint64_t)whole * UNIT_FX;
+		d->weight_ns += blocked;
+	}
 }
 
 uint32_t wp_reconcile_ran(struct wp_athread *t, struct wp_stack_entry *e, uint32_t units,

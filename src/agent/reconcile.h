@@ -38,6 +38,7 @@
 struct wp_athread;
 struct wp_stack_entry;
 struct wp_wait_entry;
+struct wp_cpuwait_entry;
 
 /* Whether registers `g` stand just after a `syscall` instruction that a `mov $NR, %eax` (or
  * %rax) precedes, or (`interrupted`: the signal came inside the call) on one the kernel
@@ -54,10 +55,11 @@ void wp_reconcile_blocked(struct wp_athread *t, struct wp_stack_entry *e, long n
 			  const uint64_t args[6], uint32_t units, uint64_t weight_ns,
 			  uint64_t unran_ns, int may_look, uint64_t *looked_ns);
 
-/* `t` was just sampled blocked in a call on stack `e`, counted in wait `w` (not a disk
- * wait): where wp_reconcile_unseen puts blocked time its running samples did not see. */
+/* `t` was just sampled blocked on stack `e`, counted in wait `w` or, in state D, in disk
+ * wait `d` (cpuwait.h): where wp_reconcile_unseen puts blocked time its running samples did
+ * not see. */
 void wp_reconcile_note_blocked(struct wp_athread *t, struct wp_stack_entry *e,
-			       struct wp_wait_entry *w);
+			       struct wp_wait_entry *w, struct wp_cpuwait_entry *d);
 
 /* The same as wp_reconcile_blocked for a running sample that is not just back from a call it
  * can name: `unran_ns` goes to the call `t` was last found blocked in, on that sample's

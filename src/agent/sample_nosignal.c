@@ -105,7 +105,7 @@ static int read_blocked_regs(pid_t tid, struct blocked_regs *r)
 
 static void note_disk(struct wp_athread *t, struct wp_stack_entry *e,
 		      const struct blocked_regs *br, uint32_t units, uint64_t weight_ns,
-		      uint64_t now);
+		      uint64_t whole_ns, uint64_t now);
 
 /* Counts what a sample blocked in a call waits in (waits.h), `units` and `weight_ns` of it. A
  * descriptor's first look at its target reads /proc: rationed with the threads' first looks,
@@ -122,7 +122,7 @@ static void note_wait(struct wp_athread *t, struct wp_stack_entry *e,
 	if (!w)
 		wp_stats.waits_lost++;
 	else if (!wp_sample_holder_only())
-		wp_reconcile_note_blocked(t, e, w);
+		wp_reconcile_note_blocked(t, e, w, NULL);
 	first_look_tokens -= (int64_t)looked_ns;
 }
 
@@ -238,7 +238,7 @@ int wp_sample_blocked(struct wp_athread *t, struct wp_cpu_reading before, uint64
 			split_off(t, e, &units, &waited_ns, br.nr >= 0, now);
 			if (br.nr >= 0)
 				note_wait(t, e, &br, units, waited_ns, now);
-			note_disk(t, e, &br, units, waited_ns, now);
+			note_disk(t, e, &br, units, waited_ns, weight_ns, now);
 			return 1;
 		}
 		before = after; /* it woke up meanwhile: look again */
@@ -299,8 +299,8 @@ int wp_sample_unmoved(struct wp_athread *t, uint64_t weight_ns, uint64_t now)
 		wp_waits_again(t, wp_sample_units(weight_ns), weight_ns, first_look_allowed(now),
 			       &looked_ns);
 		first_look_tokens -= (int64_t)looked_ns;
-		if (t->last_wait)
-			wp_reconcile_note_blocked(t, last, t->last_wait);
+		if (t->last_wait || t->cw_last_disk)
+			wp_reconcile_note_blocked(t, last, t->last_wait, t->cw_last_disk);
 		wp_cpuwait_again(t, wp_sample_units(weight_ns), weight_ns);
 		if (t->last_wait && !t->cw_last_disk)
 			wp_cpuwait_waited_again(t, wp_sample_units(weight_ns), weight_ns);
@@ -355,7 +355,7 @@ void wp_sample_note_returned(struct wp_athread *t, struct wp_stack_entry *e, con
 	int back = wp_reconcile_call(g, 0, &nr, args);
 	/* found blocked in a call at its previous sample, it left that call meanwhile: its
 	 * blocked time was there most likely (a sleep before a write that did not block) */
-	if ((t->cw_since_block == 1 && t->cw_block_wait) || !back)
+	if ((t->cw_since_block == 1 && (t->cw_block_wait || t->cw_block_disk)) || !back)
 		wp_reconcile_unseen(t, e, units, weight_ns, unran_ns);
 	else
 		wp_reconcile_blocked(t, e, nr, args, units, weight_ns, unran_ns,
@@ -387,7 +387,7 @@ void wp_sample_note_interrupted(struct wp_athread *t, struct wp_stack_entry *e, 
  * runnable thread not on a CPU): a sample in state R (wp_sample_note_runnable). Outside any window. */
 static void note_disk(struct wp_athread *t, struct wp_stack_entry *e,
 		      const struct blocked_regs *br, uint32_t units, uint64_t weight_ns,
-		      uint64_t now)
+		      uint64_t whole_ns, uint64_t now)
 {
 	struct wp_wait_entry *w = br->nr >= 0 ? t->last_wait : NULL;
 	if (cfg.mode != WP_MODE_WALL || cfg.test_no_waits)
@@ -401,14 +401,13 @@ static void note_disk(struct wp_athread *t, struct wp_stack_entry *e,
 	int state = wp_cpuwait_state(t->tid, &spent);
 	state_look_tokens -= (int64_t)spent;
 	if (state == 'R' && br->nr < 0) {
-		wp_sample_note_runnable(t, e, weight_ns, 0, now);
+		/* the whole sample: it gives up to what the thread did not run */
+		wp_sample_note_runnable(t, e, whole_ns, 0, now);
 		return;
 	}
 	if (state != 'D')
 		return;
 	if (w) {
-		if (t->cw_block_wait == w)
-			t->cw_block_wait = NULL; /* (no disk wait takes unseen blocked time) */
 		/* counted as a wait in the call a moment ago: it is this disk wait instead */
 		w->count -= w->count < units ? w->count : units;
 		w->weight_ns -= w->weight_ns < weight_ns ? w->weight_ns : weight_ns;
@@ -416,6 +415,7 @@ static void note_disk(struct wp_athread *t, struct wp_stack_entry *e,
 	}
 	wp_cpuwait_disk(t, e->id, br->nr, br->nr >= 0 ? br->args[0] : 0, w ? w->target : NULL,
 			w ? w->target_len : 0, units, weight_ns);
+	wp_reconcile_note_blocked(t, e, NULL, t->cw_last_disk);
 }
 
 /* The /proc look at a thread not on a CPU, rationed when it is the thread's first. Returns 1

@@ -63,10 +63,11 @@ struct wp_athread {
 	uint64_t cw_again_ns, cw_again_units;
 	/* reconcile.h: the shares of a whole sample not yet moved either way (1/1024ths), */
 	uint32_t cw_moved_fx, cw_ran_fx;
-	/* the stack of its latest sample found running, and of its latest found blocked in a
-	 * call with that call's wait (reconcile.h) */
+	/* the stack of its latest sample found running, and of its latest found blocked with
+	 * what it waited in: a call's wait, or the disk (reconcile.h) */
 	struct wp_stack_entry *cw_run_stack, *cw_block_stack;
 	struct wp_wait_entry *cw_block_wait;
+	struct wp_cpuwait_entry *cw_block_disk;
 	uint32_t cw_since_block; /* its new samples since that one (1: the next was this one) */
 	/* cpu mode: the clock at the last poll and CPU time not yet paid out in samples */
 	int64_t poll_cpu_ns;

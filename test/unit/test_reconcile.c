@@ -8,6 +8,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "agent/cpuwait.h"
 #include "agent/fds.h"
 #include "agent/peek.h"
 #include "agent/reconcile.h"
@@ -92,7 +93,7 @@ static void test_moves(void)
 	CHECK(run && blocked && w, "entries");
 	if (!run || !blocked || !w)
 		return;
-	wp_reconcile_note_blocked(&t, blocked, w);
+	wp_reconcile_note_blocked(&t, blocked, w, NULL);
 	/* a running sample that did not run 0.4 of its 1 ms: to the latest wait. Whole samples
 	 * move as the shares add up: 0.4, 0.8, then 1.2 (one moves, 0.2 carried) */
 	wp_reconcile_unseen(&t, run, 1, 1000000, 400000);
@@ -132,6 +133,21 @@ static void test_moves(void)
 	before = run->weight_ns;
 	wp_reconcile_unseen(&fresh, run, 1, 1000000, 400000);
 	CHECK_EQ_U(run->weight_ns, before);
+	/* last found in the disk (state D): the disk wait takes it */
+	struct wp_athread d;
+	memset(&d, 0, sizeof(d));
+	d.tid = t.tid + 1; /* stacks are keyed by thread */
+	struct wp_stack_entry *drun = wp_stacks_add(&d, run_pcs, 1, 0, 1, 1000000, 0);
+	struct wp_stack_entry *dwait = wp_stacks_add(&d, wait_pcs, 1, WP_STACK_WAITING, 1,
+						     1000000, 1000);
+	wp_cpuwait_disk(&d, dwait->id, -1, 0, NULL, 0, 1, 1000000);
+	wp_reconcile_note_blocked(&d, dwait, NULL, d.cw_last_disk);
+	wp_reconcile_unseen(&d, drun, 1, 1000000, 700000);
+	CHECK(d.cw_last_disk && d.cw_last_disk->weight_ns == 1700000 && dwait->weight_ns == 1700000,
+	      "the disk wait and its stack took 0.7 ms");
+	CHECK_EQ_U(drun->weight_ns, 300000);
+	wp_task_free(d.tl);
+	wp_cpuwait_reset(0);
 	/* back from a named call: a waiting copy of the stack with that call's wait */
 	t.cw_moved_fx = 0;
 	uint64_t sleep_args[6] = { 0 };

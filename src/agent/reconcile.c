@@ -67,22 +67,25 @@ static uint32_t whole_units(uint32_t *carry_fx, uint32_t units, uint64_t part_ns
 	return (uint32_t)whole;
 }
 
-void wp_reconcile_blocked(struct wp_athread *t, struct wp_stack_entry *e, long nr,
-			  const uint64_t args[6], uint32_t units, uint64_t weight_ns,
-			  uint64_t unran_ns, int may_look, uint64_t *looked_ns)
+uint64_t wp_reconcile_blocked(struct wp_athread *t, struct wp_stack_entry *e, long nr,
+			      const uint64_t args[6], uint32_t units, uint64_t weight_ns,
+			      uint64_t unran_ns, int may_look, uint64_t *looked_ns)
 {
 	*looked_ns = 0;
 	if (!unran_ns || !weight_ns)
-		return;
+		return 0;
 	uint64_t blocked = unran_ns;
 	struct wp_stack_entry *w = wp_stacks_intern(t, e->pcs, e->nframes,
 						    e->flags | WP_STACK_WAITING);
 	if (!w)
-		return; /* out of memory: counted running, as before */
+		return 0; /* out of memory: counted running, as before */
 	uint32_t whole = whole_units(&t->cw_moved_fx, units, blocked, weight_ns);
+	uint64_t before = e->weight_ns;
 	wp_stacks_move(t, e, w, whole, blocked);
+	blocked = before - e->weight_ns;
 	wp_waits_add(t, w->id, nr, args, whole, blocked, may_look, looked_ns);
 	t->last_wait = NULL; /* running now: not blocked in it */
+	return blocked;
 }
 
 void wp_reconcile_note_blocked(struct wp_athread *t, struct wp_stack_entry *e,
@@ -94,24 +97,50 @@ void wp_reconcile_note_blocked(struct wp_athread *t, struct wp_stack_entry *e,
 	t->cw_since_block = 0;
 }
 
-void wp_reconcile_unseen(struct wp_athread *t, struct wp_stack_entry *e, uint32_t units,
-			 uint64_t weight_ns, uint64_t unran_ns)
+/* What `t`'s CPU clock (at its latest new sample) leaves for running samples: no sample can
+ * be on a CPU longer than its thread was. */
+static uint64_t run_budget(const struct wp_athread *t)
+{
+	uint64_t cpu = t->cw_cpu_ns > 0 ? (uint64_t)t->cw_cpu_ns : 0;
+	return cpu > t->cw_run_given_ns ? cpu - t->cw_run_given_ns : 0;
+}
+
+/* Moves `ns` of running sample `e` (worth `units`, `weight_ns`) to the wait `t` was last
+ * found blocked in. Returns what it moved: 0 when it never was. */
+static uint64_t to_last_block(struct wp_athread *t, struct wp_stack_entry *e, uint32_t units,
+			      uint64_t weight_ns, uint64_t ns)
 {
 	struct wp_stack_entry *to = t->cw_block_stack;
 	struct wp_wait_entry *w = t->cw_block_wait;
 	struct wp_cpuwait_entry *d = t->cw_block_disk;
-	if (!to || (!w && !d) || !unran_ns || !weight_ns)
-		return;
-	uint64_t blocked = unran_ns;
-	uint32_t whole = whole_units(&t->cw_moved_fx, units, blocked, weight_ns);
-	wp_stacks_move(t, e, to, whole, blocked);
+	if (!to || (!w && !d) || !ns || !weight_ns)
+		return 0;
+	uint32_t whole = whole_units(&t->cw_moved_fx, units, ns, weight_ns);
+	uint64_t before = e->weight_ns;
+	wp_stacks_move(t, e, to, whole, ns);
+	ns = before - e->weight_ns;
 	if (w) {
 		w->count += whole;
-		w->weight_ns += blocked;
+		w->weight_ns += ns;
 	} else {
 		d->units_fx += (uint64_t)whole * UNIT_FX;
-		d->weight_ns += blocked;
+		d->weight_ns += ns;
 	}
+	return ns;
+}
+
+uint64_t wp_reconcile_unseen(struct wp_athread *t, struct wp_stack_entry *e, uint32_t units,
+			     uint64_t weight_ns, uint64_t unran_ns)
+{
+	return to_last_block(t, e, units, weight_ns, unran_ns);
+}
+
+void wp_reconcile_cap(struct wp_athread *t, struct wp_stack_entry *e, uint32_t units,
+		      uint64_t weight_ns, uint64_t running_ns)
+{
+	uint64_t budget = run_budget(t);
+	uint64_t excess = running_ns > budget ? running_ns - budget : 0;
+	t->cw_run_given_ns += running_ns - to_last_block(t, e, units, weight_ns, excess);
 }
 
 uint32_t wp_reconcile_ran(struct wp_athread *t, struct wp_stack_entry *e, uint32_t units,
@@ -122,8 +151,13 @@ uint32_t wp_reconcile_ran(struct wp_athread *t, struct wp_stack_entry *e, uint32
 	if (!r || r == e || t->cw_ran_ns <= 0 || !weight_ns)
 		return 0;
 	uint64_t ran = (uint64_t)t->cw_ran_ns < weight_ns ? (uint64_t)t->cw_ran_ns : weight_ns;
+	uint64_t budget = run_budget(t);
+	ran = ran < budget ? ran : budget;
+	if (!ran)
+		return 0;
 	uint32_t whole = whole_units(&t->cw_ran_fx, units, ran, weight_ns);
 	wp_stacks_move(t, e, r, whole, ran);
+	t->cw_run_given_ns += ran;
 	*ran_ns = ran;
 	return whole;
 }

@@ -51,9 +51,9 @@ int wp_reconcile_call(const greg_t *g, int interrupted, long *nr, uint64_t args[
  * neither ran nor waited for a CPU, just back from call `nr`: moves `unran_ns` to that call's
  * wait on the waiting copy of `e`. `may_look`: whether a descriptor's target may be read from /proc now;
  * *looked_ns gets what reading it cost. */
-void wp_reconcile_blocked(struct wp_athread *t, struct wp_stack_entry *e, long nr,
-			  const uint64_t args[6], uint32_t units, uint64_t weight_ns,
-			  uint64_t unran_ns, int may_look, uint64_t *looked_ns);
+uint64_t wp_reconcile_blocked(struct wp_athread *t, struct wp_stack_entry *e, long nr,
+			      const uint64_t args[6], uint32_t units, uint64_t weight_ns,
+			      uint64_t unran_ns, int may_look, uint64_t *looked_ns);
 
 /* `t` was just sampled blocked on stack `e`, counted in wait `w` or, in state D, in disk
  * wait `d` (cpuwait.h): where wp_reconcile_unseen puts blocked time its running samples did
@@ -63,14 +63,24 @@ void wp_reconcile_note_blocked(struct wp_athread *t, struct wp_stack_entry *e,
 
 /* The same as wp_reconcile_blocked for a running sample that is not just back from a call it
  * can name: `unran_ns` goes to the call `t` was last found blocked in, on that sample's
- * stack; nowhere when it never was. */
-void wp_reconcile_unseen(struct wp_athread *t, struct wp_stack_entry *e, uint32_t units,
-			 uint64_t weight_ns, uint64_t unran_ns);
+ * stack; nowhere when it never was. Both return what they moved. */
+uint64_t wp_reconcile_unseen(struct wp_athread *t, struct wp_stack_entry *e, uint32_t units,
+			     uint64_t weight_ns, uint64_t unran_ns);
+
+/* Running sample `e` of `t` (worth `units`, `weight_ns`) leaves `running_ns` counted running
+ * after the moves above: what of it passes the thread's CPU clock (less what its samples
+ * counted running before) goes to the wait it was last found blocked in. The clocks that
+ * split each sample come from two sources (the handler's exact one, schedstat's from the
+ * task) and from moments a little apart; under load their small disagreements add up, and
+ * this keeps "running" within the CPU time all the same. */
+void wp_reconcile_cap(struct wp_athread *t, struct wp_stack_entry *e, uint32_t units,
+		      uint64_t weight_ns, uint64_t running_ns);
 
 /* Sample of `t` found waiting on stack `e`, worth `units` and `weight_ns`, counted there a
  * moment ago: what the thread ran since its previous sample (its CPU clock, exact) moves to
- * the stack of its latest sample found running, where its bursts run. Returns the whole
- * samples moved; *ran_ns the time. The caller counts the sample's wait for the rest. */
+ * the stack of its latest sample found running, where its bursts run, within what the
+ * thread's CPU clock leaves (wp_reconcile_cap). Returns the whole samples moved; *ran_ns the
+ * time. The caller counts the sample's wait for the rest. */
 uint32_t wp_reconcile_ran(struct wp_athread *t, struct wp_stack_entry *e, uint32_t units,
 			  uint64_t weight_ns, uint64_t *ran_ns);
 

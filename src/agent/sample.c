@@ -705,8 +705,9 @@ static void sample_clocked(struct wp_athread *t, uint64_t weight_ns, uint64_t no
 	t->lock_stack = stack;
 	t->lock_cpu = cpu;
 	if (e) {
-		wp_sample_note_runnable(t, e, weight_ns, 0, now); /* running, or waiting for a CPU */
-		t->cw_run_stack = e; /* where it runs (reconcile.h) */
+		/* running, or waiting for a CPU; maybe just back from a blocking call */
+		uint64_t unran = wp_sample_note_runnable(t, e, weight_ns, 0, now);
+		wp_sample_note_returned(t, e, r.gregs, weight_ns, unran, now);
 	}
 }
 

@@ -348,26 +348,29 @@ void wp_sample_note_returned(struct wp_athread *t, struct wp_stack_entry *e, con
 	uint32_t units = wp_sample_units(weight_ns);
 	if (cfg.mode != WP_MODE_WALL || cfg.test_no_waits)
 		return;
-	if (!unran_ns) {
-		t->cw_run_stack = e; /* it ran or waited for a CPU all along: where it runs */
-		return;
-	}
-	int back = wp_reconcile_call(g, 0, &nr, args);
+	/* what the sample counts running: what it ran, and what it neither ran nor waited for
+	 * a CPU (all of it when the thread ran more than the sample: nothing waited) */
+	uint64_t ran = t->cw_ran_ns <= 0 ? 0 : (uint64_t)t->cw_ran_ns;
+	uint64_t running = ran >= weight_ns ? weight_ns : ran + unran_ns;
+	int back = unran_ns && wp_reconcile_call(g, 0, &nr, args);
 	/* found blocked in a call at its previous sample, it left that call meanwhile: its
 	 * blocked time was there most likely (a sleep before a write that did not block) */
-	if ((t->cw_since_block == 1 && (t->cw_block_wait || t->cw_block_disk)) || !back)
-		wp_reconcile_unseen(t, e, units, weight_ns, unran_ns);
-	else
-		wp_reconcile_blocked(t, e, nr, args, units, weight_ns, unran_ns,
-				     first_look_allowed(now), &looked_ns);
+	if (unran_ns && ((t->cw_since_block == 1 && (t->cw_block_wait || t->cw_block_disk)) ||
+			 !back))
+		running -= wp_reconcile_unseen(t, e, units, weight_ns, unran_ns);
+	else if (back)
+		running -= wp_reconcile_blocked(t, e, nr, args, units, weight_ns, unran_ns,
+						first_look_allowed(now), &looked_ns);
 	first_look_tokens -= (int64_t)looked_ns;
-	if (!back) {
-		t->cw_run_stack = e;
-		return;
+	if (back) {
+		/* just back from a call it blocked in: woken, queued, and signalled as it got a
+		 * CPU; what it ran meanwhile it ran before it blocked, where it runs */
+		wp_reconcile_ran(t, e, units, weight_ns, &ran_ns);
+		running -= ran_ns < running ? ran_ns : running;
+	} else {
+		t->cw_run_stack = e; /* where it runs */
 	}
-	/* just back from a call it blocked in: woken, queued, and signalled as it got a CPU;
-	 * what it ran meanwhile it ran before it blocked, where it runs */
-	wp_reconcile_ran(t, e, units, weight_ns, &ran_ns);
+	wp_reconcile_cap(t, e, units, weight_ns, running);
 }
 
 void wp_sample_note_interrupted(struct wp_athread *t, struct wp_stack_entry *e, const greg_t *g,

@@ -69,6 +69,7 @@ struct wp_athread {
 	struct wp_wait_entry *cw_block_wait;
 	struct wp_cpuwait_entry *cw_block_disk;
 	uint32_t cw_since_block; /* its new samples since that one (1: the next was this one) */
+	uint64_t cw_run_given_ns; /* what its samples counted running (reconcile.c's budget) */
 	/* cpu mode: the clock at the last poll and CPU time not yet paid out in samples */
 	int64_t poll_cpu_ns;
 	uint64_t credit_ns;

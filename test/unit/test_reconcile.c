@@ -113,6 +113,7 @@ static void test_moves(void)
 	CHECK_EQ_U(t.waiting, 2);
 	/* a sample found waiting whose thread ran 0.3 ms of it: to its running stack */
 	uint64_t ran;
+	t.cw_cpu_ns = 10000000000; /* its CPU clock: 10 s, all of it still to count */
 	t.cw_ran_ns = 300000;
 	t.cw_run_stack = run;
 	uint64_t before = run->weight_ns;
@@ -126,6 +127,19 @@ static void test_moves(void)
 	CHECK_EQ_U(ran, 1000000);
 	/* the running stack itself: nothing to move */
 	wp_reconcile_ran(&t, run, 1, 1000000, &ran);
+	CHECK_EQ_U(ran, 0);
+	/* no more running than its CPU clock: 0.1 ms left of it, a sample counting 0.5 running
+	 * keeps 0.1 and gives 0.4 to the wait it was last found in */
+	t.cw_run_given_ns = t.cw_cpu_ns - 100000;
+	before = run->weight_ns;
+	uint64_t wait_before = w->weight_ns;
+	wp_reconcile_cap(&t, run, 1, 1000000, 500000);
+	CHECK_EQ_U(run->weight_ns, before - 400000);
+	CHECK_EQ_U(w->weight_ns, wait_before + 400000);
+	CHECK_EQ_U(t.cw_run_given_ns, (uint64_t)t.cw_cpu_ns);
+	/* nothing left: a sample found waiting gives none of it to running */
+	t.cw_ran_ns = 300000;
+	wp_reconcile_ran(&t, blocked, 1, 1000000, &ran);
 	CHECK_EQ_U(ran, 0);
 	/* never found blocked: unseen time stays running */
 	struct wp_athread fresh;

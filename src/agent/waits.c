@@ -137,7 +137,8 @@ static struct wp_wait_entry *count(struct wp_athread *t, const struct wp_wait_ke
 		memset(e, 0, sizeof(*e));
 		e->key = *k;
 		e->target_len = target_len;
-		memcpy(e->target, target, target_len);
+		if (target_len) /* (a sleep's has none: target NULL) */
+			memcpy(e->target, target, target_len);
 		HASH_ADD(hh, table, key, sizeof(e->key), e);
 		bytes += sizeof(*e) + target_len;
 	}

@@ -180,9 +180,10 @@ static void test_records(void)
 	 * included): its CPU time over the reads, give or take the interval or two its last
 	 * records lag behind (cpu_open and cpu0 bound the moment the clock opened). Under
 	 * valgrind the reads themselves are slow and the ring overflows (132 records lost in
-	 * one CI run, its weights 5.4 ms behind): a tenth of the CPU time is allowed there */
+	 * one CI run, its weights 5.4 ms behind; under ASan 81 lost, 6.3 ms behind): a tenth of
+	 * the CPU time is allowed there, and wherever records were lost */
 	uint64_t slack = 5 * INTERVAL_NS;
-	if (getenv("WP_UNDER_VALGRIND"))
+	if (getenv("WP_UNDER_VALGRIND") || wp_pclk_lost())
 		slack += (uint64_t)(cpu1 - cpu0) / 10;
 	CHECK(s.weight <= (uint64_t)(cpu1 - cpu_open) + slack);
 	CHECK(s.weight + slack >= (uint64_t)(cpu1 - cpu0));

@@ -2176,6 +2176,32 @@ WAITS_TEXT = (
     "so otherwise). Load average (1, 5, 15 min) when the section ended: %s.")
 
 
+def render_waits(wa):
+    """Section 7's lines (waits_cost's results)."""
+    L = []
+    a = L.append
+    a("## 7. The cost of waits")
+    a("")
+    a(WAITS_TEXT % (wa["rounds"], wa["secs"], wa["load"]))
+    a("")
+    a("| workload | sampler CPU per tick, waits off → on | ratio | program wall | "
+      "program CPU | schedstat reads / tick | state reads / tick | their CPU / tick | "
+      "holder samples / tick (missed) | wait entries |")
+    a("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for r in wa["rows"]:
+        off_reads = sum(r[k + "_off"] for k in WAITS_COUNTS + ("waits",))
+        a("| %s | %s → %s | %s | %s%s | %s | %.3f | %.3f | %s | %.3f (%.3f) | %.0f%s |" % (
+            r["label"], us(r["per_tick_off"]), us(r["per_tick_on"]),
+            pct(*r["per_tick"]), pct(*r["wall"]),
+            "" if r["wall_kind"] != "run" else " (set length)", pct(*r["cpu"]),
+            r["schedstat_reads"], r["state_reads"], us(r["cpuwait_read_ns"]),
+            r["holder_samples"],
+            r["holder_missed"], r["waits"],
+            "" if not off_reads else " (**off: not all zero**)"))
+    a("")
+    return L
+
+
 def render(ctx, info, res, elapsed, load0, load1):
     plan = ctx.plan
     L = []
@@ -2520,27 +2546,8 @@ def render(ctx, info, res, elapsed, load0, load1):
               "{:,}".format(tr["said_unsampled"]), "{:,}".format(tr["file_samples"]),
               "{:,}".format(tr["report_samples"]), tr["folded"], tr["text"],
               1000 * tr["text"] / tr["files"]))
-    wa = res.get("waits")
-    if wa:
-        a("## 7. The cost of waits")
-        a("")
-        a(WAITS_TEXT % (wa["rounds"], wa["secs"], wa["load"]))
-        a("")
-        a("| workload | sampler CPU per tick, waits off → on | ratio | program wall | "
-          "program CPU | schedstat reads / tick | state reads / tick | their CPU / tick | "
-          "holder samples / tick (missed) | wait entries |")
-        a("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-        for r in wa["rows"]:
-            off_reads = sum(r[k + "_off"] for k in WAITS_COUNTS + ("waits",))
-            a("| %s | %s → %s | %s | %s%s | %s | %.3f | %.3f | %s | %.3f (%.3f) | %.0f%s |" % (
-                r["label"], us(r["per_tick_off"]), us(r["per_tick_on"]),
-                pct(*r["per_tick"]), pct(*r["wall"]),
-                "" if r["wall_kind"] != "run" else " (set length)", pct(*r["cpu"]),
-                r["schedstat_reads"], r["state_reads"], us(r["cpuwait_read_ns"]),
-                r["holder_samples"],
-                r["holder_missed"], r["waits"],
-                "" if not off_reads else " (**off: not all zero**)"))
-        a("")
+    if res.get("waits"):
+        L.extend(render_waits(res["waits"]))
 
     # 8 ---------------------------------------------------------------------------------
     if res.get("process"):
@@ -2875,10 +2882,12 @@ def main():
                                         for r in reruns)
         elapsed += prev["elapsed"]
     res["loads"] = dict(prev["res"].get("loads", {}), **loads) if prev else loads
-    # sections 9 and 10 alone: spliced into the existing file as section 8 is
-    for name, render, number in (("attach", render_attach, 9), ("dump", render_dump, 10)):
+    # sections 7, 9 and 10 alone: spliced into the existing file as section 8 is
+    # (not named `render`: that is the whole file's, called below)
+    for name, render_one, number in (("waits", render_waits, 7), ("attach", render_attach, 9),
+                                     ("dump", render_dump, 10)):
         if only == {name} and not prev:
-            lines = render(res[name])
+            lines = render_one(res[name])
             sys.stdout.write("\n".join(lines) + "\n")
             if not args.no_write and os.path.exists(args.out):
                 splice_section(args.out, lines, head="## %d. " % number)

@@ -139,7 +139,10 @@ static void split_off(struct wp_athread *t, struct wp_stack_entry *e, uint32_t *
 		return;
 	*units -= wp_reconcile_ran(t, e, *units, whole_ns, &ran_ns);
 	*weight_ns -= ran_ns;
-	if (!in_call)
+	/* a thread that did not run since its previous sample was not queued either (and its
+	 * first sample has no interval): no schedstat read, which 1,000 idle threads' first
+	 * looks would each have paid */
+	if (!in_call || t->cw_ran_ns <= 0 || t->samples <= wp_sample_units(whole_ns))
 		return;
 	int may = wp_fds_private() && ration_allows(&state_look_tokens, &state_look_refilled, now);
 	state_look_tokens -= (int64_t)wp_cpuwait_runnable(t, e->id, wp_sample_units(whole_ns),

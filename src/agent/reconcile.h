@@ -16,12 +16,16 @@
  *     what the thread ran to the stack of its latest sample found running, where its bursts
  *     run, and what it waited for a CPU to that, as a runnable sample does;
  *   - a sample found running gives the part of its interval it neither ran nor waited for a
- *     CPU to the call it has just left, when the signal found it back from one (the same
- *     stack flagged waiting, with the call's wait, waits.h: read from the code before the pc,
- *     as glibc's wrappers load the call's number just before `syscall`, and from the argument
- *     registers, which the kernel leaves as they were); else to the call it was last found
- *     blocked in, on that sample's stack (blocked many times between two samples, for
- *     microseconds at a time). A thread never found blocked keeps it running.
+ *     CPU to a wait: the call it was found blocked in at its previous sample (it left that
+ *     call meanwhile); else the call it has just left, when the signal found it back from
+ *     one (the same stack flagged waiting, with the call's wait, waits.h: read from the code
+ *     before the pc, as glibc's wrappers load the call's number just before `syscall`, and
+ *     from the argument registers, which the kernel leaves as they were), and then what it
+ *     ran goes where it runs; else the call it was last found blocked in, on that sample's
+ *     stack (blocked many times between two samples, for microseconds at a time). A thread
+ *     never found blocked keeps it running;
+ *   - no sample counts more running than the thread's CPU clock leaves (wp_reconcile_cap);
+ *   - wall mode only: a cpu profile's samples are CPU time.
  * Runqueue time is read at most every 20 ms, so a sample may give as blocked what a later
  * read shows it waited for a CPU; that read then gives the later samples more of it: the
  * totals agree, and only which of a thread's waits a moment's time went to may shift.

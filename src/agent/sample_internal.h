@@ -69,9 +69,9 @@ int wp_sample_unmoved(struct wp_athread *t, uint64_t weight_ns, uint64_t now);
 uint64_t wp_sample_note_runnable(struct wp_athread *t, struct wp_stack_entry *e,
 				 uint64_t weight_ns, int unmoved, uint64_t now);
 /* A sample of `t` running on stack `e` with registers `g`, of which `unran_ns` it neither
- * ran nor waited for a CPU, squares the thread's samples with its clocks (reconcile.h): just
- * back from a blocking call, it gives the call blocked time no sample counted; having run,
- * it takes back time its samples counted waiting beyond its clocks. */
+ * ran nor waited for a CPU, squares the thread's samples with its clocks (reconcile.h): that
+ * part goes to a wait (the call it was in at its previous sample, the call it just left, or
+ * the one it was last found in), and no more than its CPU clock leaves stays running. */
 void wp_sample_note_returned(struct wp_athread *t, struct wp_stack_entry *e, const greg_t *g,
 			     uint64_t weight_ns, uint64_t unran_ns, uint64_t now);
 /* A signalled sample of `t` on stack `e` with registers `g`, interrupted in a call (or about to

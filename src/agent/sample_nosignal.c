@@ -381,6 +381,8 @@ void wp_sample_note_interrupted(struct wp_athread *t, struct wp_stack_entry *e, 
 {
 	struct blocked_regs br;
 	uint32_t units = wp_sample_units(weight_ns);
+	if (cfg.mode != WP_MODE_WALL)
+		return; /* a cpu profile's samples are CPU time: no wait */
 	split_off(t, e, &units, &weight_ns, 1, now);
 	if (wp_reconcile_call(g, 1, &br.nr, br.args))
 		note_wait(t, e, &br, units, weight_ns, now);

@@ -45,7 +45,7 @@ struct wp_stack_entry *wp_stacks_intern(struct wp_athread *t, const uint64_t *pc
 void wp_stacks_again(struct wp_athread *t, struct wp_stack_entry *e, uint32_t units,
 		     uint64_t weight_ns, uint64_t rel_us);
 /* Moves `units` and `weight_ns` of samples already counted on `from` to `to`, another stack
- * of the same thread (returned.h: the blocked share of a running sample). */
+ * of the same thread (reconcile.h: a sample's interval split by its thread's clocks). */
 void wp_stacks_move(struct wp_athread *t, struct wp_stack_entry *from, struct wp_stack_entry *to,
 		    uint32_t units, uint64_t weight_ns);
 

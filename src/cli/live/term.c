@@ -10,6 +10,7 @@
 #include "term.h"
 
 #include <errno.h>
+#include <execinfo.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -148,12 +149,36 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 	errno = e;
 }
 
-/* wallprof itself crashed: give the terminal back, then die of the same signal. */
+/* Async-signal-safe once backtrace() has run outside a handler (its first call loads the
+ * unwinder): what a bug report needs, the signal and the module offsets of the stack. */
+static void say_crash(int sig)
+{
+	char msg[96] = "wallprof: internal error: died of signal ";
+	size_t n = strlen(msg);
+	char digits[4];
+	int nd = 0;
+	do
+		digits[nd++] = (char)('0' + sig % 10);
+	while ((sig /= 10) && nd < (int)sizeof(digits));
+	while (nd)
+		msg[n++] = digits[--nd];
+	static const char tail[] = "; its stack, for a bug report:\n";
+	memcpy(msg + n, tail, sizeof(tail) - 1);
+	n += sizeof(tail) - 1;
+	if (write(2, msg, n) < 0) {
+		/* nowhere to say it */
+	}
+	void *pcs[64];
+	backtrace_symbols_fd(pcs, backtrace(pcs, 64), 2);
+}
+
+/* wallprof itself crashed: give the terminal back, say where, then die of the same signal. */
 static void on_crash(int sig, siginfo_t *si, void *uc)
 {
 	(void)si;
 	(void)uc;
 	term_restore();
+	say_crash(sig);
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
@@ -180,6 +205,8 @@ void term_signals_catch(pid_t child)
 {
 	child_pid = child;
 	atexit(term_restore);
+	void *warm[1];
+	backtrace(warm, 1); /* loads the unwinder now, not inside on_crash */
 	static const int crash[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS };
 	for (size_t i = 0; i < sizeof(crash) / sizeof(crash[0]); i++)
 		handle(crash[i], on_crash, SA_RESETHAND | SA_NODEFER);

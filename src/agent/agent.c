@@ -23,6 +23,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "pages.h"
 #include "wallprof.h"
 
 #include "common/paths.h"
@@ -50,11 +51,11 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-static struct wp_config cfg;
+static struct wp_config cfg WP_BIG;
 static _Atomic int running;
 static pid_t owner_pid, owner_ppid; /* the program's: the sampler's task has its own */
 static int is_fork_child;
-static char meta_text[8192];
+static char meta_text[8192] WP_BIG;
 /* The run this process belongs to: WALLPROF_RUN when the command set it; else inherited in
  * memory by a fork child; else this process starts a run of its own ("<pid>-<start ns>"). */
 static char run_id[64];
@@ -73,7 +74,7 @@ static void choose_run_id(void)
 				  (unsigned long long)now.tv_nsec);
 	}
 }
-static char out_path[PATH_MAX];
+static char out_path[PATH_MAX] WP_BIG;
 
 WALLPROF_API const char *wallprof_version(void)
 {
@@ -145,7 +146,7 @@ static void read_command(char *out, size_t cap)
 
 /* Read once per profile: at the first tick (META), or at the end of a process that had none
  * (its line in the run's list). */
-static char command[2048];
+static char command[2048] WP_BIG;
 static int command_known;
 
 static const char *the_command(void)
@@ -190,7 +191,7 @@ static int worth_writing(void)
 }
 
 /* Where the profile goes when out_path cannot be written: the temporary directory, same name. */
-static char fallback_path[PATH_MAX];
+static char fallback_path[PATH_MAX] WP_BIG;
 
 /* The directory part of `path` is one we may create files in (else *err says why). */
 static int dir_writable(const char *path, int *err)
@@ -266,7 +267,7 @@ static void checkpoint(void)
 /* ---- the end: exit, _exit, exec, fatal signal ---- */
 
 /* The run's list of processes that took no sample (config.h: wp_config_unsampled_path). */
-static char unsampled_path[PATH_MAX];
+static char unsampled_path[PATH_MAX] WP_BIG;
 
 /* "exit_status=3\n" -> "exit 3"; "died_of_signal=9\n" -> "signal 9"; "exec=1\n" -> "exec";
  * else "stop" (wallprof_stop). Async-signal-safe. */

@@ -39,7 +39,7 @@ struct cw_entry {
 	_Atomic uint64_t cond, mutex;
 };
 
-static struct cw_entry table[NENT];
+static struct cw_entry table[NENT] WP_BIG;
 /* Bumped when a fork child empties the table: every thread-local pointer is void. */
 static _Atomic unsigned epoch = 1;
 static __thread struct cw_entry *mine __attribute__((tls_model("initial-exec")));

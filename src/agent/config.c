@@ -33,6 +33,8 @@ static int bad(const char *var, const char *value, const char *accepts)
 	return -1;
 }
 
+const struct wp_config wp_config_none;
+
 int wp_config_load(struct wp_config *cfg, char *(*getenv_fn)(const char *))
 {
 	const char *v;

@@ -56,6 +56,11 @@ struct wp_config {
 };
 
 /* Reads `getenv` into cfg. Returns 0, or -1 after printing the one-line complaint. */
+/* All zero: what the sampler's modules read before their begin. They keep a pointer to the
+ * run's settings (agent.c's, which outlive every sampler), not a copy: four copies of a
+ * 4 KiB struct were four pages more for every process to touch at its start (issue 19). */
+extern const struct wp_config wp_config_none;
+
 int wp_config_load(struct wp_config *cfg, char *(*getenv_fn)(const char *));
 
 /* The output path with %p replaced by `pid` (and %% by %). When the template has no %p and

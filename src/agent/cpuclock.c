@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "pages.h"
 #include "task.h"
 
 #define SLOTS 1024u /* descriptors kept; a thread past them is opened for each read */
@@ -38,7 +39,7 @@ struct slot {
 	int stat_fd; /* stat, opened at the first wp_thread_runnable (-1: not yet) */
 };
 
-static struct slot slots[SLOTS];
+static struct slot slots[SLOTS] WP_BIG;
 static unsigned stat_kept;
 static int outside;
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "fds.h"
+#include "pages.h"
 #include "task.h"
 
 /* ---- where lines may go (decided once, in the constructor) ---- */
@@ -39,31 +40,48 @@ static long small_number(const char *s)
 	return v;
 }
 
-/* Whether `buf` (NUL-separated NAME=VALUE entries) has LD_PRELOAD naming libwallprof. */
-static int env_preloads_us(const char *buf, size_t n)
+/* Whether one NAME=VALUE entry (or its first part, for a longer one) is LD_PRELOAD naming
+ * libwallprof. */
+static int entry_preloads_us(const char *e)
 {
-	for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
-		if (!strncmp(buf + i, "LD_PRELOAD=", 11) && strstr(buf + i, "libwallprof"))
-			return 1;
-	return 0;
+	return !strncmp(e, "LD_PRELOAD=", 11) && strstr(e, "libwallprof");
 }
 
 /* A process whose parent was started with the agent preloaded is one the user's program ran
- * (a shell's commands, a build's compilers): it keeps quiet. Unreadable: assume the user's. */
+ * (a shell's commands, a build's compilers): it keeps quiet. Unreadable: assume the user's.
+ * Read in pieces on the stack: a static buffer for the whole environment was two page faults
+ * more for every process's start (issue 19). An entry longer than a piece is judged by its
+ * start. */
 static int parent_is_profiled(void)
 {
-	static char env[32768];
 	char path[40];
 	wp_format(path, sizeof(path), "/proc/%d/environ", (int)getppid());
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
-	ssize_t n = read(fd, env, sizeof(env) - 1);
+	char buf[2048];
+	size_t have = 0;
+	int found = 0, skipping = 0; /* skipping: the rest of an entry longer than buf */
+	ssize_t n;
+	while (!found && (n = read(fd, buf + have, sizeof(buf) - 1 - have)) > 0) {
+		have += (size_t)n;
+		buf[have] = 0;
+		size_t i = 0;
+		for (char *z; !found && (z = memchr(buf + i, 0, have - i)) != NULL;
+		     i = (size_t)(z - buf) + 1) {
+			found = !skipping && entry_preloads_us(buf + i);
+			skipping = 0;
+		}
+		if (i == 0 && have == sizeof(buf) - 1) { /* one entry fills buf: its start */
+			found = !skipping && entry_preloads_us(buf);
+			skipping = 1;
+			i = have;
+		}
+		memmove(buf, buf + i, have - i);
+		have -= i;
+	}
 	close(fd);
-	if (n <= 0)
-		return 0;
-	env[n] = 0;
-	return env_preloads_us(env, (size_t)n);
+	return found;
 }
 
 void wp_log_init(char *(*getenv_fn)(const char *))
@@ -277,7 +295,7 @@ static struct {
 	_Atomic int ready; /* 1 once text is complete */
 	_Atomic int sent;  /* 1 once the command has it */
 	char text[MSG_LEN];
-} msgs[NMSG];
+} msgs[NMSG] WP_BIG;
 static _Atomic unsigned nmsgs;
 
 /* In a fork child, before its sampler starts: no other thread of ours runs. */

@@ -19,6 +19,7 @@
 #include "fds.h"
 #include "forkguard.h"
 #include "handshake.h"
+#include "pages.h"
 #include "peek.h"
 #include "threadstart.h"
 
@@ -53,7 +54,7 @@ static struct wp_module_rec *rec_at(size_t i)
 {
 	return &chunks[i / CHUNK][i % CHUNK];
 }
-static char exe_path[4096];
+static char exe_path[4096] WP_BIG;
 
 /* ---- building a table (outside windows; inside dl_iterate_phdr's callback) ---- */
 

@@ -37,8 +37,8 @@ struct slot {
 	uint64_t count;       /* the clock's count at the last record read (cpu mode) */
 };
 
-static struct slot slots[NSLOTS];
-static struct wp_config cfg;
+static struct slot slots[NSLOTS] WP_BIG;
+static int no_perf; /* WALLPROF_TEST_NO_PERF */
 static uint64_t interval_ns;
 static size_t page;
 static uint64_t opened, records, lost, open_now;
@@ -46,7 +46,7 @@ static uint64_t opened, records, lost, open_now;
 static uint8_t refused;
 /* A record that wraps around the end of the ring is copied here to be read in one piece
  * (a record is at most 64 KiB: its size is a u16). */
-static uint8_t scratch[1 << 16];
+static uint8_t scratch[1 << 16] WP_BIG;
 
 /* Reasons, one line each, built when first met (errno text and the settings that explain it);
  * a thread keeps an index (1..). */
@@ -103,7 +103,7 @@ static int under_seccomp(void)
 
 void wp_pclk_begin(const struct wp_config *c, uint64_t every_ns)
 {
-	cfg = *c;
+	no_perf = c->test_no_perf;
 	interval_ns = every_ns;
 	long p = sysconf(_SC_PAGESIZE);
 	page = p > 0 ? (size_t)p : 4096;
@@ -136,7 +136,7 @@ int wp_pclk_open(struct wp_athread *t, uint64_t now)
 {
 	if (t->pclk)
 		return 0;
-	if (cfg.test_no_perf) {
+	if (no_perf) {
 		/* WALLPROF_TEST=no-perf: as where the kernel refuses, so a test sees the report */
 		t->unseen_why = reason("perf events turned off (WALLPROF_TEST=no-perf)");
 		return -EPERM;

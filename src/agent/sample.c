@@ -59,7 +59,7 @@
 #define PCLK_RECORDS_PER_TICK 32
 
 
-static struct wp_config cfg;
+static const struct wp_config *cfg = &wp_config_none;
 static uint64_t start_ns, interval_ns;
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 /* Set while lock holders are sampled (wp_sample_holders): their samples are not counted and
@@ -84,7 +84,7 @@ static uint8_t *stack_buf(unsigned i)
 	}
 	return stack_bufs[i];
 }
-static uint64_t pcs[WP_AGENT_MAX_FRAMES];
+static uint64_t pcs[WP_AGENT_MAX_FRAMES] WP_BIG;
 static uint32_t last_nframes; /* frames in pcs */
 
 /* Threads that did not answer (they block our signal, or are stopped or traced) are left
@@ -369,7 +369,7 @@ static void count_runnable(struct wp_athread *t, uint64_t weight_ns, uint64_t no
 	 * counted waiting that was running.) */
 	if (!holder_only && wp_cpuclock_lags() && cpu.ns >= 0)
 		t->last_cpu = cpu;
-	if (cfg.mode == WP_MODE_WALL && t->last_stack && !holder_only) {
+	if (cfg->mode == WP_MODE_WALL && t->last_stack && !holder_only) {
 		t->last_wait = NULL; /* runnable, not blocked in a call */
 		wp_stacks_again(t, t->last_stack, wp_sample_units(weight_ns), weight_ns,
 				(now - start_ns) / 1000);
@@ -510,7 +510,7 @@ static void flush_jobs(uint64_t now)
 		 * too). Everything else it ran meanwhile (while the sampler unwound, say) is the
 		 * program's and is credited at the next look. A holder never polled yet has no
 		 * clock to move: its first poll starts from its clock then. */
-		if (cfg.mode == WP_MODE_CPU && jobs[i].t->poll_cpu_ns >= 0)
+		if (cfg->mode == WP_MODE_CPU && jobs[i].t->poll_cpu_ns >= 0)
 			jobs[i].t->poll_cpu_ns += (int64_t)jobs[i].t->held_ns;
 	}
 	njobs = 0;
@@ -590,7 +590,7 @@ void wp_sample_holders(struct wp_athread **ts, size_t n, uint64_t now)
 	 * fork lands in this half-done tick (test_fork_mid_tick.py); poll, which the sampler
 	 * calls nowhere else, tells the test it is there. */
 	static int slowed;
-	if (cfg.test_slow_holders && !slowed++)
+	if (cfg->test_slow_holders && !slowed++)
 		syscall(SYS_poll, NULL, 0, 1000);
 	flush_jobs(now);
 	holder_only = 0;
@@ -659,7 +659,7 @@ static void clocked_tick(uint64_t now)
 		if (!t)
 			continue;
 		int keep = t->alive && !wp_threads_is_excluded(t->tid) && still_blocks(t, now);
-		if (cfg.mode == WP_MODE_CPU) {
+		if (cfg->mode == WP_MODE_CPU) {
 			/* a clock about to close gives all it has */
 			size_t got = wp_pclk_read(t, keep ? budget : SIZE_MAX, count_clocked, NULL);
 			budget -= got < budget ? got : budget;
@@ -717,7 +717,7 @@ void wp_sample_end_clocks(void)
 		struct wp_athread *t = wp_pclk_thread(i);
 		if (!t)
 			continue;
-		if (cfg.mode == WP_MODE_CPU)
+		if (cfg->mode == WP_MODE_CPU)
 			wp_pclk_read(t, SIZE_MAX, count_clocked, NULL);
 		wp_pclk_close(t);
 		if (!t->alive)
@@ -732,7 +732,7 @@ static void tick_wall(uint64_t now)
 	struct wp_athread **live = wp_threads_live(&n);
 	if (!n)
 		return;
-	size_t k = cfg.threads == 0 || (size_t)cfg.threads > n ? n : (size_t)cfg.threads;
+	size_t k = cfg->threads == 0 || (size_t)cfg->threads > n ? n : (size_t)cfg->threads;
 	/* Each sample stands for the wall time since the previous tick (the interval, or more
 	 * when this tick came late on a busy machine), times n / k for the threads not chosen.
 	 * The first tick's since the sampler started (wp_sample_begin): the set-up before it
@@ -761,7 +761,7 @@ static void tick_wall(uint64_t now)
 		 * its last sample, or is blocked in a call, is still counted from /proc, so its
 		 * wall time is not lost for the back-off's second. */
 		int off = backed_off(t, now);
-		if (!cfg.test_signal_all) {
+		if (!cfg->test_signal_all) {
 			if (wp_sample_unmoved(t, weight, now))
 				continue;
 			if (!wp_sample_on_cpu_now(t, &t->last_cpu) && wp_sample_look_blocked(t, weight, now))
@@ -823,7 +823,7 @@ static void tick_cpu(uint64_t now)
 
 void wp_sample_begin(const struct wp_config *c, uint64_t run_start_ns, uint64_t every_ns)
 {
-	cfg = *c;
+	cfg = c;
 	wp_sample_nosignal_begin(c);
 	start_ns = run_start_ns;
 	wp_pclk_begin(c, every_ns);
@@ -844,7 +844,7 @@ uint64_t wp_sample_rand(void)
 void wp_sample_tick(uint64_t now)
 {
 	wp_locks_tick_begin();
-	if (cfg.mode == WP_MODE_CPU)
+	if (cfg->mode == WP_MODE_CPU)
 		tick_cpu(now);
 	else
 		tick_wall(now);

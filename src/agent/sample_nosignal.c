@@ -25,7 +25,8 @@
 #include "wait_locks.h"
 #include "waits.h"
 
-static struct wp_config cfg; /* the run's settings (wp_sample_nosignal_begin) */
+/* the run's settings (wp_sample_nosignal_begin) */
+static const struct wp_config *cfg = &wp_config_none;
 
 /* Wall mode: the first look at a blocked thread costs ~50 us (two /proc reads, its syscall
  * file and its name, then a cold stack copy and unwind); later looks at an idle thread cost
@@ -48,8 +49,8 @@ static uint64_t state_look_refilled;
 static int ration_allows(int64_t *tokens, uint64_t *refilled, uint64_t now)
 {
 	/* WALLPROF_TEST=tight-ration: 0.1% and a 100 µs allowance, so a test sees it bite */
-	uint64_t share = cfg.test_tight_ration ? 10 * FIRST_LOOK_SHARE : FIRST_LOOK_SHARE;
-	int64_t burst = cfg.test_tight_ration ? 100000 : FIRST_LOOK_BURST_NS;
+	uint64_t share = cfg->test_tight_ration ? 10 * FIRST_LOOK_SHARE : FIRST_LOOK_SHARE;
+	int64_t burst = cfg->test_tight_ration ? 100000 : FIRST_LOOK_BURST_NS;
 	if (*refilled && now > *refilled)
 		*tokens += (int64_t)((now - *refilled) / share);
 	*refilled = now;
@@ -115,7 +116,7 @@ static void note_wait(struct wp_athread *t, struct wp_stack_entry *e,
 		      uint64_t now)
 {
 	uint64_t looked_ns = 0;
-	if (cfg.test_no_waits)
+	if (cfg->test_no_waits)
 		return; /* WALLPROF_TEST=no-waits: no wait, so no owner read and no holder sample */
 	struct wp_wait_entry *w = wp_waits_add(t, e->id, br->nr, br->args, units, weight_ns,
 					       first_look_allowed(now), &looked_ns);
@@ -135,7 +136,7 @@ static void split_off(struct wp_athread *t, struct wp_stack_entry *e, uint32_t *
 		      uint64_t *weight_ns, int in_call, uint64_t now)
 {
 	uint64_t ran_ns, whole_ns = *weight_ns, unran;
-	if (cfg.mode != WP_MODE_WALL || cfg.test_no_waits)
+	if (cfg->mode != WP_MODE_WALL || cfg->test_no_waits)
 		return;
 	*units -= wp_reconcile_ran(t, e, *units, whole_ns, &ran_ns);
 	*weight_ns -= ran_ns;
@@ -329,7 +330,7 @@ int wp_sample_unmoved(struct wp_athread *t, uint64_t weight_ns, uint64_t now)
 uint64_t wp_sample_note_runnable(struct wp_athread *t, struct wp_stack_entry *e,
 				 uint64_t weight_ns, int unmoved, uint64_t now)
 {
-	if (cfg.mode != WP_MODE_WALL || cfg.test_no_waits)
+	if (cfg->mode != WP_MODE_WALL || cfg->test_no_waits)
 		return 0; /* a cpu profile's samples are CPU time: none of it waited (no-waits: no
 			   * schedstat read) */
 	/* without a descriptor table of its own (fds.h's fallback), a read would briefly take
@@ -349,7 +350,7 @@ void wp_sample_note_returned(struct wp_athread *t, struct wp_stack_entry *e, con
 	long nr;
 	uint64_t args[6], looked_ns = 0, ran_ns;
 	uint32_t units = wp_sample_units(weight_ns);
-	if (cfg.mode != WP_MODE_WALL || cfg.test_no_waits)
+	if (cfg->mode != WP_MODE_WALL || cfg->test_no_waits)
 		return;
 	/* what the sample counts running: what it ran, and what it neither ran nor waited for
 	 * a CPU (all of it when the thread ran more than the sample: nothing waited) */
@@ -381,7 +382,7 @@ void wp_sample_note_interrupted(struct wp_athread *t, struct wp_stack_entry *e, 
 {
 	struct blocked_regs br;
 	uint32_t units = wp_sample_units(weight_ns);
-	if (cfg.mode != WP_MODE_WALL)
+	if (cfg->mode != WP_MODE_WALL)
 		return; /* a cpu profile's samples are CPU time: no wait */
 	split_off(t, e, &units, &weight_ns, 1, now);
 	if (wp_reconcile_call(g, 1, &br.nr, br.args))
@@ -398,7 +399,7 @@ static void note_disk(struct wp_athread *t, struct wp_stack_entry *e,
 		      uint64_t whole_ns, uint64_t now)
 {
 	struct wp_wait_entry *w = br->nr >= 0 ? t->last_wait : NULL;
-	if (cfg.mode != WP_MODE_WALL || cfg.test_no_waits)
+	if (cfg->mode != WP_MODE_WALL || cfg->test_no_waits)
 		return; /* a cpu profile's blocked samples are CPU time already paid (no-waits: no
 			 * stat read) */
 	if (!wp_fds_private() || /* see wp_sample_note_runnable */
@@ -453,7 +454,7 @@ int wp_sample_blocked_rationed(struct wp_athread *t, struct wp_cpu_reading befor
 
 void wp_sample_nosignal_begin(const struct wp_config *c)
 {
-	cfg = *c;
+	cfg = c;
 }
 
 void wp_sample_nosignal_forget(void)

@@ -44,7 +44,7 @@
 #include "writer.h"
 #include "threadstart.h"
 
-static struct wp_config cfg;
+static const struct wp_config *cfg = &wp_config_none;
 static pthread_t thread;
 static int started;
 /* 1: the sampler runs on its own task, outside the program's thread group (task.h); 0: on a
@@ -273,7 +273,7 @@ static _Atomic int exit_thread_asked;
 /* On the leader, as it leaves (a program thread: the program's descriptor table). */
 void wp_sampler_prepare_exit_thread(void)
 {
-	if (!started || cfg.test_exit_on_sampler || atomic_exchange(&exit_thread_asked, 1))
+	if (!started || cfg->test_exit_on_sampler || atomic_exchange(&exit_thread_asked, 1))
 		return;
 	pthread_attr_t attr;
 	if (pthread_attr_init(&attr) != 0)
@@ -436,7 +436,7 @@ static void *run(void *arg)
 	wp_peek_set_tid(sampler_tid);
 	/* WALLPROF_TEST=exit-on-sampler: no exit thread, the sampler ends the process itself and
 	 * so stays on the program's descriptor table for that. */
-	int own_table = !cfg.test_no_unshare && !cfg.test_exit_on_sampler;
+	int own_table = !cfg->test_no_unshare && !cfg->test_exit_on_sampler;
 	/* Before anything is opened: a descriptor table of our own (fds.h), keeping the stderr
 	 * the process started with and the command's channel. */
 	int keep[2] = { 2, wp_log_channel_fd() };
@@ -494,7 +494,7 @@ static void *run(void *arg)
 		wp_threads_refresh(now, start_ns);
 		int left = wp_threads_program_left();
 		wp_sample_tick(now);
-		if (cfg.test_slow_tick) {
+		if (cfg->test_slow_tick) {
 			struct timespec slow = { 0, 800 * 1000000L };
 			nanosleep(&slow, NULL);
 		}
@@ -681,8 +681,8 @@ static void run_on_task(void *arg)
  * Called with every signal blocked: the task and the thread inherit that. */
 static int start_task_or_thread(void)
 {
-	int want_task = !cfg.test_thread_sampler && !cfg.test_no_unshare &&
-			!cfg.test_exit_on_sampler;
+	int want_task = !cfg->test_thread_sampler && !cfg->test_no_unshare &&
+			!cfg->test_exit_on_sampler;
 	on_task = want_task;
 	if (want_task && wp_task_start(run_on_task, NULL) == 0)
 		return 0;
@@ -779,15 +779,15 @@ void wp_sampler_set_checkpoint(void (*fn)(void), uint64_t every_ns)
 
 int wp_sampler_start(const struct wp_config *c, void (*first)(void))
 {
-	cfg = *c;
+	cfg = c;
 	atomic_store(&stop_word, 0);
 	atomic_store(&done_word, 0);
 	pid = getpid();
 	wp_task_note_program(pid);
 	wp_title_reset(pid);
-	interval_ns = 1000000000ull / (uint64_t)cfg.hz;
+	interval_ns = 1000000000ull / (uint64_t)cfg->hz;
 	start_ns = wp_now_ns();
-	wp_sample_begin(&cfg, start_ns, interval_ns);
+	wp_sample_begin(cfg, start_ns, interval_ns);
 	struct timespec rt;
 	clock_gettime(CLOCK_REALTIME, &rt);
 	start_unix_ns = wp_ts_ns(&rt);

@@ -16,6 +16,7 @@
 #include "eintr.h"
 #include "handshake.h"
 #include "log.h"
+#include "pages.h"
 #include "threadmask.h"
 #include "transfers.h"
 
@@ -363,7 +364,7 @@ struct chain_rec {
 /* Records are never freed: a handler may be reading one while the program changes its
  * disposition. A ring long enough that one is not reused while a handler still reads it. */
 #define NRECS 256
-static struct chain_rec recs[NRECS];
+static struct chain_rec recs[NRECS] WP_BIG;
 static _Atomic unsigned next_rec;
 static const struct chain_rec rec_dfl; /* SIG_DFL */
 /* The program's disposition of each signal our handler is on, and the one it replaced (what

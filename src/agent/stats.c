@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "stats.h"
+#include "pages.h"
 
 struct wp_stats wp_stats;
 
@@ -8,7 +9,7 @@ struct wp_stats wp_stats;
 #define MIN_EXP 8
 #define MAX_EXP 34
 #define NBUCKETS ((MAX_EXP - MIN_EXP) * SUB + 1)
-static uint64_t hist[NBUCKETS];
+static uint64_t hist[NBUCKETS] WP_BIG;
 
 static int bucket(uint64_t ns)
 {

@@ -25,7 +25,7 @@ struct wp_tmask {
 	_Atomic uint64_t mask;
 };
 
-static struct wp_tmask table[NENT];
+static struct wp_tmask table[NENT] WP_BIG;
 /* The process the table describes; any other (a vfork child) must not write to it. */
 static _Atomic pid_t table_pid;
 /* Bumped when a fork child empties the table: every thread-local cache is void. */

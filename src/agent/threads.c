@@ -14,6 +14,7 @@
 
 #include "../common/format.h"
 #include "clock.h"
+#include "pages.h"
 #include "task.h"
 #include "fds.h"
 #include "log.h"
@@ -39,7 +40,7 @@ static nlink_t last_nlink;
 static uint64_t last_list_ns;
 static uint64_t relist_cost_ns; /* the sampler CPU time the last relist took */
 static uint64_t seen_total;
-static char dents[1 << 16];
+static char dents[1 << 16] WP_BIG;
 
 /* The end of the program's threads (see wp_threads_program_left). The leader is the thread
  * whose tid is the pid: the main thread, or in a fork child the thread that forked. */
@@ -65,7 +66,7 @@ static _Atomic pid_t excluded[NPICKS];
 static struct {
 	_Atomic pid_t tid;
 	char name[16];
-} named[NPICKS];
+} named[NPICKS] WP_BIG;
 
 int wp_threads_exclude(pid_t tid, int exclude)
 {

@@ -8,6 +8,7 @@
 
 #include "fds.h"
 #include "log.h"
+#include "pages.h"
 
 /* Titles kept per profile: a process that retitles itself at every request (PostgreSQL's
  * "postgres: ... SELECT", then "idle") would otherwise grow without end; past this, the title
@@ -30,7 +31,7 @@ static char exec_argv0[TITLE_LEN];
 static char exec_comm[16];
 static int exec_known;
 
-static struct title titles[NTITLES];
+static struct title titles[NTITLES] WP_BIG;
 static int ntitles;
 static int cur = -1;            /* the title found at the last read */
 static uint64_t samples_at_read;

@@ -29,7 +29,7 @@ struct comm_slot {
 	uint64_t checked_ns;
 	char comm[20]; /* "" when gone */
 };
-static struct comm_slot comms[CHILD_SLOTS];
+static struct comm_slot comms[CHILD_SLOTS] WP_BIG;
 
 struct children_slot {
 	pid_t tid;
@@ -37,7 +37,7 @@ struct children_slot {
 	int n;
 	pid_t pids[CHILDREN_LISTED];
 };
-static struct children_slot kids[CHILD_SLOTS];
+static struct children_slot kids[CHILD_SLOTS] WP_BIG;
 
 static const char *comm_of(pid_t pid, struct wp_look *look)
 {

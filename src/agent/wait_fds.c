@@ -53,7 +53,7 @@ struct fd_look {
 	uint32_t len;
 	char target[TARGET_MAX];
 };
-static struct fd_look fd_cache[FD_CACHE];
+static struct fd_look fd_cache[FD_CACHE] WP_BIG;
 static int fd_cache_ready;
 
 struct pipe_slot {
@@ -65,7 +65,7 @@ struct pipe_slot {
 	int fd[PIPE_FDS];
 	uint8_t mode[PIPE_FDS]; /* 1 read, 2 write */
 };
-static struct pipe_slot pipes[PIPE_SLOTS];
+static struct pipe_slot pipes[PIPE_SLOTS] WP_BIG;
 
 /* Pipe `ino`'s slot, or NULL; *victim: the slot it would take (an empty one, else the one
  * asked for least recently). */
@@ -91,7 +91,7 @@ struct epoll_slot {
 	int n, total;
 	int fds[SET_NAMED];
 };
-static struct epoll_slot epolls[EPOLL_SLOTS];
+static struct epoll_slot epolls[EPOLL_SLOTS] WP_BIG;
 
 void wp_wait_put(char *buf, uint32_t cap, uint32_t *len, const char *s, size_t n)
 {
@@ -215,7 +215,7 @@ static void scan_pipes(pid_t tid, uint64_t now, struct wp_look *look)
 			pipes[i].n = 0;
 			pipes[i].scan = pipe_scans;
 		}
-	static char dents[4096];
+	static char dents[4096] WP_BIG;
 	while (dfd >= 0 && !truncated) {
 		long got = syscall(SYS_getdents64, dfd, dents, sizeof(dents));
 		if (got <= 0)
@@ -466,7 +466,7 @@ static int epoll_fds(pid_t tid, int epfd, struct wp_look *look, int *fds, int *t
 			*total = s->total;
 			return s->n;
 		}
-		static char info[16384];
+		static char info[16384] WP_BIG;
 		char path[64];
 		wp_format(path, sizeof(path), "/proc/%d/task/%d/fdinfo/%d", (int)wp_task_program_pid(), (int)tid, epfd);
 		long n = wp_wait_read_small(path, info, sizeof(info), look);

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 
+#include "pages.h"
 #include "sample.h"
 #include "waits.h"
 
@@ -20,7 +21,7 @@ struct pending {
 	uint64_t seq; /* when the owner was read */
 };
 
-static struct pending pending[PENDING_MAX];
+static struct pending pending[PENDING_MAX] WP_BIG;
 static size_t npending;
 static uint64_t seq, holder_samples, holder_missed;
 

@@ -47,7 +47,7 @@ struct net_slot {
 	uint8_t misses;	     /* reads of its tables that did not list it */
 	char text[NET_TEXT];
 };
-static struct net_slot slots[NET_SLOTS];
+static struct net_slot slots[NET_SLOTS] WP_BIG;
 static uint64_t last_read_ns, last_read_cost_ns;
 /* A read of the tables is followed by at least 20 times its cost before the next (5% of the
  * sampler's time at most, on top of the ration): a host with thousands of connections makes
@@ -198,7 +198,7 @@ static void unix_line(char *line, uint64_t now)
 /* Reads one table, at most NET_READ_MAX bytes, a line at a time. */
 static void read_table(const char *name, uint64_t now)
 {
-	static char buf[16384];
+	static char buf[16384] WP_BIG;
 	char path[64];
 	wp_format(path, sizeof(path), "/proc/%d/net/%s", (int)wp_task_program_pid(), name);
 	int fd = wp_wait_may_open() ? open(path, O_RDONLY | O_CLOEXEC) : -1;

@@ -11,6 +11,7 @@
 #include "clock.h"
 #include "condwait.h"
 #include "log.h"
+#include "pages.h"
 #include "peek.h"
 #include "stacks.h"
 #include "wait_locks.h"
@@ -180,7 +181,7 @@ struct wp_wait_entry *wp_waits_add(struct wp_athread *t, uint32_t stack_id, long
 		k.a0 = args[0]; /* System V: the queue's or semaphore set's id */
 	} else if (wp_wait_fds_handles(nr)) {
 		/* io and child waits: what they wait for, in words (wait_fds.c) */
-		static char text[DESCRIPTION_MAX];
+		static char text[DESCRIPTION_MAX] WP_BIG;
 		struct wp_look look = { .may = may_look, .cpu_ns = 0 };
 		if (nr == SYS_wait4 || nr == SYS_waitid) {
 			k.a0 = args[0];

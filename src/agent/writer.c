@@ -17,6 +17,7 @@
 #include "log.h"
 #include "handshake.h"
 #include "modules.h"
+#include "pages.h"
 #include "perfclock.h"
 #include "sampler.h"
 #include "stacks.h"
@@ -29,7 +30,7 @@
 #include "title.h"
 
 
-static char buf[1 << 16];
+static char buf[1 << 16] WP_BIG;
 static size_t used;
 static int out_fd = -1;
 static int failed;
@@ -77,7 +78,7 @@ static void record(uint32_t type, const void *fixed, size_t size, uint64_t more)
 }
 
 /* Room for the agent's META (8 KiB), the titles (title.h), 16 warnings and the rest. */
-static char meta[32768];
+static char meta[32768] WP_BIG;
 
 static size_t build_meta(const char *extra)
 {

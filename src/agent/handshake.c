@@ -11,6 +11,7 @@
 
 #include "clock.h"
 #include "eintr.h"
+#include "firsttick.h"
 #include "signals.h"
 #include "threadmask.h"
 
@@ -265,6 +266,11 @@ static void handler(int sig, siginfo_t *info, void *ucv)
 	int saved_errno = errno;
 	uint32_t gen = 0;
 	int any;
+	if (wp_firsttick_is_ours(info)) { /* a fork child's first tick: its sampler starts */
+		wp_firsttick_now();
+		errno = saved_errno;
+		return;
+	}
 	if (!from_sampler(sig, info, &gen, &any)) {
 		wp_signals_forward(sig, info, ucv);
 		errno = saved_errno;

@@ -3,7 +3,8 @@
  * the fixture profile (model_fixture.h): each stack's leaf counted per thread and per
  * function, the same function of both processes one function, the last interval as the
  * difference between a process's last two checkpoints, a process settled (no checkpoint for
- * a while) out of the interval, a released process's counts kept. */
+ * a while) out of the interval, a released process's counts kept, and a new model for a
+ * released process's path (its pid exec'd). */
 #include <stdlib.h>
 
 #include "check.h"
@@ -96,6 +97,19 @@ static void test_counts(void)
 	CHECK(m.procs[a]->model == NULL && m.procs[a]->prof == NULL);
 	wp_live_tally(&m);
 	CHECK_EQ_U(m.total_now, 30);
+	CHECK_EQ_U(func(&m, "t_mid")->now, 14);
+
+	/* a's pid exec'd: the new image's first checkpoint at the same path builds a new model,
+	 * with no more functions than the released one had room for in its map of function ids
+	 * (that map must start over with the model, capacity and all: test_live's exec case
+	 * died of SIGSEGV writing through the NULL the release left) */
+	wp_live_absorb(&m, a, fx_profile("checkpoint=1\npid=100\n"));
+	CHECK(m.procs[a]->model != NULL && m.procs[a]->fmap != NULL);
+	CHECK(m.procs[a]->nfmap <= m.procs[a]->capfmap);
+	wp_live_tally(&m);
+	CHECK_INT(m.nprocs_live, 2); /* a runs again */
+	CHECK_EQ_U(m.nfuncs, 3); /* the same functions: the same rows */
+	CHECK_EQ_U(func(&m, "t_leaf")->now, 12);
 	CHECK_EQ_U(func(&m, "t_mid")->now, 14);
 	wp_live_counts_free(&m);
 }

@@ -403,9 +403,12 @@ void wp_live_release(struct wp_live_counts *m, uint32_t k)
 	if (P->prof)
 		wp_profile_free(P->prof);
 	P->prof = NULL;
+	/* the map of its model's function ids goes with the model, capacity and all: a later
+	 * model (its pid exec'd) grows a new one from nothing (a capacity left behind, wp_grow
+	 * would not allocate, and proc_func would write through NULL) */
 	free(P->fmap);
 	P->fmap = NULL;
-	P->nfmap = 0;
+	P->nfmap = P->capfmap = 0;
 }
 
 const char *wp_live_proc_label(const struct wp_live_counts *m, uint32_t k, char *buf,

@@ -267,7 +267,10 @@ static void handler(int sig, siginfo_t *info, void *ucv)
 	uint32_t gen = 0;
 	int any;
 	if (wp_firsttick_is_ours(info)) { /* a fork child's first tick: its sampler starts */
+		wp_our_signals++; /* a call it cut short is resumed (eintr.h) */
+		void *outer = wp_signals_enter_ours(ucv);
 		wp_firsttick_now();
+		wp_signals_leave_ours(outer);
 		errno = saved_errno;
 		return;
 	}

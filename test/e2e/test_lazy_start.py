@@ -16,7 +16,13 @@ it is gets measured in scripts/bench (section 8); this checks that the lazy path
     children that _exit at once are in the run's list;
   * a first sample that comes late (20 Hz, 100 ms asleep first): the header, the thread and
     the samples are there;
-  * a preloaded shell's child that outlives the shell keeps quiet at its end.
+  * a preloaded shell's child that outlives the shell keeps quiet at its end;
+  * a fork child's task is made at its first tick (firsttick.h): children that _exit at once
+    make none (strace -ff: a timer, no clone) and are in the run's list; children that, before
+    their first tick (50 Hz), block every signal, make a thread, fork a grandchild or sleep
+    across it, are each sampled in their burn against the CPU time they measured, and the
+    sleep is not cut short by the timer's signal. On the code before, every fork child
+    cloned its task at the fork.
 """
 import os
 import re
@@ -159,7 +165,75 @@ def orphan_quiet(t):
          r.stderr)
 
 
+def quick_children(t):
+    strace = shutil.which("strace")
+    if not t.check(strace is not None, "strace is installed (scripts/deps installs it)"):
+        return
+    d = wp.tmp_path("lazy-quick")
+    os.makedirs(d, exist_ok=True)
+    trace = os.path.join(d, "trace")
+    env = wp.preload_env(mode="wall", hz=100, out=os.path.join(d, "q.prof"),
+                         extra={"WALLPROF_ROOT_PID": "1"})
+    argv = [strace, "-ff", "-qq", "-e", "trace=clone,clone3,timer_create", "-o", trace]
+    for k, v in env.items():
+        argv += ["-E", "%s=%s" % (k, v)]
+    r = wp.run(argv + [wp.target("lazy_start"), "quick", "3"], timeout=60)
+    t.eq(r.returncode, 0, "lazy_start quick 3: exit 0 under strace and the agent", r.describe())
+    calls = {}
+    for f in os.listdir(d):
+        if f.startswith("trace."):
+            calls[int(f.split(".")[1])] = open(os.path.join(d, f)).read()
+    forked = set()
+    for text in calls.values():
+        for m in re.finditer(r"clone\(child_stack=NULL, flags=[A-Z_|]*SIGCHLD.*= (\d+)", text):
+            forked.add(int(m.group(1)))
+    t.eq(len(forked), 3, "the three fork children are seen", repr(sorted(calls)))
+    for pid in sorted(forked):
+        text = calls.get(pid, "")
+        t.check("timer_create(" in text and "clone(" not in text and "clone3(" not in text,
+                "the child %d that _exits at once arms its first tick and makes no task" % pid,
+                text[-2000:])
+    listed = wp.unsampled_lines(os.path.join(d, "q.unsampled"))
+    t.check(forked <= {u["pid"] for u in listed if u["end"] == "exit 0"},
+            "each is in the run's list, exit 0", repr(listed))
+
+
+def deferred(t):
+    d = wp.tmp_path("lazy-deferred")
+    os.makedirs(d, exist_ok=True)
+    truth_path = os.path.join(d, "truth")
+    hz = 50
+    r = wp.record([wp.target("lazy_start"), "deferred"], os.path.join(d, "d.prof"),
+                  mode="wall", hz=hz, env={"WP_TRUTH": truth_path}, fmt="text")
+    t.check(r.returncode == 0 and "deferred: 0 failed" in r.stdout,
+            "lazy_start deferred: exit 0, every child exit 0 (the sleeper's 60 ms in full)",
+            r.describe())
+    truth = truth_lines(truth_path)
+    roles = {v[2]: pid for pid, v in truth.items()}
+    t.eq(sorted(roles), ["grandchild", "masked", "sleeper", "threaded"],
+         "the four children that start their sampler early burned")
+    burns = {"masked": "masked_burn", "threaded": "thread_burn", "grandchild": "grandchild_burn",
+             "sleeper": "sleeper_burn"}
+    for role, pid in sorted(roles.items()):
+        prof = os.path.join(d, "d.%d.prof" % pid)
+        if not t.check(os.path.exists(prof), "the %s process %d left a profile" % (role, pid)):
+            continue
+        total, through = burn_samples(prof, burns[role])
+        burn_ms = {"grandchild": 100, "sleeper": 200}.get(role, 300)
+        want = burn_ms / (1000.0 / hz)
+        # ticks come late on a loaded machine: fewer, never many more
+        t.check(0.5 * want <= through <= 1.2 * want + 2,
+                "the %s process %d: %d samples in %s for %d ms of CPU there (%.0f expected)"
+                % (role, pid, through, burns[role], burn_ms, want))
+    listed = wp.unsampled_lines(os.path.join(d, "d.unsampled"))
+    quick = [u for u in listed if u["end"] == "exit 0" and u["pid"] not in truth]
+    t.check(len(quick) >= 3, "the three children that _exit at once are in the run's list",
+            repr(listed))
+
+
 def main(t):
+    quick_children(t)
+    deferred(t)
     orphan_quiet(t)
     exec_chain(t)
     root_before_first_tick(t)

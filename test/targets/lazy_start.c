@@ -11,6 +11,15 @@
  *                         at once, on the thread state their parent's sampler used)
  *   lazy_start late MS    sleeps MS ms, then burns 300 ms in late_burn (a first sample that
  *                         comes late)
+ *   lazy_start deferred   forks, from main, children that do at once what must make their
+ *                         deferred sampler start (firsttick.h) before their first tick: one
+ *                         blocks every signal and burns 300 ms in masked_burn; one makes a
+ *                         thread that burns 300 ms in thread_burn; one forks a grandchild
+ *                         that burns 300 ms in grandchild_burn; one sleeps 60 ms across its
+ *                         first tick (the timer's signal must not cut the sleep short: exit 3
+ *                         if it does) and burns 200 ms in sleeper_burn; and three that
+ *                         _exit(0) at once
+ *   lazy_start quick N    forks N children that _exit(0) at once
  * Each burning process writes "pid PID ppid PPID cpu_ns N role ROLE" to $WP_TRUTH (appended
  * with O_APPEND: one write per line). */
 #include <fcntl.h>
@@ -55,6 +64,24 @@ KEEP static void child_burn(void)
 KEEP static void grandchild_burn(void)
 {
 	burn_for(100);
+	BARRIER();
+}
+
+KEEP static void masked_burn(void)
+{
+	burn_for(300);
+	BARRIER();
+}
+
+KEEP static void thread_burn(void)
+{
+	burn_for(300);
+	BARRIER();
+}
+
+KEEP static void sleeper_burn(void)
+{
+	burn_for(200);
 	BARRIER();
 }
 
@@ -107,6 +134,62 @@ static void *forker(void *arg)
 	return (void *)(intptr_t)fork_some((int)(intptr_t)arg);
 }
 
+static void *thread_main(void *arg)
+{
+	thread_burn();
+	return arg;
+}
+
+/* The children of `lazy_start deferred`, by number. */
+static void deferred_child(int i)
+{
+	if (i == 0) {
+		sigset_t all;
+		sigfillset(&all);
+		sigprocmask(SIG_BLOCK, &all, NULL);
+		masked_burn();
+		note("masked");
+	} else if (i == 1) {
+		pthread_t th;
+		if (pthread_create(&th, NULL, thread_main, NULL) != 0 || pthread_join(th, NULL) != 0)
+			exit(1);
+		note("threaded");
+	} else if (i == 2) {
+		pid_t g = fork();
+		if (g == 0)
+			grandchild();
+		if (!(g > 0 && wait_ok(g)))
+			exit(1);
+	} else if (i == 3) {
+		uint64_t t0 = mono_ns();
+		struct timespec ts = { 0, 60 * 1000000L };
+		int rc = nanosleep(&ts, NULL);
+		if (rc != 0 || mono_ns() - t0 < 60 * 1000000ull)
+			exit(3);
+		sleeper_burn();
+		note("sleeper");
+	}
+	exit(0);
+}
+
+static int fork_each(void (*fn)(int), int n)
+{
+	int bad = 0;
+	for (int i = 0; i < n; i++) {
+		pid_t p = fork();
+		if (p == 0)
+			fn(i);
+		bad += p < 0 || !wait_ok(p);
+	}
+	return bad;
+}
+
+static void quick_child(int i)
+{
+	(void)i;
+	_exit(0);
+}
+
 static int title(int argc, char **argv)
 {
 	char *end = argv[argc - 1] + strlen(argv[argc - 1]);
@@ -138,6 +221,13 @@ int main(int argc, char **argv)
 		note("late");
 		return 0;
 	}
-	fprintf(stderr, "usage: lazy_start title | forks N | late MS\n");
+	if (argc >= 2 && !strcmp(argv[1], "deferred")) {
+		int bad = fork_each(deferred_child, 7); /* 4, 5 and 6 _exit at once */
+		printf("deferred: %d failed\n", bad);
+		return bad ? 1 : 0;
+	}
+	if (argc >= 3 && !strcmp(argv[1], "quick"))
+		return fork_each(quick_child, atoi(argv[2])) ? 1 : 0;
+	fprintf(stderr, "usage: lazy_start title | forks N | late MS | deferred | quick N\n");
 	return 2;
 }

@@ -11,7 +11,8 @@
 #include <sys/types.h>
 
 /* Whose memory is read: the sampler's own tid (the pid names the leader, which may have
- * exited; a thread of ours always works). Set once the sampler runs. */
+ * exited; a thread of ours always works). Set once the sampler runs; 0 (a fork child's
+ * start: the parent's sampler is not ours) reads through the calling thread. */
 void wp_peek_set_tid(pid_t tid);
 /* Up to `len` bytes at `addr`: the count read (stops at the first unmapped byte), -1 on error. */
 ssize_t wp_peek_some(uintptr_t addr, void *dst, size_t len);

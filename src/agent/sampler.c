@@ -633,6 +633,7 @@ static void forget(int abandon, int whole)
 	atomic_store(&stop_word, 0);
 	atomic_store(&done_word, 0);
 	atomic_store(&sampler_tid, 0);
+	wp_peek_set_tid(0); /* a fork child: the parent's sampler is in another process now */
 	atomic_store(&cpu_ns_final, 0);
 	atomic_store(&job_fn, NULL);
 	atomic_store(&job_busy, 0);

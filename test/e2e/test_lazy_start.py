@@ -194,8 +194,11 @@ def quick_children(t):
                 "the child %d that _exits at once arms its first tick and makes no task" % pid,
                 text[-2000:])
     listed = wp.unsampled_lines(os.path.join(d, "q.unsampled"))
-    t.check(forked <= {u["pid"] for u in listed if u["end"] == "exit 0"},
-            "each is in the run's list, exit 0", repr(listed))
+    cmd = "%s quick 3" % wp.target("lazy_start")
+    t.check(forked <= {u["pid"] for u in listed if u["end"] == "exit 0" and u["command"] == cmd},
+            "each is in the run's list, exit 0, with its command read from its own memory "
+            "(not through its parent's sampler, in another process since the fork)",
+            repr(listed))
 
 
 def deferred(t):

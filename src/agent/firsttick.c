@@ -13,7 +13,9 @@
 #include "task.h"
 
 static int timer_id;           /* the kernel's id */
-static _Atomic pid_t armed_in;  /* the process whose timer it is while a start is deferred */
+/* the process whose timer it is while a start is deferred */
+_Atomic pid_t wp_firsttick_armed_in;
+#define armed_in wp_firsttick_armed_in
 static const char tag;          /* its address is the value the timer's signal carries */
 
 int wp_firsttick_arm(void (*fn)(void *), void *arg, uint64_t after_ns, int signo)
@@ -31,7 +33,7 @@ int wp_firsttick_arm(void (*fn)(void *), void *arg, uint64_t after_ns, int signo
 	when.it_value.tv_sec = (time_t)(after_ns / 1000000000ull);
 	when.it_value.tv_nsec = (long)(after_ns % 1000000000ull);
 	int id;
-	if (syscall(SYS_timer_create, CLOCK_MONOTONIC, &ev, &id) != 0) {
+	if (syscall(SYS_timer_create, CLOCK_THREAD_CPUTIME_ID, &ev, &id) != 0) {
 		wp_task_launch(); /* deferred already: made now, as without the timer */
 		return 0;
 	}

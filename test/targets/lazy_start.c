@@ -17,14 +17,19 @@
  *                         thread that burns 300 ms in thread_burn; one forks a grandchild
  *                         that burns 300 ms in grandchild_burn; one sleeps 60 ms across its
  *                         first tick (the timer's signal must not cut the sleep short: exit 3
- *                         if it does) and burns 200 ms in sleeper_burn; and three that
+ *                         if it does) and burns 200 ms in sleeper_burn; one waits 60 ms in
+ *                         a raw futex wait, which no interposer resumes (exit 4 unless it
+ *                         timed out: nothing of the agent's may cut it short); and two that
  *                         _exit(0) at once
  *   lazy_start quick N    forks N children that _exit(0) at once
  * Each burning process writes "pid PID ppid PPID cpu_ns N role ROLE" to $WP_TRUTH (appended
  * with O_APPEND: one write per line). */
+#include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "common.h"
@@ -168,6 +173,12 @@ static void deferred_child(int i)
 			exit(3);
 		sleeper_burn();
 		note("sleeper");
+	} else if (i == 4) {
+		static uint32_t word;
+		struct timespec ts = { 0, 60 * 1000000L };
+		long rc = syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+		if (!(rc == -1 && errno == ETIMEDOUT))
+			exit(4);
 	}
 	exit(0);
 }
@@ -222,7 +233,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc >= 2 && !strcmp(argv[1], "deferred")) {
-		int bad = fork_each(deferred_child, 7); /* 4, 5 and 6 _exit at once */
+		int bad = fork_each(deferred_child, 7); /* 5 and 6 _exit at once */
 		printf("deferred: %d failed\n", bad);
 		return bad ? 1 : 0;
 	}

@@ -691,8 +691,10 @@ static int start_task_or_thread(void)
 	int want_task = !cfg->test_thread_sampler && !cfg->test_no_unshare &&
 			!cfg->test_exit_on_sampler;
 	on_task = want_task;
-	/* a fork child: the task is made at the first tick (firsttick.h) */
-	if (want_task && wp_firsttick_arm(run_on_task, NULL, interval_ns, wp_handshake_signal()) == 0)
+	/* a fork child: the task is made at its first tick of CPU time, or as it waits
+	 * (firsttick.h); by then its first tick of wall time may be due too */
+	uint64_t cpu_ns = interval_ns < 1000000ull ? interval_ns : 1000000ull;
+	if (want_task && wp_firsttick_arm(run_on_task, NULL, cpu_ns, wp_handshake_signal()) == 0)
 		return 0;
 	if (want_task && wp_task_start(run_on_task, NULL) == 0)
 		return 0;

@@ -18,12 +18,12 @@ import wplib as wp
 ROUNDS = "2"
 
 
-def run_target(env_extra=None, mode="wall", profiled=True, args=(ROUNDS,)):
+def run_target(env_extra=None, mode="wall", profiled=True, args=(ROUNDS,), hz=1000):
     args = [wp.target("transfers")] + list(args)
     if not profiled:
         return wp.run(args, timeout=120)
     prof = wp.tmp_path("transfers-%s-%d.prof" % (mode, len(env_extra or {})))
-    env = wp.preload_env(mode=mode, hz=1000, threads=0, out=prof, extra=env_extra)
+    env = wp.preload_env(mode=mode, hz=hz, threads=0, out=prof, extra=env_extra)
     return wp.run(args, env=env, timeout=240)
 
 
@@ -86,8 +86,12 @@ def main(t):
          "still ends its transfers as unprofiled", r.stderr[-2000:])
     # The program's signal lands inside the agent's handler, which had interrupted the blocked
     # write (the handler lingers there; the target waits until the writer is in it).
+    # At 20 Hz: the handler lingers 20 ms, so at 1000 Hz every thread was signalled again as
+    # it left, and lived in the handler; the target, waiting to see the writer in its write
+    # before each case, then waited out its 10 s bounds case after case (past the 240 s
+    # watchdog under meson, whose MALLOC_PERTURB_ slows the program's polling).
     own_only = run_target(profiled=False, args=("0",))
-    r = run_target({"WALLPROF_TEST": "signal-all,linger"}, args=("0", "in-handler"))
+    r = run_target({"WALLPROF_TEST": "signal-all,linger"}, args=("0", "in-handler"), hz=20)
     t.eq(r.returncode, 0, "the writer was seen inside the agent's handler each time (the "
          "signal really landed there)", r.stderr[-2000:])
     t.eq(r.stdout, own_only.stdout, "the program's own signal, landing inside the agent's "

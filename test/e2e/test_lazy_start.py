@@ -55,6 +55,15 @@ def burn_samples(prof, func):
     return total, through
 
 
+def strace_argv(strace, follow, calls, trace, env):
+    """strace following children (`follow`: -f, or -ff for a file per process), tracing
+    `calls` into `trace`, with `env` given to the traced program only."""
+    argv = [strace, follow, "-qq", "-e", calls, "-o", trace]
+    for k, v in env.items():
+        argv += ["-E", "%s=%s" % (k, v)]
+    return argv
+
+
 def exec_chain(t):
     strace = shutil.which("strace")
     if not t.check(strace is not None, "strace is installed (scripts/deps installs it)"):
@@ -65,9 +74,7 @@ def exec_chain(t):
     # WALLPROF_ROOT_PID=1: neither image is the user's (no whole profile of no samples)
     env = wp.preload_env(mode="wall", hz=1, out=os.path.join(d, "p.prof"),
                          extra={"WALLPROF_ROOT_PID": "1"})
-    argv = [strace, "-f", "-qq", "-e", "trace=openat,open,clone,clone3,execve", "-o", trace]
-    for k, v in env.items():
-        argv += ["-E", "%s=%s" % (k, v)]
+    argv = strace_argv(strace, "-f", "trace=openat,open,clone,clone3,execve", trace, env)
     target = wp.target("lazy_start")
     r = wp.run(argv + ["env", "LAZY=1", target, "title", "x", "y"], timeout=60)
     t.eq(r.returncode, 0, "env ... lazy_start title: exit 0 under strace and the agent",
@@ -175,9 +182,7 @@ def quick_children(t):
     trace = os.path.join(d, "trace")
     env = wp.preload_env(mode="wall", hz=100, out=os.path.join(d, "q.prof"),
                          extra={"WALLPROF_ROOT_PID": "1"})
-    argv = [strace, "-ff", "-qq", "-e", "trace=clone,clone3,timer_create", "-o", trace]
-    for k, v in env.items():
-        argv += ["-E", "%s=%s" % (k, v)]
+    argv = strace_argv(strace, "-ff", "trace=clone,clone3,timer_create", trace, env)
     r = wp.run(argv + [wp.target("lazy_start"), "quick", "3"], timeout=60)
     t.eq(r.returncode, 0, "lazy_start quick 3: exit 0 under strace and the agent", r.describe())
     calls = {}

@@ -21,7 +21,8 @@
  *                         a raw futex wait, which no interposer resumes (exit 4 unless it
  *                         timed out: nothing of the agent's may cut it short); and two that
  *                         _exit(0) at once
- *   lazy_start quick N    forks N children that _exit(0) at once
+ *   lazy_start quick N    after 50 ms (its sampler runs), forks N children that _exit(0) at
+ *                         once
  * Each burning process writes "pid PID ppid PPID cpu_ns N role ROLE" to $WP_TRUTH (appended
  * with O_APPEND: one write per line). */
 #include <errno.h>
@@ -122,16 +123,23 @@ static void child(int i)
 	exit(ok ? 0 : 1);
 }
 
-static int fork_some(int n)
+/* Forks n children one after another, child i running fn(i) (which never returns); the
+ * count of those that failed or did not exit 0. */
+static int fork_each(void (*fn)(int), int n)
 {
 	int bad = 0;
 	for (int i = 0; i < n; i++) {
 		pid_t p = fork();
 		if (p == 0)
-			child(i);
+			fn(i);
 		bad += p < 0 || !wait_ok(p);
 	}
 	return bad;
+}
+
+static int fork_some(int n)
+{
+	return fork_each(child, n);
 }
 
 static void *forker(void *arg)
@@ -183,18 +191,6 @@ static void deferred_child(int i)
 	exit(0);
 }
 
-static int fork_each(void (*fn)(int), int n)
-{
-	int bad = 0;
-	for (int i = 0; i < n; i++) {
-		pid_t p = fork();
-		if (p == 0)
-			fn(i);
-		bad += p < 0 || !wait_ok(p);
-	}
-	return bad;
-}
-
 static void quick_child(int i)
 {
 	(void)i;
@@ -237,8 +233,12 @@ int main(int argc, char **argv)
 		printf("deferred: %d failed\n", bad);
 		return bad ? 1 : 0;
 	}
-	if (argc >= 3 && !strcmp(argv[1], "quick"))
+	if (argc >= 3 && !strcmp(argv[1], "quick")) {
+		/* a fork child takes over its parent sampler's thread state only once that
+		 * sampler runs: a fork before it borrows a new one, at once */
+		sleep_ns(50 * 1000000ull);
 		return fork_each(quick_child, atoi(argv[2])) ? 1 : 0;
+	}
 	fprintf(stderr, "usage: lazy_start title | forks N | late MS | deferred | quick N\n");
 	return 2;
 }

@@ -13,7 +13,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "firsttick.h"
 #include "interpose.h"
 
 #include "sigwaits.h"
@@ -67,7 +66,7 @@ int wp_ours_since(unsigned long long before)
 	       !no_retry;
 }
 
-#define SNAP() (wp_firsttick_poll(), wp_signals_snap())
+#define SNAP() wp_signals_snap()
 /* The retry rule: the call failed with EINTR and the interruption was ours (eintr.h). */
 #define OURS(before) (errno == EINTR && wp_ours_since(before))
 

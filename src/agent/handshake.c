@@ -11,7 +11,6 @@
 
 #include "clock.h"
 #include "eintr.h"
-#include "firsttick.h"
 #include "signals.h"
 #include "threadmask.h"
 
@@ -266,14 +265,6 @@ static void handler(int sig, siginfo_t *info, void *ucv)
 	int saved_errno = errno;
 	uint32_t gen = 0;
 	int any;
-	if (wp_firsttick_is_ours(info)) { /* a fork child's first tick: its sampler starts */
-		wp_our_signals++; /* a call it cut short is resumed (eintr.h) */
-		void *outer = wp_signals_enter_ours(ucv);
-		wp_firsttick_now();
-		wp_signals_leave_ours(outer);
-		errno = saved_errno;
-		return;
-	}
 	if (!from_sampler(sig, info, &gen, &any)) {
 		wp_signals_forward(sig, info, ucv);
 		errno = saved_errno;

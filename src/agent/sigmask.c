@@ -12,7 +12,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "firsttick.h"
 #include "handshake.h"
 #include "threadmask.h"
 
@@ -88,9 +87,6 @@ static int change(mask_fn real, int how, const sigset_t *set, sigset_t *old)
 	if (!e)
 		return real(how, set, old); /* a query, a vfork child, or no room in the table */
 	uint64_t want = wp_sigset_word(set);
-	int hs = wp_handshake_signal();
-	if (how != SIG_UNBLOCK && hs > 0 && (want & (1ull << (hs - 1))))
-		wp_firsttick_now(); /* the first tick's timer could not reach this thread */
 	if (how != SIG_UNBLOCK && (want & ~wp_tmask_get(e))) {
 		/* May block more: say so first, then let a signal already on its way land. */
 		wp_tmask_set(e, wp_tmask_get(e) | want);

@@ -66,8 +66,6 @@ static struct {
 #define RUNNING 1u
 #define FAILED 2u
 #define ABANDONED 3u
-#define DEFERRED 4u  /* wp_task_defer: the thread state is ready, the clone not made yet */
-#define LAUNCHING 5u /* wp_task_launch is making it */
 
 static long futex(void *w, int op, uint32_t val, const struct timespec *ts)
 {
@@ -213,49 +211,6 @@ static int start_again(void (*fn)(void *), void *arg)
 		     lend.tp, &task_word) < 0 ? -errno : 0;
 }
 
-/* A fork child's start, left for later (task.h): the thread state is ready (the parent's
- * task's, taken over), so a start later is one clone, which a signal handler may make. */
-int wp_task_defer(void (*fn)(void *), void *arg)
-{
-	if (!reusable)
-		return -1;
-	reusable = 0;
-	lend.fn = fn;
-	lend.arg = arg;
-	atomic_store(&lend.state, DEFERRED);
-	return 0;
-}
-
-/* Async-signal-safe: the clone, with every signal blocked (the task inherits the mask, and
- * must never run a handler), the caller's mask back after. */
-int wp_task_launch(void)
-{
-	uint32_t deferred = DEFERRED;
-	if (!atomic_compare_exchange_strong(&lend.state, &deferred, LAUNCHING))
-		return 0;
-	uint64_t all = ~0ull, old;
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, sizeof(all));
-	int r = clone(task_entry_again, lend.stack + TASK_STACK, TASK_FLAGS, NULL, &task_word,
-		      lend.tp, &task_word);
-	atomic_store(&lend.state, r < 0 ? FAILED : RUNNING);
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof(old));
-	return r < 0 ? -1 : 1;
-}
-
-int wp_task_cancel(void)
-{
-	uint32_t deferred = DEFERRED;
-	if (!atomic_compare_exchange_strong(&lend.state, &deferred, ABANDONED))
-		return 0;
-	reusable = 1; /* never used: a later start (after a failed exec) may defer again */
-	return 1;
-}
-
-int wp_task_deferred(void)
-{
-	return atomic_load(&lend.state) == DEFERRED;
-}
-
 /* The starter waits only until the lender is gone (so the program never sees a thread it
  * did not make), not for the task to run: the task confirms itself (lend.state) when it
  * must, and a stop before that finds task_word set and waits for it as for any task. One
@@ -332,7 +287,6 @@ void wp_task_forget(int fork_whole)
 {
 	atomic_store(&task_word, 0);
 	uint32_t st = atomic_load(&lend.state);
-	/* a deferred start's thread state was never used here: as whole as when it came */
-	reusable = fork_whole && (st == RUNNING || st == DEFERRED) && lend.tp && lend.stack &&
+	reusable = fork_whole && st == RUNNING && lend.tp && lend.stack &&
 		   lend.tid_slot;
 }

@@ -18,22 +18,6 @@
  * it). */
 int wp_task_start(void (*fn)(void *), void *arg);
 
-/* A fork child's start without the clone (the first tick's timer makes it, firsttick.h):
- * when the parent's task's thread state may be taken over (wp_task_forget), records `fn` and
- * `arg` and returns 0; else -1 (then wp_task_start). */
-int wp_task_defer(void (*fn)(void *), void *arg);
-
-/* Makes the deferred task: 1 when this call made it, 0 when there was none to make (not
- * deferred, made already, or cancelled), -1 when clone failed. Async-signal-safe. */
-int wp_task_launch(void);
-
-/* 1 when the deferred task will now never run (this call cancelled it), 0 when it was not
- * deferred (running, or being made). Async-signal-safe. */
-int wp_task_cancel(void);
-
-/* Whether a start is deferred (not made, not cancelled). */
-int wp_task_deferred(void);
-
 /* The task's tid (its pid: it leads a thread group of its own), 0 before it started. */
 pid_t wp_task_tid(void);
 

@@ -15,7 +15,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "firsttick.h"
 #include "threadmask.h"
 #include "threadstart.h"
 
@@ -84,7 +83,6 @@ EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)
 	create_fn real = real_create();
 	if (!real)
 		return ENOSYS;
-	wp_firsttick_now(); /* a deferred start keeps a fork child single-threaded (firsttick.h) */
 	struct start *s = take_slot();
 	if (!s)
 		return real(th, attr, fn, arg); /* it gets one /proc read instead (sampler.c) */

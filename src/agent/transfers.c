@@ -6,7 +6,6 @@
 
 #include "transfers.h"
 
-#include "firsttick.h"
 #include "interpose.h"
 
 #include <dlfcn.h>
@@ -287,7 +286,6 @@ __attribute__((noinline, cold)) static ssize_t finish(const struct xfer *x, ssiz
  * eintr.c, and a short count goes to finish(), with the transfer described by XFER. */
 #define TRANSFER(call, ...)                                                              \
 	for (;;) {                                                                       \
-		wp_firsttick_poll();                                                     \
 		unsigned long long before = wp_signals_snap();                           \
 		ssize_t r = call;                                                        \
 		if (__builtin_expect(wp_signals_snap() == before, 1))                    \

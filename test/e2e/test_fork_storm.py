@@ -9,8 +9,10 @@ exec, signals, exit"). One child in ten computes at once, for 60 ms of its own C
     copied half changed);
   * each computing child left its own profile, most of it in child_work, and its samples
     agree with the time it measured itself (cpu mode: its CPU time; wall mode: its wall
-    time in child_work), over all the children together, less what comes before a fork
-    child's sampler is made (its first tick of CPU time, firsttick.h);
+    time in child_work), over all the children together. (A fork child's sampler made at
+    its first tick of CPU time, a kernel timer on its CPU clock, left 1 computing child in
+    12 without a profile in about half the runs under the suite's load: the timer came tens
+    of ms late or never. It is made at the fork.)
   * no report of the run shows a frame or a lock of the agent's (the fork path used to show
     "[wait lock tick_lock]").
 """
@@ -20,7 +22,6 @@ import re
 import wplib as wp
 
 FORKS, EVERY, CHILD_MS, BUSY = 120, 10, 60, 6
-FIRST_CPU_TICK_MS = 4.0  # the kernel's tick (250 Hz), when a CPU clock's timer is looked at
 # A name of the agent's in a report: its locks, its functions (wp_*, the fork handlers).
 AGENT = re.compile(r"tick_lock|watch_lock|\bwp_[a-z_]+|fork_prepare|fork_parent|forkguard|"
                    r"libwallprof|wallprof_agent")
@@ -68,12 +69,7 @@ def run_mode(t, mode):
         t.check(share > 0.8, "%s: child %d: most samples in child_work (%.2f of %d)"
                 % (mode, pid, share, p.total()))
         got_total += n
-        # A fork child's sampler is made at its first tick of CPU time (firsttick.h): the
-        # kernel checks a CPU clock's timer at its own ticks (4 ms here), so up to that much
-        # of the child's CPU time, and in wall mode the wall time it took to get it (its
-        # share of the child's wall time), comes before any sample.
-        lead = min(FIRST_CPU_TICK_MS / (cpu_ns / 1e6), 1.0)
-        want_total += (cpu_ns if mode == "cpu" else wall_ns) / 1e6 * (1 - lead)
+        want_total += (cpu_ns if mode == "cpu" else wall_ns) / 1e6
     t.eq(missing, [], "%s: each computing child left its own profile" % mode,
          "files: %s" % sorted(os.listdir(d))[:20])
     if want_total:

@@ -17,13 +17,13 @@ it is gets measured in scripts/bench (section 8); this checks that the lazy path
   * a first sample that comes late (20 Hz, 100 ms asleep first): the header, the thread and
     the samples are there;
   * a preloaded shell's child that outlives the shell keeps quiet at its end;
-  * a fork child's task is made at its first tick (firsttick.h): children that _exit at once
-    make none (strace -ff: a timer, no clone) and are in the run's list; children that, before
-    their first tick (50 Hz), block every signal, make a thread, fork a grandchild or sleep
-    across it, are each sampled in their burn against the CPU time they measured, the sleep
-    is not cut short, and a raw futex wait across it (no interposer resumes one) times out
-    uncut. On the code before, every fork child cloned its task at the fork; with a timer on
-    the wall clock, the futex wait failed with EINTR.
+  * a fork child's task is one clone onto the thread state its parent's task used: children
+    that _exit at once make exactly one clone (strace -ff: CLONE_VM, no lender thread) and
+    no timer, and are in the run's list; children that, before their first tick (50 Hz),
+    block every signal, make a thread, fork a grandchild or sleep across it, are each
+    sampled in their burn against the CPU time they measured, the sleep is not cut short,
+    and a raw futex wait across it (no interposer resumes one) times out uncut. (A start
+    deferred to a timer on the child's CPU clock was withdrawn: test_fork_storm.)
 """
 import os
 import re
@@ -196,9 +196,11 @@ def quick_children(t):
     t.eq(len(forked), 3, "the three fork children are seen", repr(sorted(calls)))
     for pid in sorted(forked):
         text = calls.get(pid, "")
-        t.check("timer_create(" in text and "clone(" not in text and "clone3(" not in text,
-                "the child %d that _exits at once arms its first tick and makes no task" % pid,
-                text[-2000:])
+        clones = re.findall(r"clone3?\(.*", text)
+        t.check("timer_create(" not in text and len(clones) == 1 and "CLONE_VM" in clones[0]
+                and "CLONE_SETTLS" in clones[0],
+                "the child %d that _exits at once makes its task with one clone onto its "
+                "parent's thread state, no lender and no timer" % pid, text[-2000:])
     listed = wp.unsampled_lines(os.path.join(d, "q.unsampled"))
     cmd = "%s quick 3" % wp.target("lazy_start")
     t.check(forked <= {u["pid"] for u in listed if u["end"] == "exit 0" and u["command"] == cmd},
@@ -237,8 +239,8 @@ def deferred(t):
                 % (role, pid, through, burns[role], burn_ms, want))
     listed = wp.unsampled_lines(os.path.join(d, "d.unsampled"))
     quick = [u for u in listed if u["end"] == "exit 0" and u["pid"] not in truth]
-    t.check(len(quick) >= 3, "the futex child and the two that _exit at once are in the run's "
-            "list",
+    # (the futex child, blocked 60 ms from its start, is sampled waiting at 50 Hz: a profile)
+    t.check(len(quick) >= 2, "the two that _exit at once are in the run's list",
             repr(listed))
 
 

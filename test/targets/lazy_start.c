@@ -11,12 +11,13 @@
  *                         at once, on the thread state their parent's sampler used)
  *   lazy_start late MS    sleeps MS ms, then burns 300 ms in late_burn (a first sample that
  *                         comes late)
- *   lazy_start deferred   forks, from main, children that do at once what must make their
- *                         deferred sampler start (firsttick.h) before their first tick: one
+ *   lazy_start deferred   forks, from main, children that do at once what a fork child's
+ *                         sampler must survive before its first tick (a start once deferred
+ *                         to that tick had to be made by each of these first): one
  *                         blocks every signal and burns 300 ms in masked_burn; one makes a
  *                         thread that burns 300 ms in thread_burn; one forks a grandchild
  *                         that burns 300 ms in grandchild_burn; one sleeps 60 ms across its
- *                         first tick (the timer's signal must not cut the sleep short: exit 3
+ *                         first tick (nothing of ours may cut the sleep short: exit 3
  *                         if it does) and burns 200 ms in sleeper_burn; one waits 60 ms in
  *                         a raw futex wait, which no interposer resumes (exit 4 unless it
  *                         timed out: nothing of the agent's may cut it short); and two that

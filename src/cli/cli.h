@@ -32,6 +32,7 @@ struct wp_opts {
 	int threads;             /* -1 = agent default */
 	const char *out;         /* -o: profile path; NULL = default */
 	int quiet;
+	int no_report;           /* --no-report: record only (as perf record), report later */
 	char **cmd;              /* after "--" */
 	int attach_pid;          /* --pid: sample this running process from outside */
 	double duration;         /* --duration: seconds (0: until Ctrl-C or its end) */

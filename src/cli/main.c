@@ -77,6 +77,9 @@ int main(int argc, char **argv)
 	}
 	if (o.format == WP_FMT_JSON)
 		return wp_usage_error("--format=json goes with --dump", NULL);
+	if (o.no_report && (o.live || o.flame_graph || o.format_set || o.report_out))
+		return wp_usage_error("--no-report records only: it takes no report option "
+				      "(--live, --flame-graph, --format, --report-output)", NULL);
 	if (o.attach_pid) {
 		if (o.cmd)
 			return wp_usage_error("--pid takes no command", NULL);

@@ -45,6 +45,8 @@ static const char usage_text[] =
 "                       where to save the profile (default wallprof.<pid>.prof; the\n"
 "                       report names it). Re-report it later with --report.\n"
 "  -q, --quiet          no progress line while the program runs.\n"
+"  --no-report          record only, as perf record does: the profile is saved (-o) and\n"
+"                       not reported; report it later with --report.\n"
 "  --pid=PID            profile a process that is already running, from outside (nothing\n"
 "                       is loaded into it, nothing stopped): until --duration, Ctrl-C or\n"
 "                       its end. A statically linked COMMAND is profiled the same way.\n"
@@ -138,6 +140,7 @@ enum {
 	OPT_REPORT,
 	OPT_COMPARE,
 	OPT_FLAME_GRAPH,
+	OPT_NO_REPORT,
 	OPT_OVERHEAD_TEST,
 	OPT_SELF_PROFILE,
 	OPT_LIVE,
@@ -173,6 +176,7 @@ static const struct option long_opts[] = {
 	{ "report", required_argument, NULL, OPT_REPORT },
 	{ "compare", required_argument, NULL, OPT_COMPARE },
 	{ "flame-graph", no_argument, NULL, OPT_FLAME_GRAPH },
+	{ "no-report", no_argument, NULL, OPT_NO_REPORT },
 	{ "overhead-test", no_argument, NULL, OPT_OVERHEAD_TEST },
 	{ "self-profile", no_argument, NULL, OPT_SELF_PROFILE },
 	{ "live", no_argument, NULL, OPT_LIVE },
@@ -280,6 +284,9 @@ static int take(struct wp_opts *o, int c, const char *v, const char *next, int *
 		break;
 	case OPT_FLAME_GRAPH:
 		o->flame_graph = 1;
+		break;
+	case OPT_NO_REPORT:
+		o->no_report = 1;
 		break;
 	case OPT_OVERHEAD_TEST:
 		o->overhead_test = 1;

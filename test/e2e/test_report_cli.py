@@ -44,6 +44,8 @@ def main(t):
         (["--report", prof, "--compare", prof, prof], "do not go together"),
         (["--report", prof, "--", flat], "--report takes no command"),
         (["stray", "--", flat], "unexpected argument"),
+        (["--no-report", "--flame-graph", "--", flat], "--no-report records only"),
+        (["--no-report", "-f", "csv", "--", flat], "--no-report records only"),
     ]
     for args, msg in usage:
         r = wp.wallprof(args, cwd=wp.tmp_dir())
@@ -61,6 +63,8 @@ def main(t):
     r = wp.wallprof(["--help"])
     t.check(r.returncode == 0 and "--compare" in r.stdout and "--overhead-test" in r.stdout,
             "--help: exit 0, lists the subcommands")
+
+    no_report(t, flat)
 
     # -- GNU spellings (getopt_long): a value stuck to its short option, short flags bundled --
     spellings = [
@@ -178,4 +182,26 @@ def main(t):
             "csv: a name with commas is quoted")
 
 
+
+def no_report(t, flat):
+    """--no-report records as perf record does: nothing on stdout but the program's own, the
+    profile saved (said on stderr), the program's exit status kept; --report reports it later
+    as the run's own report would (the same folded stacks)."""
+    p = wp.tmp_path("noreport.prof")
+    r = wp.wallprof(["--hz=500", "--no-report", "-o", p, "--", flat, "0.3"], timeout=60)
+    t.check(r.returncode == 0 and r.stdout.strip() == "" and os.path.exists(p) and
+            "profile saved to %s" % p in r.stderr,
+            "--no-report: exit 0, no report on stdout, the profile saved and named on stderr",
+            r.describe())
+    rep = wp.wallprof(["--report", p, "-f", "folded"], timeout=60)
+    t.check(rep.returncode == 0 and "hot_loop" in rep.stdout,
+            "--no-report: the saved profile reports later (hot_loop in its stacks)",
+            rep.describe())
+    q = wp.wallprof(["-q", "--no-report", "-o", wp.tmp_path("noreport3.prof"), "--", "sh", "-c",
+                     "exit 3"], timeout=60)
+    t.check(q.returncode == 3 and q.stdout == "" and q.stderr == "",
+            "--no-report -q: the program's exit status 3, nothing printed", q.describe())
+
+
 wp.main(main)
+

@@ -506,6 +506,12 @@ int wp_report_after_run(const struct wp_opts *o, const char *path)
 		say_no_profile(o, path);
 		wp_record_print_messages(stderr);
 		report_orphans(o, path);
+	} else if (o->no_report) {
+		/* record only: what the agent said goes to stderr as a report would carry it */
+		wp_record_print_messages(stderr);
+		if (!o->quiet)
+			fprintf(stderr, "wallprof: profile saved to %s (wallprof --report %s)\n",
+				path, path);
 	} else {
 		FILE *out = wp_open_report(o);
 		if (out) {

@@ -590,9 +590,35 @@ static const uint8_t *chunk(struct wp_region *r, size_t c)
 
 /* `len` bytes at `addr` of a region, or NULL. A read across two chunks is assembled in a
  * buffer of ours (the unwinder reads words: len <= 8). */
-const uint8_t *wp_modules_read(uintptr_t addr, size_t len)
+/* `len` bytes at `off` of region `r`, or NULL. */
+static const uint8_t *region_read(struct wp_region *r, size_t off, size_t len)
 {
 	static uint8_t across[16];
+	size_t in = off % RCHUNK;
+	if (len > r->len - off)
+		return NULL;
+	const uint8_t *a = chunk(r, off / RCHUNK);
+	if (!a || in + len <= RCHUNK)
+		return a ? a + in : NULL;
+	const uint8_t *b = len <= sizeof(across) ? chunk(r, off / RCHUNK + 1) : NULL;
+	if (!b)
+		return NULL;
+	memcpy(across, a + in, RCHUNK - in);
+	memcpy(across + (RCHUNK - in), b, len - (RCHUNK - in));
+	return across;
+}
+
+const uint8_t *wp_modules_read(uintptr_t addr, size_t len)
+{
+	/* The unwinder reads a word at a time, mostly near the last one (a table's binary
+	 * search, an FDE's bytes): the region of the last read is tried first. Only an index,
+	 * checked against the table as it is now, so a table changed since just misses. */
+	static size_t last;
+	if (last < cur.nregions) {
+		struct wp_region *r = &cur.regions[last];
+		if (addr >= r->addr && addr - r->addr < r->len)
+			return region_read(r, addr - r->addr, len);
+	}
 	size_t lo = 0, hi = cur.nregions;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -602,18 +628,8 @@ const uint8_t *wp_modules_read(uintptr_t addr, size_t len)
 		} else if (addr >= r->addr + r->len) {
 			lo = mid + 1;
 		} else {
-			size_t off = addr - r->addr, in = off % RCHUNK;
-			if (len > r->len - off)
-				return NULL;
-			const uint8_t *a = chunk(r, off / RCHUNK);
-			if (!a || in + len <= RCHUNK)
-				return a ? a + in : NULL;
-			const uint8_t *b = len <= sizeof(across) ? chunk(r, off / RCHUNK + 1) : NULL;
-			if (!b)
-				return NULL;
-			memcpy(across, a + in, RCHUNK - in);
-			memcpy(across + (RCHUNK - in), b, len - (RCHUNK - in));
-			return across;
+			last = mid;
+			return region_read(r, addr - r->addr, len);
 		}
 	}
 	return NULL;

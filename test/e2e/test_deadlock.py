@@ -180,6 +180,16 @@ def check_lasts(t, mode, prof, members, killed=False):
             str(m))
 
 
+def lost_in_kill(prof, truth):
+    """Whether the SIGKILLed program's final tick saw a member of the loop end (META
+    missed_exited) and so left it without a LAST record."""
+    raw = wp.read_raw(prof)
+    if int(raw.meta.get("missed_exited", "0")) <= 0:
+        return False
+    last = {l["tid"] for l in raw.lasts}
+    return any(tid not in last for tid, _, _ in expected_members(truth).values())
+
+
 def line_names(line, members):
     """Whether a one-line form names every member with its tid and its lock."""
     return all("%s tid=%d" % (n, tid) in line and
@@ -242,6 +252,15 @@ def main(t):
                        ("self", "int"), ("join", "int")):
         res, truth, prof = run_stuck(t, mode, stop)
         label = "%s (SIG%s)" % (mode, stop.upper())
+        if stop == "kill" and lost_in_kill(prof, truth):
+            # the SIGKILL landed in a tick, which saw a thread of the loop end and wrote no
+            # LAST record for it: without it the loop cannot be named (2 runs in ~30 in
+            # clean runs of the suite). Said, not failed: check_lasts holds the rest.
+            t.note("%s: a loop member has no LAST record (missed_exited %s): the DEADLOCK "
+                   "section is not expected" % (label, wp.read_raw(prof).meta.get(
+                       "missed_exited")))
+            check_lasts(t, label, prof, expected_members(truth), killed=True)
+            continue
         members = check_text(t, label, res, truth)
         check_lasts(t, label, prof, members, killed=(stop == "kill"))
         if stop == "int":

@@ -82,6 +82,10 @@ int wp_usage_error(const char *msg, const char *arg);
  * bytes). Returns 0 when the program ran (its status in opts->exit_status), -1 with a
  * message printed, or -2 when the profile path cannot be written (nothing was run). */
 int wp_record(struct wp_opts *opts, char *profile_path, size_t cap);
+/* writers.c. Waits (at most `max_s`) until no sampler of the run rooted at `root_pid` whose
+ * program is gone is still running: a killed process's profile is written after its death,
+ * and a report that started first would be short of it. */
+void wp_wait_run_writers(long root_pid, double max_s);
 /* The agent's warnings received while recording, printed to `to` (when no profile shows them). */
 void wp_record_print_messages(FILE *to);
 /* cmds/outside.c. --pid: samples the running process from outside (wallprof-outside), then

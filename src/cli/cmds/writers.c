@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/* After the program the command ran has ended: the samplers of its run still writing.
+ *
+ * A process of the run that was killed (SIGKILL: no exit hook runs) has its profile written
+ * by its sampler's task after it died, and the report must wait for that or be short of that
+ * process (test_tree's killed process: 4,351 samples reported of 4,650 in its files). Such a
+ * task is named "wallprof" (its thread name), carries the run's id in its environment (the
+ * memory it shares with the program it sampled, which it keeps) and, its program gone, has
+ * been handed to another parent, one outside the run. A task whose program still runs (a
+ * daemon that outlives the root) has that program as its parent: it is not waited for. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+/* Whether /proc/PID/environ holds an entry starting with `entry`. 0 when it cannot be read
+ * (gone, or not ours to read). */
+static int env_has(pid_t pid, const char *entry)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	size_t cap = 8192, len = 0;
+	char *buf = malloc(cap);
+	ssize_t n;
+	while (buf && (n = read(fd, buf + len, cap - len)) > 0) {
+		len += (size_t)n;
+		if (len == cap) {
+			char *more = realloc(buf, cap * 2);
+			if (!more)
+				break;
+			buf = more;
+			cap *= 2;
+		}
+	}
+	close(fd);
+	int found = 0;
+	size_t want = strlen(entry);
+	for (size_t i = 0; buf && i < len && !found;) {
+		size_t elen = strnlen(buf + i, len - i);
+		found = elen >= want && !memcmp(buf + i, entry, want);
+		i += elen + 1;
+	}
+	free(buf);
+	return found;
+}
+
+/* /proc/PID/comm is exactly `name`. */
+static int comm_is(pid_t pid, const char *name)
+{
+	char path[64], buf[32];
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	return !strcmp(buf, name);
+}
+
+/* The parent in /proc/PID/stat (after the name's closing parenthesis), or -1. */
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	char *p = strrchr(buf, ')');
+	int ppid;
+	return p && sscanf(p + 1, " %*c %d", &ppid) == 1 ? ppid : -1;
+}
+
+/* How many samplers of the run whose program is gone still run. */
+static int orphan_writers(const char *entry)
+{
+	DIR *d = opendir("/proc");
+	if (!d)
+		return 0;
+	int n = 0;
+	pid_t self = getpid();
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+		if (*end || pid <= 0 || pid == self || !comm_is((pid_t)pid, "wallprof") ||
+		    !env_has((pid_t)pid, entry))
+			continue;
+		pid_t parent = parent_of((pid_t)pid);
+		if (parent >= 0 && (parent <= 1 || !env_has(parent, entry)))
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+void wp_wait_run_writers(long root_pid, double max_s)
+{
+	char entry[64];
+	/* the run's id starts with its root's pid (wp_exec_under_agent) */
+	snprintf(entry, sizeof(entry), "WALLPROF_RUN=%ld-", root_pid);
+	struct timespec t0, now, pause = { 0, 5 * 1000000L };
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (orphan_writers(entry) > 0) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((double)(now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) / 1e9 >= max_s)
+			return;
+		nanosleep(&pause, NULL);
+	}
+}

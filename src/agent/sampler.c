@@ -535,6 +535,7 @@ static void *run(void *arg)
 /* Asks the loop to end, with `last` to run on the sampler thread after its last tick. */
 static void request_stop(void (*last)(void))
 {
+	wp_threads_set_stopping((pid_t)syscall(SYS_gettid));
 	atomic_store(&last_state, 0);
 	atomic_store(&last_fn, last);
 	atomic_fetch_or(&stop_word, STOP);

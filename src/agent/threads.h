@@ -152,6 +152,9 @@ void wp_threads_reset(int abandon);
 /* The public API's per-thread choices (any thread may call these; the sampler reads them). */
 int wp_threads_exclude(pid_t tid, int exclude);
 int wp_threads_is_excluded(pid_t tid);
+/* The thread now waiting for the sampler to stop: not sampled from then on (threads.c).
+ * Async-signal-safe. */
+void wp_threads_set_stopping(pid_t tid);
 int wp_threads_set_name(pid_t tid, const char *name);
 /* Number of threads seen over the run (including exited ones). */
 uint64_t wp_threads_seen(void);

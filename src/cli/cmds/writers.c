@@ -53,19 +53,26 @@ static int env_has(pid_t pid, const char *entry)
 	return found;
 }
 
-/* /proc/PID/comm is exactly `name`. */
-static int comm_is(pid_t pid, const char *name)
+/* /proc/PID/NAME's first bytes, NUL-terminated: 1, or 0 when it cannot be read. */
+static int read_proc(pid_t pid, const char *name, char *buf, size_t cap)
 {
-	char path[64], buf[32];
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	ssize_t n = read(fd, buf, cap - 1);
 	close(fd);
-	if (n <= 0)
+	buf[n > 0 ? n : 0] = 0;
+	return n > 0;
+}
+
+/* /proc/PID/comm is exactly `name`. */
+static int comm_is(pid_t pid, const char *name)
+{
+	char buf[32];
+	if (!read_proc(pid, "comm", buf, sizeof(buf)))
 		return 0;
-	buf[n] = 0;
 	buf[strcspn(buf, "\n")] = 0;
 	return !strcmp(buf, name);
 }
@@ -73,18 +80,9 @@ static int comm_is(pid_t pid, const char *name)
 /* The parent in /proc/PID/stat (after the name's closing parenthesis), or -1. */
 static pid_t parent_of(pid_t pid)
 {
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	char *p = strrchr(buf, ')');
+	char buf[512];
 	int ppid;
+	char *p = read_proc(pid, "stat", buf, sizeof(buf)) ? strrchr(buf, ')') : NULL;
 	return p && sscanf(p + 1, " %*c %d", &ppid) == 1 ? ppid : -1;
 }
 

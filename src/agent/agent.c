@@ -405,6 +405,9 @@ static void flush_on_signal(int sig)
 {
 	static char extra[48];
 	wp_format(extra, sizeof(extra), "died_of_signal=%d\n", sig);
+	if (cfg.test_slow_fatal)
+		for (uint64_t until = wp_now_ns() + 10 * 1000000ull; wp_now_ns() < until;)
+			; /* moved and unanswering: ticks signal it and time out (config.h) */
 	if (finish_async(extra) == 0 && !cfg.quiet)
 		wp_log_summary("dying of signal %d: %llu samples written to %s", sig,
 			       (unsigned long long)wp_stats.samples, out_path);

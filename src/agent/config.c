@@ -62,6 +62,7 @@ int wp_config_load(struct wp_config *cfg, char *(*getenv_fn)(const char *))
 		cfg->test_tagless = strstr(v, "tagless") != NULL;
 		cfg->test_slow_tick = strstr(v, "slow-tick") != NULL;
 		cfg->test_no_perf = strstr(v, "no-perf") != NULL;
+		cfg->test_slow_fatal = strstr(v, "slow-fatal") != NULL;
 	}
 
 	if ((v = getenv_fn("WALLPROF_MODE"))) {

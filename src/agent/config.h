@@ -51,6 +51,9 @@ struct wp_config {
 	int test_tagless; /* requests go out with tgkill, as where rt_tgsigqueueinfo is refused */
 	int test_slow_tick; /* each tick holds its lock 800 ms longer; a profile written during a
 			     * tick by another thread says test_written_in_tick=1 (sampler.h) */
+	int test_slow_fatal; /* the fatal-signal flush spins 10 ms before it stops the sampler,
+			      * so that ticks signal its thread meanwhile (it blocks every
+			      * signal there): what they get is not the program's (sample.c) */
 	int test_no_perf;   /* no perf clock for threads that block the signal, as where the
 			     * kernel refuses one (perfclock.h): their running time goes unseen */
 };

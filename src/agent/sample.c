@@ -446,13 +446,19 @@ static void count_backed_off(struct wp_athread *t, uint64_t weight_ns, uint64_t 
 static void finish_job(struct job *j, const struct wp_hs_request *r, uint64_t now)
 {
 	struct wp_athread *t = j->t;
-	switch (r->result) {
-	case WP_HS_OK:
-		break;
-	case WP_HS_EXITED:
+	if (r->result == WP_HS_EXITED) {
 		wp_sample_miss(WP_MISS_EXITED);
 		wp_threads_gone(t);
 		return;
+	}
+	/* It asked the sampler to stop since it was chosen (threads.h, wp_threads_set_stopping):
+	 * what it answered, or its not answering, is the agent's stop in its signal handler, not
+	 * the program (test_deadlock's main: its join counted again as "waiting, no call"). */
+	if (wp_threads_is_excluded(t->tid))
+		return;
+	switch (r->result) {
+	case WP_HS_OK:
+		break;
 	case WP_HS_TIMEOUT:
 		missed_answer(t, j->weight_ns, now);
 		return;

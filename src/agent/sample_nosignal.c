@@ -219,6 +219,8 @@ int wp_sample_blocked(struct wp_athread *t, struct wp_cpu_reading before, uint64
 			wp_threads_gone(t);
 			return 1;
 		}
+		if (wp_threads_is_excluded(t->tid))
+			return 1; /* it began the agent's stop meanwhile: its wait is ours (threads.h) */
 		/* The look found it off a CPU: the same clock before and after it (and, from the
 		 * task, the same count of times put on a CPU) means it was not put on one
 		 * meanwhile, whether or not it was on one at the first reading. */

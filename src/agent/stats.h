@@ -22,6 +22,7 @@ enum wp_miss {
 
 struct wp_stats {
 	uint64_t ticks, ticks_late;
+	uint64_t ticks_idle;        /* cpu mode: ticks that found no thread had run (sampler.c) */
 	uint64_t samples;           /* counted samples (signalled + reused) */
 	uint64_t signalled;         /* of which: a handshake */
 	uint64_t reused;            /* of which: the thread had not run, last stack reused */

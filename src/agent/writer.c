@@ -95,12 +95,13 @@ static size_t build_meta(const char *extra)
 		       (unsigned long long)sys, (unsigned long long)wp_sampler_cpu_ns(),
 		       (unsigned long long)wp_stats.unwind_ns);
 	n += wp_format(meta + n, sizeof(meta) - n,
-		       "ticks=%llu\nticks_late=%llu\nsamples=%llu\nsignalled=%llu\nreused=%llu\n"
+		       "ticks=%llu\nticks_late=%llu\nticks_idle=%llu\nsamples=%llu\nsignalled=%llu\nreused=%llu\n"
 		       "unsignalled=%llu\nsyscall_refused=%llu\n"
 		       "truncated=%llu\nstacks=%llu\nthreads_seen=%llu\nagent_bytes=%llu\n"
 		       "unwind_table_bytes=%llu\ntimeline_truncated=%d\nstray_signals=%llu\n"
 		       "waits=%llu\nwaits_lost=%llu\nholder_samples=%llu\nholder_missed=%llu\n",
 		       (unsigned long long)wp_stats.ticks, (unsigned long long)wp_stats.ticks_late,
+		       (unsigned long long)wp_stats.ticks_idle,
 		       (unsigned long long)wp_stats.samples, (unsigned long long)wp_stats.signalled,
 		       (unsigned long long)wp_stats.reused, (unsigned long long)wp_stats.unsignalled,
 		       (unsigned long long)wp_stats.syscall_refused,

@@ -785,6 +785,16 @@ static void tick_wall(uint64_t now)
 }
 
 
+/* cpu mode: on a CPU or waiting for one (state R), where its signal finds it where it runs.
+ * From the task that is what wp_sample_on_cpu_now says; on a thread of the program (the
+ * fallback) a clock that did not move may be a thread preempted, by the sampler itself on its
+ * CPU as often as not, so its state letter is read then (test_tree's "orphans" run lost a
+ * whole process's samples without it). */
+static int runs_now(struct wp_athread *t, const struct wp_cpu_reading *cpu)
+{
+	return wp_sample_on_cpu_now(t, cpu) || (!wp_cpuclock_lags() && wp_thread_runnable(t->tid) == 1);
+}
+
 static void tick_cpu(uint64_t now)
 {
 	static size_t cursor;
@@ -822,7 +832,7 @@ static void tick_cpu(uint64_t now)
 		 * perf's CPU clock samples only a running thread. (Taken from /proc instead, as it
 		 * was, the CPU time of a thread that runs 1 ms and sleeps 3 went ~80% to its
 		 * nanosleep: test_cpu_split's napping run.) */
-		if (!wp_sample_on_cpu_now(t, &cpu))
+		if (!runs_now(t, &cpu))
 			continue;
 		t->credit_ns -= weight;
 		sample_signalled(t, weight, now);

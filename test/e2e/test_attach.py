@@ -235,7 +235,10 @@ def wait_objects(report):
         elif on:
             m = WAIT_OBJECT.match(line)
             if m:
-                out[(m.group(2), re.sub(r"\[\d+\]", "[N]", m.group(3)))] = float(m.group(1))
+                # a pipe's peer "seen blocked on it" is named only when a sample caught it
+                # blocked there, by its tid: neither says what the wait is
+                name = re.sub(r", seen blocked on it: [^)]*", "", m.group(3))
+                out[(m.group(2), re.sub(r"\[\d+\]", "[N]", name))] = float(m.group(1))
     return out
 
 

@@ -371,6 +371,21 @@ static int leader_is_zombie(void)
 	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
 }
 
+/* PF_EXITING (the kernel's task flag, stat's ninth field): set as a task starts to exit. */
+#define WP_PF_EXITING 0x4u
+
+int wp_threads_leader_exiting(void)
+{
+	char buf[512];
+	unsigned long flags;
+	if (wp_threads_read_proc(leader, "stat", buf, sizeof(buf)) <= 0)
+		return 1; /* gone meanwhile: ending, not exec'd (an exec keeps the pid's files) */
+	char *p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
+		return 0;
+	return (flags & WP_PF_EXITING) != 0;
+}
+
 /* The leader has ended: it is no longer sampled (in wall mode its frozen clock would count
  * its last stack again at every tick) nor listed. */
 static void bury_leader(void)

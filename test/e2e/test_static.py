@@ -31,8 +31,9 @@ SECONDS = "3"
 HZ = 1000
 TOL = {"cpu": 0.02, "wall": 0.02}
 # wall mode with the spinner: the samples in the program's clock reads, at least (measured: the
-# agent 9-10%, the outside sampler 10-14%, the code before the change 0.2%)
-CLOCK_READS_MIN = 0.03
+# agent 9-10%, the outside sampler 10-14% and 2.8% once in a clean run under the suite's load,
+# the code before the change 0.2%)
+CLOCK_READS_MIN = 0.015
 # the calls cpu_split times (each between its clock reads)
 CALLS = ("work_a", "work_b", "do_hash", "work_c")
 

@@ -402,8 +402,8 @@ static void note_disk(struct wp_athread *t, struct wp_stack_entry *e,
 {
 	struct wp_wait_entry *w = br->nr >= 0 ? t->last_wait : NULL;
 	if (cfg->mode != WP_MODE_WALL || cfg->test_no_waits)
-		return; /* a cpu profile's blocked samples are CPU time already paid (no-waits: no
-			 * stat read) */
+		return; /* a cpu profile takes no blocked sample (tick_cpu); no-waits: no stat
+			 * read */
 	if (!wp_fds_private() || /* see wp_sample_note_runnable */
 	    !wp_cpuwait_may_be_disk(br->nr, w ? w->target : NULL, w ? w->target_len : 0) ||
 	    !ration_allows(&state_look_tokens, &state_look_refilled, now))

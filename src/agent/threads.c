@@ -362,13 +362,21 @@ void wp_threads_init(pid_t self)
 /* Whether the leader has ended: /proc shows it a zombie (Z) until the whole process ends. Its
  * CPU clock still reads then, frozen, so the clock cannot tell an ended leader from an idle
  * one. One /proc read, ~10 us. */
+/* The leader's stat line from its state on (after the name's ')', which may contain
+ * anything but not after its last one), in `buf`; NULL when it cannot be read. */
+static const char *leader_stat(char *buf, size_t cap)
+{
+	if (wp_threads_read_proc(leader, "stat", buf, cap) <= 0)
+		return NULL;
+	char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p + 2 : NULL;
+}
+
 static int leader_is_zombie(void)
 {
 	char buf[512];
-	if (wp_threads_read_proc(leader, "stat", buf, sizeof(buf)) <= 0)
-		return 0; /* cannot tell (out of descriptors?): assume it lives */
-	char *p = strrchr(buf, ')'); /* the name may contain anything, but not after its ')' */
-	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+	const char *f = leader_stat(buf, sizeof(buf));
+	return f && (f[0] == 'Z' || f[0] == 'X'); /* unreadable (out of descriptors?): lives */
 }
 
 /* PF_EXITING (the kernel's task flag, stat's ninth field): set as a task starts to exit. */
@@ -378,10 +386,10 @@ int wp_threads_leader_exiting(void)
 {
 	char buf[512];
 	unsigned long flags;
-	if (wp_threads_read_proc(leader, "stat", buf, sizeof(buf)) <= 0)
+	const char *f = leader_stat(buf, sizeof(buf));
+	if (!f)
 		return 1; /* gone meanwhile: ending, not exec'd (an exec keeps the pid's files) */
-	char *p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
+	if (sscanf(f, "%*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
 		return 0;
 	return (flags & WP_PF_EXITING) != 0;
 }

@@ -126,11 +126,11 @@ uint64_t wp_threads_next_look(void);
 void wp_threads_leader_leaving(pid_t pid);
 
 /* Whether the leader has left (pthread_exit) or ended; a /proc read when nothing said so. */
+int wp_threads_leader_left(void);
 /* Whether the leader is exiting now (PF_EXITING in its stat): a process killed, between
  * giving up its memory and its end being seen through its pidfd (sampler.c's program_gone
  * took that moment for an exec). Reads /proc. */
 int wp_threads_leader_exiting(void);
-int wp_threads_leader_left(void);
 /* The live threads: an array valid until the next refresh. */
 struct wp_athread **wp_threads_live(size_t *n);
 /* All threads ever registered and kept (for the writer). */

@@ -95,8 +95,8 @@ static size_t build_meta(const char *extra)
 		       (unsigned long long)sys, (unsigned long long)wp_sampler_cpu_ns(),
 		       (unsigned long long)wp_stats.unwind_ns);
 	n += wp_format(meta + n, sizeof(meta) - n,
-		       "ticks=%llu\nticks_late=%llu\nticks_idle=%llu\nsamples=%llu\nsignalled=%llu\nreused=%llu\n"
-		       "unsignalled=%llu\nsyscall_refused=%llu\n"
+		       "ticks=%llu\nticks_late=%llu\nticks_idle=%llu\nsamples=%llu\nsignalled=%llu\n"
+		       "reused=%llu\nunsignalled=%llu\nsyscall_refused=%llu\n"
 		       "truncated=%llu\nstacks=%llu\nthreads_seen=%llu\nagent_bytes=%llu\n"
 		       "unwind_table_bytes=%llu\ntimeline_truncated=%d\nstray_signals=%llu\n"
 		       "waits=%llu\nwaits_lost=%llu\nholder_samples=%llu\nholder_missed=%llu\n",

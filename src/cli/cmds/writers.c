@@ -6,11 +6,12 @@
  * process (test_tree's killed process: 4,351 samples reported of 4,650 in its files). Such a
  * task is named "wallprof" (its thread name), carries the run's id in its environment (the
  * memory it shares with the program it sampled, which it keeps) and, its program gone, has
- * been handed to another parent, one outside the run (or its parent is still dying). A task
+ * been handed to another parent, one outside the run (or its parent is being killed). A task
  * whose program still runs (a daemon that outlives the root) has that program as its parent:
  * it is not waited for. */
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,23 +88,21 @@ static pid_t parent_of(pid_t pid)
 	return p && sscanf(p + 1, " %*c %d", &ppid) == 1 ? ppid : -1;
 }
 
-/* Whether `pid` is on its way out: a SIGKILL pending (sent, not yet acted on: on a loaded
- * machine the killed process may not run for milliseconds, and its sampler then still has
- * it, alive, as its parent), or already dying (state Z or X). test_tree's killed-late run
- * missed the killed process's profile once so, under the suite's load. */
-static int dying(pid_t pid)
+/* Whether `pid` has a SIGKILL pending: sent, not yet acted on (on a loaded machine the killed
+ * process may not run for milliseconds, and its sampler then still has it, alive, as its
+ * parent; test_tree's killed-late run missed the killed process's profile once so, under the
+ * suite's load). A parent already dead has no environment to read: env_has says that. */
+static int killed(pid_t pid)
 {
 	char buf[4096];
-	char *p = read_proc(pid, "stat", buf, sizeof(buf)) ? strrchr(buf, ')') : NULL;
-	if (p && (p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X')))
-		return 1;
 	if (!read_proc(pid, "status", buf, sizeof(buf)))
 		return 1; /* gone meanwhile */
 	static const char *const keys[] = { "\nShdPnd:", "\nSigPnd:" };
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		const char *k = strstr(buf, keys[i]);
 		unsigned long long mask;
-		if (k && sscanf(k + strlen(keys[i]), " %llx", &mask) == 1 && (mask >> (9 - 1)) & 1)
+		if (k && sscanf(k + strlen(keys[i]), " %llx", &mask) == 1 &&
+		    (mask >> (SIGKILL - 1)) & 1)
 			return 1;
 	}
 	return 0;
@@ -125,7 +124,7 @@ static int orphan_writers(const char *entry)
 		    !env_has((pid_t)pid, entry))
 			continue;
 		pid_t parent = parent_of((pid_t)pid);
-		if (parent >= 0 && (parent <= 1 || !env_has(parent, entry) || dying(parent)))
+		if (parent >= 0 && (parent <= 1 || !env_has(parent, entry) || killed(parent)))
 			n++;
 	}
 	closedir(d);

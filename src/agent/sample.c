@@ -813,18 +813,27 @@ static void tick_cpu(uint64_t now)
 		}
 		int64_t ran = t->poll_cpu_ns < 0 ? 0 : cpu.ns - t->poll_cpu_ns;
 		t->poll_cpu_ns = cpu.ns;
+		/* Only credit seen at an earlier tick is paid now ("ripe"). The clock read from
+		 * the task is schedstat's sum, which moves when the kernel settles the thread's
+		 * time: at a switch, a scheduler tick, and when the program reads its own CPU
+		 * clock. Paid at the tick that saw it move, a sample lands where those happen:
+		 * cpu_split, napping, timing each call with CLOCK_THREAD_CPUTIME_ID, had 21-31%
+		 * of its samples in the clock read that ends a call. A tick later, the thread is
+		 * found wherever it then runs. */
+		uint64_t ripe = t->credit_ns;
 		if (ran <= 0)
-			continue; /* asleep since the last look: a cpu profile gives it nothing */
+			continue; /* not run since the last look: asleep, or woken and not yet run */
 		t->credit_ns += (uint64_t)ran;
-		if (t->credit_ns < interval_ns || backed_off(t, now))
+		if (ripe < interval_ns || backed_off(t, now))
 			continue;
-		/* One sample pays out whole intervals of CPU time it stands for, but keeps one in
-		 * hand when it could pay two or more: tick jitter (+-1/8 interval) would otherwise
-		 * make a thread that runs one interval per tick earn two at one tick and none at
-		 * the next, and be captured at fewer ticks than it ran through. A thread found on
-		 * a CPU is left with less than two intervals in its bank. */
-		uint64_t whole = t->credit_ns / interval_ns;
-		uint64_t weight = (whole >= 2 ? whole - 1 : whole) * interval_ns;
+		/* One sample pays out whole intervals of CPU time it stands for. A clock read in
+		 * the thread group is exact, and there one is kept in hand when it could pay two
+		 * or more: tick jitter (+-1/8 interval) would otherwise make a thread that runs
+		 * one interval per tick earn two at one tick and none at the next, and be
+		 * captured at fewer ticks than it ran through. Schedstat's sum comes in lumps (a
+		 * scheduler tick's worth), paid whole by one sample. */
+		uint64_t whole = ripe / interval_ns;
+		uint64_t weight = (whole >= 2 && !wp_cpuclock_lags() ? whole - 1 : whole) * interval_ns;
 		/* Off a CPU now (it ran, then blocked): where it waits is not where it ran, and a
 		 * signal would interrupt its call. Its credit waits for a tick that finds it on a
 		 * CPU, which pays all of it there: a thread on a CPU a fraction f of the time is

@@ -16,7 +16,11 @@ a CPU a quarter of the time gives a quarter as many independent samples), at mos
 samples are in the nap (75-80% on the code before: a tick that found the thread blocked took
 its stack from /proc, in nanosleep, for the CPU time it had run in the call), the samples are
 at least 80% of the program's CPU time at 1000 Hz, and META ticks_idle shows the skip at
-work: at least half the ticks (0 on the code before it, which had no such count).
+work: at least 35% of the ticks (0 on the code before it, which had no such count).
+
+cpu mode's samples in the target's own clock reads are at most 8% (perf finds 1-2% there):
+napping, and napping again with the program, the command and the sampler all on one CPU.
+The code before had 21-31% and 56% there (sampler.c's short_slice, sample.c's ripe credit).
 """
 import os
 import sys
@@ -33,15 +37,25 @@ NAP_US = 3000
 NAP_SECONDS = 1.0  # of CPU: about 4 s of wall time with the naps
 
 
-def one_mode(t, mode, nap_us=0):
-    label = mode + (", napping" if nap_us else "")
-    prof = wp.tmp_path("cpu_split.%s%s.prof" % (mode, ".nap" if nap_us else ""))
-    truth_path = wp.tmp_path("cpu_split.%s%s.truth" % (mode, ".nap" if nap_us else ""))
+def run_label(mode, nap_us, one_cpu):
+    return mode + (", napping" if nap_us else "") + (", one CPU" if one_cpu else "")
+
+
+def one_mode(t, mode, nap_us=0, one_cpu=False):
+    label = run_label(mode, nap_us, one_cpu)
+    name = "cpu_split.%s%s%s" % (mode, ".nap" if nap_us else "", ".one" if one_cpu else "")
+    prof, truth_path = wp.tmp_path(name + ".prof"), wp.tmp_path(name + ".truth")
     env = {"WP_TRUTH": truth_path}
     if nap_us:
         env["CPU_SPLIT_NAP_US"] = str(nap_us)
-    r = wp.record([wp.target("cpu_split"), str(NAP_SECONDS if nap_us else SECONDS)], prof,
-                  mode=mode, hz=HZ, env=env, timeout=120)
+    mask = os.sched_getaffinity(0)
+    if one_cpu:  # the program, the command and the sampler's task share one CPU
+        os.sched_setaffinity(0, {min(mask)})
+    try:
+        r = wp.record([wp.target("cpu_split"), str(NAP_SECONDS if nap_us else SECONDS)], prof,
+                      mode=mode, hz=HZ, env=env, timeout=120)
+    finally:
+        os.sched_setaffinity(0, mask)
     mode_name, mode = mode, label  # the checks' labels name the run
     if not t.eq(r.returncode, 0, "[%s] wallprof -- cpu_split exits 0" % mode, r.describe()):
         return None
@@ -61,8 +75,10 @@ def one_mode(t, mode, nap_us=0):
             lambda: "META: %r" % raw.meta)
     if nap_us:
         ticks, idle = int(raw.meta.get("ticks", "0")), int(raw.meta.get("ticks_idle", "0"))
-        t.check(idle >= 0.5 * ticks, "[%s] ticks that found nothing had run, skipped: %d of "
-                "%d (>= half)" % (mode, idle, ticks), lambda: "META: %r" % raw.meta)
+        # each ~4.2 ms round has ~1 tick in the call and one after it that sees the call's
+        # end: about half the ticks are idle (seen 48-55%)
+        t.check(idle >= 0.35 * ticks, "[%s] ticks that found nothing had run, skipped: %d of "
+                "%d (>= 35%%)" % (mode, idle, ticks), lambda: "META: %r" % raw.meta)
     t.check(raw.truncated() <= 0.01 * raw.samples(),
             "[%s] truncated unwinds: %d of %d samples (<= 1%%)" % (mode, raw.truncated(),
                                                                    raw.samples()))
@@ -99,6 +115,13 @@ def one_mode(t, mode, nap_us=0):
     kind = "wall." if mode_name == "wall" else "self."
     total_ns = sum(v for k, v in truth.items() if k.startswith(kind))
     t.note("[%s] samples in the target's own clock_gettime: %d" % (mode, instrument))
+    if mode_name == "cpu":
+        # perf: 1-2% of the CPU time (the system calls included). The code before this
+        # check had 21-31% there napping and 56% on one CPU: a sampler waiting for the
+        # program's CPU got it when the program's clock read ended its slice, and found it
+        # there; and credit was paid at the tick that saw the clock read move the clock.
+        t.check(instrument <= 0.08 * p.total(), "[%s] samples in the target's clock reads: "
+                "%d of %d (<= 8%%)" % (mode, instrument, p.total()), dump)
     selfc = p.self_counts()
     callers = p.callers_of("leaf_mul")
     measured = {
@@ -165,10 +188,11 @@ def one_mode(t, mode, nap_us=0):
 
 def main(t):
     results = {}
-    for mode, nap_us in (("wall", 0), ("cpu", 0), ("cpu", NAP_US)):
-        errs = one_mode(t, mode, nap_us)
+    for mode, nap_us, one_cpu in (("wall", 0, False), ("cpu", 0, False), ("cpu", NAP_US, False),
+                                  ("cpu", NAP_US, True)):
+        errs = one_mode(t, mode, nap_us, one_cpu)
         if errs:
-            results[mode + (", napping" if nap_us else "")] = errs
+            results[run_label(mode, nap_us, one_cpu)] = errs
     for mode, errs in results.items():
         t.note("%s mode, error in percentage points (profile - truth): %s" % (
             mode, ", ".join("%s %+.2f" % (k, v) for k, v in errs.items())))

@@ -257,27 +257,6 @@ static int from_sampler(int sig, const siginfo_t *info, uint32_t *gen, int *any)
 	return 0;
 }
 
-/* The agent's timer (latestart.h): SI_TIMER with the tag and an all-ones generation, which no
- * request uses. */
-#define WP_TIMER_VALUE ((uint64_t)WP_HS_TAG << 32 | 0xffffffffu)
-static void (*_Atomic timer_fn)(void);
-
-void *wp_handshake_timer_value(void)
-{
-	return (void *)(uintptr_t)WP_TIMER_VALUE;
-}
-
-void wp_handshake_on_timer(void (*fn)(void))
-{
-	atomic_store(&timer_fn, fn);
-}
-
-static int from_our_timer(const siginfo_t *info)
-{
-	return info && info->si_code == SI_TIMER &&
-	       (uint64_t)(uintptr_t)info->si_value.sival_ptr == WP_TIMER_VALUE;
-}
-
 /* The handler. Async-signal-safe: atomics, gettid, clock_gettime, futex, memcpy of a
  * fixed-size register block into a preallocated slot; errno saved and restored. The
  * program's deliveries go to its own disposition (wp_signals_forward). */
@@ -286,14 +265,6 @@ static void handler(int sig, siginfo_t *info, void *ucv)
 	int saved_errno = errno;
 	uint32_t gen = 0;
 	int any;
-	if (from_our_timer(info)) {
-		wp_our_signals++; /* it may have interrupted a call (eintr.h) */
-		void (*fn)(void) = atomic_load(&timer_fn);
-		if (fn)
-			fn();
-		errno = saved_errno;
-		return;
-	}
 	if (!from_sampler(sig, info, &gen, &any)) {
 		wp_signals_forward(sig, info, ucv);
 		errno = saved_errno;
@@ -366,9 +337,6 @@ int wp_handshake_is_ours(const struct sigaction *sa)
 
 int wp_handshake_migrate(int to)
 {
-	void (*fn)(void) = atomic_load(&timer_fn);
-	if (fn)
-		fn(); /* an armed timer's signal would reach the old signal's new owner */
 	if (to > 0) {
 		int e = wp_signals_take(to, handler);
 		if (e)

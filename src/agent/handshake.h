@@ -107,10 +107,5 @@ void wp_handshake_set_tagless(void);
 uint64_t wp_handshake_stray(void);
 /* The signal in use. */
 int wp_handshake_signal(void);
-/* The value a timer of the agent's sends with the signal (latestart.h): the handler calls
- * `fn` for it, and for nothing else. `fn` is called too before the signal changes
- * (wp_handshake_migrate), as the timer's would then reach the program. */
-void *wp_handshake_timer_value(void);
-void wp_handshake_on_timer(void (*fn)(void));
 
 #endif

@@ -26,7 +26,6 @@
 #include "fds.h"
 #include "forkguard.h"
 #include "handshake.h"
-#include "latestart.h"
 #include "peek.h"
 #include "log.h"
 #include "modules.h"
@@ -274,7 +273,6 @@ static _Atomic int exit_thread_asked;
 /* On the leader, as it leaves (a program thread: the program's descriptor table). */
 void wp_sampler_prepare_exit_thread(void)
 {
-	wp_latestart_now(); /* its end is the sampler's to see, as for any process */
 	if (!started || cfg->test_exit_on_sampler || atomic_exchange(&exit_thread_asked, 1))
 		return;
 	pthread_attr_t attr;
@@ -536,15 +534,12 @@ static void *run(void *arg)
 	 * 100 us between reads, wall 1000 Hz): signals landing inside a write fell from 816 to
 	 * 461 per 4 s (-44%), ticks and samples unchanged (docs/design.md). */
 	prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
-	if (!cfg->test_long_slice)
-		short_slice();
+	short_slice();
 	wp_sigmask_quiet_this_thread(); /* started with every signal blocked */
 	wp_sample_seed(wp_now_ns() ^ ((uint64_t)pid << 32));
 	wp_threads_init(sampler_tid); /* the leader, whose end program_gone() must know */
 
-	/* The first tick one interval after the start was asked for: a fork child's task, made
-	 * half an interval late (latestart.h), loses nothing. */
-	uint64_t next = start_ns;
+	uint64_t next = wp_now_ns();
 	int orphaned = 0, set = 0, idle = 0;
 	while (!(atomic_load(&stop_word) & STOP)) {
 		/* Jitter of up to +-1/8 interval, mean zero: the rate asked is the rate delivered,
@@ -640,7 +635,6 @@ int wp_sampler_in_tick(void)
 
 int wp_sampler_stop_async(uint64_t timeout_ns, void (*last)(void))
 {
-	wp_latestart_cancel();
 	if (!started || atomic_load(&done_word) || on_sampler_thread())
 		return -1;
 	request_stop(last);
@@ -671,16 +665,11 @@ int wp_sampler_stop_async(uint64_t timeout_ns, void (*last)(void))
  * value says so: then the module table and libunwind's state, changed only inside the
  * guard, are whole in the child, which keeps them). */
 static __thread int fork_closed __attribute__((tls_model("initial-exec")));
-static __thread int fork_held __attribute__((tls_model("initial-exec"))); /* a late start */
 static __thread int fork_whole __attribute__((tls_model("initial-exec")));
 
 void wp_sampler_fork_prepare(void)
 {
 	fork_closed = fork_whole = 0;
-	if ((fork_held = wp_latestart_hold())) {
-		fork_whole = 1; /* no task yet: none of its state is half changed */
-		return;
-	}
 	if (!started || syscall(SYS_gettid) == atomic_load(&sampler_tid))
 		return;
 	fork_closed = 1;
@@ -691,16 +680,13 @@ void wp_sampler_fork_parent(void)
 {
 	if (fork_closed)
 		wp_guard_fork_parent();
-	if (fork_held)
-		wp_latestart_release();
-	fork_closed = fork_whole = fork_held = 0;
+	fork_closed = fork_whole = 0;
 }
 
 void wp_sampler_fork_child(void)
 {
 	/* The sampler does not exist here; whatever it held is void. */
-	fork_closed = fork_held = 0;
-	wp_latestart_forget();
+	fork_closed = 0;
 	wp_guard_fork_child();
 	wp_modules_fork_child();
 }
@@ -790,26 +776,6 @@ static int start_task_or_thread(void)
 	int e = wp_own_thread_create(&thread, &attr, run, NULL);
 	pthread_attr_destroy(&attr);
 	return e;
-}
-
-/* latestart.h's start: one clone, async-signal-safe. */
-static void start_on_timer(void)
-{
-	if (wp_task_start_reused(run_on_task, NULL) == 0)
-		started = 1;
-}
-
-/* A fork child that can take its parent task's thread state over starts at its first tick
- * (latestart.h), half an interval from now: 1 when armed. Not where the command's channel is
- * to be handed over (a fork child has none: log.c). */
-static int arm_late_start(void)
-{
-	int want_task = !cfg->test_thread_sampler && !cfg->test_no_unshare &&
-			!cfg->test_exit_on_sampler && !cfg->test_eager_fork;
-	if (!want_task || !wp_task_reusable() || wp_log_channel_fd() >= 0)
-		return 0;
-	on_task = 1;
-	return wp_latestart_arm(interval_ns / 2, start_on_timer) == 0;
 }
 
 /* PIDFD_GET_INFO (Linux 6.15): a pidfd tells its process's exit status once it has been
@@ -920,13 +886,10 @@ int wp_sampler_start(const struct wp_config *c, void (*first)(void))
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	starter_mask = old;
-	int late = arm_late_start();
-	int e = late ? 0 : start_task_or_thread();
+	int e = start_task_or_thread();
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (e)
 		return -e;
-	if (late)
-		return 0; /* started (`started`) by the timer's signal, or never */
 	started = 1;
 	/* The command's channel moves into the sampler's own table: wait (briefly, bounded)
 	 * until it has one, then close the program's copy. */
@@ -937,7 +900,6 @@ int wp_sampler_start(const struct wp_config *c, void (*first)(void))
 
 void wp_sampler_stop(void (*last)(void))
 {
-	wp_latestart_cancel(); /* `started` is then what happened */
 	if (!started || atomic_load(&done_word)) {
 		if (started)
 			sampler_gone(wp_now_ns() + 1000000000ull); /* its loop has ended */

@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "handshake.h"
-#include "latestart.h"
 #include "threadmask.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -88,9 +87,6 @@ static int change(mask_fn real, int how, const sigset_t *set, sigset_t *old)
 	if (!e)
 		return real(how, set, old); /* a query, a vfork child, or no room in the table */
 	uint64_t want = wp_sigset_word(set);
-	int sig = wp_handshake_signal();
-	if (how != SIG_UNBLOCK && sig > 0 && (want & (1ull << (sig - 1))))
-		wp_latestart_now(); /* the timer's signal could not reach a masked process */
 	if (how != SIG_UNBLOCK && (want & ~wp_tmask_get(e))) {
 		/* May block more: say so first, then let a signal already on its way land. */
 		wp_tmask_set(e, wp_tmask_get(e) | want);

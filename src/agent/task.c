@@ -211,16 +211,6 @@ static int start_again(void (*fn)(void *), void *arg)
 		     lend.tp, &task_word) < 0 ? -errno : 0;
 }
 
-int wp_task_reusable(void)
-{
-	return reusable;
-}
-
-int wp_task_start_reused(void (*fn)(void *), void *arg)
-{
-	return reusable ? start_again(fn, arg) : -ENOTSUP;
-}
-
 /* The starter waits only until the lender is gone (so the program never sees a thread it
  * did not make), not for the task to run: the task confirms itself (lend.state) when it
  * must, and a stop before that finds task_word set and waits for it as for any task. One

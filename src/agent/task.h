@@ -18,12 +18,6 @@
  * it). */
 int wp_task_start(void (*fn)(void *), void *arg);
 
-/* In a fork child that may take over its parent task's thread state (wp_task_forget): whether
- * it can, and the start that does only that, one clone (async-signal-safe: latestart.h);
- * 0 or -errno. */
-int wp_task_reusable(void);
-int wp_task_start_reused(void (*fn)(void *), void *arg);
-
 /* The task's tid (its pid: it leads a thread group of its own), 0 before it started. */
 pid_t wp_task_tid(void);
 

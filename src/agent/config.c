@@ -64,6 +64,7 @@ int wp_config_load(struct wp_config *cfg, char *(*getenv_fn)(const char *))
 		cfg->test_no_perf = strstr(v, "no-perf") != NULL;
 		cfg->test_slow_fatal = strstr(v, "slow-fatal") != NULL;
 		cfg->test_no_idle = strstr(v, "no-idle") != NULL;
+		cfg->test_long_slice = strstr(v, "long-slice") != NULL;
 	}
 
 	if ((v = getenv_fn("WALLPROF_MODE"))) {

@@ -54,6 +54,7 @@ struct wp_config {
 	int test_slow_fatal; /* the fatal-signal flush spins 10 ms before it stops the sampler,
 			      * so that ticks signal its thread meanwhile (it blocks every
 			      * signal there): what they get is not the program's (sample.c) */
+	int test_long_slice; /* the scheduler's default slice for the sampler (sampler.c, short_slice) */
 	int test_no_idle;   /* cpu mode: every tick does its whole work, idle or not (sampler.c's
 			     * program_idle), for the tests to compare with */
 	int test_no_perf;   /* no perf clock for threads that block the signal, as where the

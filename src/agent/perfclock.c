@@ -86,7 +86,7 @@ static long paranoid(void)
  * tried there. From the sampler's own status (/proc/thread-self: the sampler's wherever it
  * lives), read before each open: a program may put a filter on every thread at any time
  * (SECCOMP_FILTER_FLAG_TSYNC), ours included. */
-static int under_seccomp(void)
+int wp_seccomp_filtered(void)
 {
 	char buf[4096];
 	int fd = open("/proc/thread-self/status", O_RDONLY | O_CLOEXEC);
@@ -158,7 +158,7 @@ int wp_pclk_open(struct wp_athread *t, uint64_t now)
 		t->unseen_why = reason(line);
 		return -ENOSPC;
 	}
-	if (under_seccomp()) {
+	if (wp_seccomp_filtered()) {
 		refused = reason("perf_event_open not tried: a seccomp filter is in force (it may "
 				 "kill the process for a call it does not allow)");
 		t->unseen_why = refused;

@@ -69,4 +69,9 @@ uint64_t wp_pclk_open_now(void);
  * are new: forget every slot without unmapping anything. */
 void wp_pclk_forget(void);
 
+/* Whether the calling thread runs under a seccomp filter (its /proc status), which may kill
+ * the process for a call it does not list: the sampler then makes none of its optional ones
+ * (perf_event_open here, sched_setattr in sampler.c). */
+int wp_seccomp_filtered(void);
+
 #endif

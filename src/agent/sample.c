@@ -813,34 +813,36 @@ static void tick_cpu(uint64_t now)
 		}
 		int64_t ran = t->poll_cpu_ns < 0 ? 0 : cpu.ns - t->poll_cpu_ns;
 		t->poll_cpu_ns = cpu.ns;
-		/* Only credit seen at an earlier tick is paid now ("ripe"). The clock read from
-		 * the task is schedstat's sum, which moves when the kernel settles the thread's
+		/* From the task, only credit seen at an earlier tick is paid now ("ripe"). There
+		 * the clock is schedstat's sum, which moves when the kernel settles the thread's
 		 * time: at a switch, a scheduler tick, and when the program reads its own CPU
 		 * clock. Paid at the tick that saw it move, a sample lands where those happen:
 		 * cpu_split, napping, timing each call with CLOCK_THREAD_CPUTIME_ID, had 21-31%
-		 * of its samples in the clock read that ends a call. A tick later, the thread is
-		 * found wherever it then runs. */
-		uint64_t ripe = t->credit_ns;
+		 * of its samples in the clock read that ends a call; a tick later the thread has
+		 * mostly moved on (3-5% there; a thread preempted by other load at such a read is
+		 * still found there). A clock read in the thread group is exact: paid at once. */
+		int lags = wp_cpuclock_lags();
+		uint64_t ripe = lags ? t->credit_ns : t->credit_ns + (ran > 0 ? (uint64_t)ran : 0);
 		if (ran <= 0)
 			continue; /* not run since the last look: asleep, or woken and not yet run */
 		t->credit_ns += (uint64_t)ran;
 		if (ripe < interval_ns || backed_off(t, now))
 			continue;
-		/* One sample pays out whole intervals of CPU time it stands for. A clock read in
-		 * the thread group is exact, and there one is kept in hand when it could pay two
-		 * or more: tick jitter (+-1/8 interval) would otherwise make a thread that runs
-		 * one interval per tick earn two at one tick and none at the next, and be
-		 * captured at fewer ticks than it ran through. Schedstat's sum comes in lumps (a
-		 * scheduler tick's worth), paid whole by one sample. */
+		/* One sample pays out whole intervals of CPU time it stands for. An exact clock
+		 * keeps one in hand when it could pay two or more: tick jitter (+-1/8 interval)
+		 * would otherwise make a thread that runs one interval per tick earn two at one
+		 * tick and none at the next, and be captured at fewer ticks than it ran through.
+		 * Schedstat's sum comes in lumps (a scheduler tick's worth), paid whole by one
+		 * sample. What a thread has in hand as it ends is not paid. */
 		uint64_t whole = ripe / interval_ns;
-		uint64_t weight = (whole >= 2 && !wp_cpuclock_lags() ? whole - 1 : whole) * interval_ns;
+		uint64_t weight = (whole >= 2 && !lags ? whole - 1 : whole) * interval_ns;
 		/* Off a CPU now (it ran, then blocked): where it waits is not where it ran, and a
 		 * signal would interrupt its call. Its credit waits for a tick that finds it on a
-		 * CPU, which pays all of it there: a thread on a CPU a fraction f of the time is
-		 * found so at about that fraction of the ticks, each paying 1/f intervals, as
-		 * perf's CPU clock samples only a running thread. (Taken from /proc instead, as it
-		 * was, the CPU time of a thread that runs 1 ms and sleeps 3 went ~80% to its
-		 * nanosleep: test_cpu_split's napping run.) */
+		 * CPU (and its clock moved), which pays it there: a thread on a CPU a fraction f
+		 * of the time is found so at about that fraction of the ticks, each paying about
+		 * 1/f intervals, as perf's CPU clock samples only a running thread. (Taken from
+		 * /proc instead, as it was, the CPU time of a thread that runs 1 ms and sleeps 3
+		 * went ~80% to its nanosleep: test_cpu_split's napping run.) */
 		if (!runs_now(t, &cpu))
 			continue;
 		t->credit_ns -= weight;

@@ -5,7 +5,7 @@
  * reaching the child there (a first-tick timer, as a late start of its sampler once used)
  * makes msgrcv fail with EINTR, which the agent cannot take back.
  *
- * Prints "child msgrcv=N" (the bytes received, or -1 and the error) and exits 0 when the
+ * Prints "child PID msgrcv=N" (the bytes received, or -1 and the error) and exits 0 when the
  * child got the whole message and exited 0.  Usage: fork_blocked [WAIT_MS]  (default 100) */
 #include <errno.h>
 #include <stdio.h>
@@ -34,7 +34,8 @@ int main(int argc, char **argv)
 	if (pid == 0) {
 		struct msg m;
 		ssize_t r = msgrcv(q, &m, sizeof(m.text), 0, 0);
-		printf("child msgrcv=%zd%s%s\n", r, r < 0 ? " " : "", r < 0 ? strerror(errno) : "");
+		printf("child %d msgrcv=%zd%s%s\n", (int)getpid(), r, r < 0 ? " " : "",
+		       r < 0 ? strerror(errno) : "");
 		fflush(stdout);
 		_exit(r == (ssize_t)sizeof(m.text) ? 0 : 1);
 	}

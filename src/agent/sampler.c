@@ -439,9 +439,43 @@ static int wait_tick(uint64_t next, int *idle)
  * lock, which a fork child must not inherit held. */
 static int set_up_done;
 
+/* A short scheduler slice (EEVDF's custom slice, Linux 6.12+, asked for without privilege;
+ * the sampler's share of the CPU is unchanged, only how soon it gets it). With the default
+ * slice (1.4 ms here), a sampler woken on the CPU a program thread runs on waits until the
+ * kernel next settles that thread's time: a scheduler tick, or a system call that reads its
+ * clock. The thread is preempted there and found there: cpu_split, napping, with every
+ * process on one CPU, had 56% of its cpu-mode samples in the clock_gettime that ends each
+ * call (perf: 1-2%); with a 0.1 ms slice, 3-4%. The sampler now preempts where its timer
+ * fires, a moment the program's code does not choose. Older kernels ignore the field. */
+struct slice_attr { /* the kernel's struct sched_attr (whose header clashes with sched.h) */
+	uint32_t size, policy;
+	uint64_t flags;
+	int32_t nice;
+	uint32_t priority;
+	uint64_t runtime, deadline, period; /* runtime: a fair task's slice */
+	uint32_t util_min, util_max;
+};
+_Static_assert(sizeof(struct slice_attr) == 56, "struct sched_attr, SCHED_ATTR_SIZE_VER1");
+
+static void short_slice(void)
+{
+	if (wp_seccomp_filtered())
+		return; /* a filter may kill for a call it does not list (perfclock.h) */
+	struct slice_attr a;
+	memset(&a, 0, sizeof(a));
+	if (syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0) != 0 || a.policy != SCHED_OTHER)
+		return;
+	a.size = sizeof(a);
+	a.flags = 0;
+	a.runtime = 100 * 1000;
+	(void)syscall(SYS_sched_setattr, 0, &a, 0);
+}
+
 static int set_up(void)
 {
 	wp_signals_finish_setup(); /* the fatal handlers, deferred to the first tick */
+	if (!cfg->test_long_slice)
+		short_slice(); /* reads /proc: not before the first tick (test_lazy_start) */
 	lock_tick();
 	wp_guard_enter();
 	if (!set_up_done) {
@@ -479,38 +513,6 @@ static int sample_tick(uint64_t now)
 	return left;
 }
 
-/* A short scheduler slice (EEVDF's custom slice, Linux 6.12+, asked for without privilege;
- * the sampler's share of the CPU is unchanged, only how soon it gets it). With the default
- * slice (1.4 ms here), a sampler woken on the CPU a program thread runs on waits until the
- * kernel next settles that thread's time: a scheduler tick, or a system call that reads its
- * clock. The thread is preempted there and found there: cpu_split, napping, with every
- * process on one CPU, had 56% of its cpu-mode samples in the clock_gettime that ends each
- * call (perf: 1-2%); with a 0.1 ms slice, 3-4%. The sampler now preempts where its timer
- * fires, a moment the program's code does not choose. Older kernels ignore the field. */
-struct slice_attr { /* the kernel's struct sched_attr (whose header clashes with sched.h) */
-	uint32_t size, policy;
-	uint64_t flags;
-	int32_t nice;
-	uint32_t priority;
-	uint64_t runtime, deadline, period; /* runtime: a fair task's slice */
-	uint32_t util_min, util_max;
-};
-_Static_assert(sizeof(struct slice_attr) == 56, "struct sched_attr, SCHED_ATTR_SIZE_VER1");
-
-static void short_slice(void)
-{
-	if (wp_seccomp_filtered())
-		return; /* a filter may kill for a call it does not list (perfclock.h) */
-	struct slice_attr a;
-	memset(&a, 0, sizeof(a));
-	if (syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0) != 0 || a.policy != SCHED_OTHER)
-		return;
-	a.size = sizeof(a);
-	a.flags = 0;
-	a.runtime = 100 * 1000;
-	(void)syscall(SYS_sched_setattr, 0, &a, 0);
-}
-
 static void *run(void *arg)
 {
 	sampler_tid = (int)syscall(SYS_gettid);
@@ -538,8 +540,6 @@ static void *run(void *arg)
 	 * 100 us between reads, wall 1000 Hz): signals landing inside a write fell from 816 to
 	 * 461 per 4 s (-44%), ticks and samples unchanged (docs/design.md). */
 	prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
-	if (!cfg->test_long_slice)
-		short_slice();
 	wp_sigmask_quiet_this_thread(); /* started with every signal blocked */
 	wp_sample_seed(wp_now_ns() ^ ((uint64_t)pid << 32));
 	wp_threads_init(sampler_tid); /* the leader, whose end program_gone() must know */

@@ -73,6 +73,8 @@ struct wp_athread {
 	/* cpu mode: the clock at the last poll and CPU time not yet paid out in samples */
 	int64_t poll_cpu_ns;
 	uint64_t credit_ns;
+	int credit_waited; /* cpu mode: credit was due at a tick that found it off a CPU, since
+			    * its last sample (sample.c, tick_cpu) */
 	uint64_t held_ns;           /* how long the last handshake held it */
 	/* its signal mask from /proc (SigBlk), read once, for a thread that publishes none
 	 * (threadmask.h: one the agent did not see start, e.g. a raw clone()) */

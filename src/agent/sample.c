@@ -822,10 +822,9 @@ static void tick_cpu(uint64_t now)
 		 * of its samples in the clock read that ends a call; a tick later the thread has
 		 * mostly moved on (3-5% there; a thread preempted by other load at such a read is
 		 * still found there). A clock read in the thread group is exact: paid at once. */
-		int lags = wp_cpuclock_lags();
-		uint64_t ripe = lags ? t->credit_ns : t->credit_ns + (ran > 0 ? (uint64_t)ran : 0);
 		if (ran <= 0)
 			continue; /* not run since the last look: asleep, or woken and not yet run */
+		uint64_t ripe = wp_cpuclock_lags() ? t->credit_ns : t->credit_ns + (uint64_t)ran;
 		t->credit_ns += (uint64_t)ran;
 		if (ripe < interval_ns || backed_off(t, now))
 			continue;

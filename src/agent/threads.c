@@ -359,9 +359,6 @@ void wp_threads_init(pid_t self)
 	program_left = 1;
 }
 
-/* Whether the leader has ended: /proc shows it a zombie (Z) until the whole process ends. Its
- * CPU clock still reads then, frozen, so the clock cannot tell an ended leader from an idle
- * one. One /proc read, ~10 us. */
 /* The leader's stat line from its state on (after the name's ')', which may contain
  * anything but not after its last one), in `buf`; NULL when it cannot be read. */
 static const char *leader_stat(char *buf, size_t cap)
@@ -372,6 +369,9 @@ static const char *leader_stat(char *buf, size_t cap)
 	return p && p[1] == ' ' ? p + 2 : NULL;
 }
 
+/* Whether the leader has ended: /proc shows it a zombie (Z) until the whole process ends. Its
+ * CPU clock still reads then, frozen, so the clock cannot tell an ended leader from an idle
+ * one. One /proc read, ~10 us. */
 static int leader_is_zombie(void)
 {
 	char buf[512];
